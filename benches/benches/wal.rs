@@ -18,7 +18,9 @@ const RECORD_SIZES: [(&str, usize); 2] = [("100B", 100), ("4KiB", 4096)];
 fn write_log(records: &[Vec<u8>], buffer: Vec<u8>) -> Vec<u8> {
     let mut writer = LogWriter::new(buffer, 1);
     for record in records {
-        writer.add_record(record).expect("writing to a Vec cannot fail");
+        writer
+            .add_record(record)
+            .expect("writing to a Vec cannot fail");
     }
     writer.into_inner()
 }

@@ -91,7 +91,11 @@ fn dump_wal(file: &PathBuf, log_number: Option<u32>, mode: RecoveryMode) -> Resu
         None if bytes.is_empty() => 0,
         None => return Err("no intact fragment found; pass --log-number".to_owned()),
     };
-    println!("log {} ({} bytes), log number {log_number}", file.display(), bytes.len());
+    println!(
+        "log {} ({} bytes), log number {log_number}",
+        file.display(),
+        bytes.len()
+    );
     let mut reader = LogReader::new(&bytes, log_number, mode);
     let mut reported = 0;
     let mut records = 0u64;
@@ -130,7 +134,11 @@ fn dump_wal(file: &PathBuf, log_number: Option<u32>, mode: RecoveryMode) -> Resu
 /// The first bytes of a record in hex.
 fn preview(data: &[u8]) -> String {
     const SHOWN: usize = 16;
-    let mut hex: String = data.iter().take(SHOWN).map(|b| format!("{b:02x}")).collect();
+    let mut hex: String = data
+        .iter()
+        .take(SHOWN)
+        .map(|b| format!("{b:02x}"))
+        .collect();
     if data.len() > SHOWN {
         hex.push('…');
     }

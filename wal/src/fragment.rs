@@ -75,7 +75,10 @@ pub(crate) fn parse_at(data: &[u8], pos: usize) -> Parsed<'_> {
     if header.iter().all(|&b| b == 0) {
         return damaged(Damage::ZeroFilled);
     }
-    let length = usize::from(u16::from_le_bytes([header[LENGTH_AT], header[LENGTH_AT + 1]]));
+    let length = usize::from(u16::from_le_bytes([
+        header[LENGTH_AT],
+        header[LENGTH_AT + 1],
+    ]));
     let room = in_block - HEADER_SIZE;
     if length > room {
         return damaged(Damage::LengthPastBlock { length, room });

@@ -18,8 +18,8 @@ use std::io::{self, Write};
 
 use crate::error::{Error, Result};
 use crate::format::{
-    BLOCK_SIZE, FragmentType, HEADER_SIZE, LENGTH_AT, LOG_NUMBER_AT, MAX_RECORD_BYTES, PADDING_BELOW,
-    SYNC_PAYLOAD_SIZE, TYPE_AT, block_remaining, fragment_checksum,
+    BLOCK_SIZE, FragmentType, HEADER_SIZE, LENGTH_AT, LOG_NUMBER_AT, MAX_RECORD_BYTES,
+    PADDING_BELOW, SYNC_PAYLOAD_SIZE, TYPE_AT, block_remaining, fragment_checksum,
 };
 
 /// Zeros for block-end padding, which is always shorter than [`PADDING_BELOW`].

@@ -84,7 +84,10 @@ fn check_flipped(written: &Written, log: &[u8], at: usize) {
             "torn-tail, flip at {at} before durable {attested}: {error:?}"
         );
     } else {
-        assert!(error.is_none(), "torn-tail, flip at {at} after durable {attested}: {error:?}");
+        assert!(
+            error.is_none(),
+            "torn-tail, flip at {at} after durable {attested}: {error:?}"
+        );
     }
     assert_eq!(data_of(&records), before, "torn-tail, flip at {at}");
 }
@@ -93,7 +96,10 @@ fn check_flipped(written: &Written, log: &[u8], at: usize) {
 fn a_flip_at_every_byte_is_caught_and_handled_per_mode() {
     let written = write(LOG_NUMBER, &small_ops());
     assert!(written.log.len() > BLOCK_SIZE, "the log must span blocks");
-    assert!(written.markers.len() >= 3, "the log must carry sync markers");
+    assert!(
+        written.markers.len() >= 3,
+        "the log must carry sync markers"
+    );
     let mut log = written.log.clone();
     for at in 0..written.log.len() {
         check_flip(&written, &mut log, at, (at % 8) as u8);

@@ -9,11 +9,21 @@ use strata_wal::{LogEnd, LogReader, RecoveryMode};
 #[test]
 fn truncation_at_every_offset_yields_exactly_a_prefix() {
     let written = write(9, &small_ops());
-    assert!(written.log.len() > strata_wal::BLOCK_SIZE, "the log must span blocks");
+    assert!(
+        written.log.len() > strata_wal::BLOCK_SIZE,
+        "the log must span blocks"
+    );
     for cut in 0..=written.log.len() {
         let log = &written.log[..cut];
-        let complete = written.extents.iter().filter(|e| e.end <= cut as u64).count();
-        let prefix: Vec<&[u8]> = written.records[..complete].iter().map(Vec::as_slice).collect();
+        let complete = written
+            .extents
+            .iter()
+            .filter(|e| e.end <= cut as u64)
+            .count();
+        let prefix: Vec<&[u8]> = written.records[..complete]
+            .iter()
+            .map(Vec::as_slice)
+            .collect();
         let inside_a_record = written
             .extents
             .iter()
@@ -53,13 +63,12 @@ fn a_torn_tail_is_reported_as_one_region_to_the_end() {
     let last = written.extents.last().expect("records").clone();
     let cut = (last.start + 5) as usize; // inside the last record's header
     let mut reader = LogReader::new(&written.log[..cut], 9, RecoveryMode::TolerateTornTail);
-    while reader.next_record().expect("a torn tail is tolerated").is_some() {}
-    assert_eq!(
-        reader.end(),
-        Some(LogEnd::TornTail {
-            offset: last.start
-        })
-    );
+    while reader
+        .next_record()
+        .expect("a torn tail is tolerated")
+        .is_some()
+    {}
+    assert_eq!(reader.end(), Some(LogEnd::TornTail { offset: last.start }));
     let skipped = reader.skipped();
     assert_eq!(skipped.len(), 1);
     assert_eq!(skipped[0].offset, last.start);
