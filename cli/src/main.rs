@@ -127,7 +127,10 @@ fn dump_wal(file: &PathBuf, log_number: Option<u32>, mode: RecoveryMode) -> Resu
         Some(LogEnd::StoppedAtDamage { offset }) => format!("stopped at damage at {offset}"),
         _ => "complete".to_owned(),
     };
-    println!("{records} records; {end}");
+    println!(
+        "{records} records, {} skipped regions; {end}",
+        reader.skipped().len()
+    );
     Ok(())
 }
 

@@ -164,11 +164,13 @@ impl<'a> LogReader<'a> {
             kind, start, end, ..
         } = fragment;
         if fragment.log_number != self.log_number {
+            // Resume at the end of this fragment's own block: the boundary after its start.
+            let resume = next_block(start, self.data.len());
             let start = partial.take().map_or(start, |p| p.start);
             let reason = Damage::OtherLog {
                 found: fragment.log_number,
             };
-            return Err((start, next_block(end, self.data.len()), reason));
+            return Err((start, resume, reason));
         }
         // A record start or a marker while a record is open: the open record lost its tail.
         // Report it, and come back to this fragment afterwards.

@@ -263,3 +263,21 @@ fn the_log_number_can_be_read_from_the_file() {
     file[2] ^= 1;
     assert_eq!(peek_log_number(&file), Some(0x77));
 }
+
+/// Regression (found reading the code): a fragment of another log that filled its block
+/// exactly made the reader resume one block too far, skipping a block of good records.
+#[test]
+fn a_stale_fragment_filling_its_block_does_not_hide_the_next_block() {
+    let mut old = LogWriter::new(Vec::new(), 1);
+    old.add_record(&vec![0x11; BLOCK_SIZE - HEADER_SIZE])
+        .expect("vec");
+    let mut file = old.into_inner();
+    assert_eq!(file.len(), BLOCK_SIZE);
+    let mut new = LogWriter::append_to(Vec::new(), 2, BLOCK_SIZE as u64);
+    new.add_record(b"survivor").expect("vec");
+    file.extend_from_slice(&new.into_inner());
+
+    let (read, error) = read_all(&file, 2, RecoveryMode::SkipCorrupted);
+    assert!(error.is_none());
+    assert_eq!(data_of(&read), [b"survivor"]);
+}
