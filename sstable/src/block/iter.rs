@@ -1,0 +1,317 @@
+//! Reads one block: validates its restart array, then seeks and iterates both ways.
+//!
+//! 1. `Block::new` checks the restart array: count, bounds, strictly increasing offsets.
+//! 2. A seek binary-searches the restart points (whose keys are stored whole) for the last one
+//!    before the target, then scans forward.
+//! 3. `prev` goes back to the restart point before the current entry and scans forward to the
+//!    entry before it, as LevelDB does: entries only decode forwards.
+//!
+//! Every length is checked before a slice is taken; a malformed entry stops the iterator with
+//! a `Corruption` kept in `status()`, never a panic.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+
+use crate::coding::Reader;
+use crate::error::Corruption;
+use crate::format::ValueKind;
+use crate::key::{compare, unpack_trailer};
+
+/// A validated block. Cloning is cheap (the bytes are shared).
+#[derive(Clone, Debug)]
+pub(crate) struct Block {
+    data: Bytes,
+    /// Where the entries end and the restart array begins.
+    restarts_at: usize,
+    restart_count: usize,
+}
+
+impl Block {
+    pub(crate) fn new(data: Bytes) -> Result<Block, Corruption> {
+        let malformed = Corruption::MalformedBlock;
+        let len = data.len();
+        let count_at = len.checked_sub(4).ok_or(malformed("shorter than its restart count"))?;
+        let restart_count = read_u32(&data, count_at) as usize;
+        let restarts_at = restart_count
+            .checked_mul(4)
+            .and_then(|bytes| count_at.checked_sub(bytes))
+            .ok_or(malformed("restart array larger than the block"))?;
+        if restart_count == 0 && restarts_at != 0 {
+            return Err(malformed("entries without restart points"));
+        }
+        let mut previous = None;
+        for i in 0..restart_count {
+            let restart = read_u32(&data, restarts_at + 4 * i) as usize;
+            if restart >= restarts_at || previous.is_some_and(|p| restart <= p) {
+                return Err(malformed("restart point out of order or bounds"));
+            }
+            if i == 0 && restart != 0 {
+                return Err(malformed("first restart point is not 0"));
+            }
+            previous = Some(restart);
+        }
+        Ok(Block {
+            data,
+            restarts_at,
+            restart_count,
+        })
+    }
+
+    fn restart(&self, index: usize) -> usize {
+        read_u32(&self.data, self.restarts_at + 4 * index) as usize
+    }
+
+    pub(crate) fn iter(&self) -> BlockIter {
+        BlockIter {
+            block: self.clone(),
+            current: self.restarts_at,
+            next: self.restarts_at,
+            key: Vec::new(),
+            seqno: 0,
+            kind: ValueKind::Put,
+            value: (0, 0),
+            status: None,
+        }
+    }
+}
+
+fn read_u32(data: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&data[at..at + 4]);
+    u32::from_le_bytes(word)
+}
+
+/// An iterator over one block's entries. Invalid (`!valid()`) before the first positioning
+/// call, after running off either end, and after a corruption.
+pub(crate) struct BlockIter {
+    block: Block,
+    /// Offset of the current entry; `restarts_at` when invalid.
+    current: usize,
+    /// Offset of the entry after the current one.
+    next: usize,
+    key: Vec<u8>,
+    seqno: u64,
+    kind: ValueKind,
+    value: (usize, usize),
+    status: Option<Corruption>,
+}
+
+impl BlockIter {
+    pub(crate) fn valid(&self) -> bool {
+        self.current < self.block.restarts_at && self.status.is_none()
+    }
+
+    /// The corruption that stopped this iterator, if any.
+    pub(crate) fn status(&self) -> Option<&Corruption> {
+        self.status.as_ref()
+    }
+
+    pub(crate) fn user_key(&self) -> &[u8] {
+        &self.key
+    }
+
+    pub(crate) fn seqno(&self) -> u64 {
+        self.seqno
+    }
+
+    pub(crate) fn kind(&self) -> ValueKind {
+        self.kind
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        &self.block.data[self.value.0..self.value.1]
+    }
+
+    /// The value as shared bytes: no copy.
+    pub(crate) fn value_bytes(&self) -> Bytes {
+        self.block.data.slice(self.value.0..self.value.1)
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.key.clear();
+        self.decode_at(0);
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        if self.block.restart_count == 0 {
+            return self.invalidate();
+        }
+        self.seek_to_restart(self.block.restart_count - 1);
+        while self.valid() && self.next < self.block.restarts_at {
+            self.advance();
+        }
+    }
+
+    pub(crate) fn next(&mut self) {
+        debug_assert!(self.valid());
+        self.advance();
+    }
+
+    pub(crate) fn prev(&mut self) {
+        debug_assert!(self.valid());
+        let target = self.current;
+        // The last restart point strictly before the current entry.
+        let mut index = self.block.restart_count;
+        while index > 0 && self.block.restart(index - 1) >= target {
+            index -= 1;
+        }
+        if index == 0 {
+            return self.invalidate(); // the current entry was the first
+        }
+        self.seek_to_restart(index - 1);
+        while self.valid() && self.next < target {
+            self.advance();
+        }
+    }
+
+    /// Positions at the first entry at or after `(user_key, seqno)` in table order.
+    pub(crate) fn seek(&mut self, user_key: &[u8], seqno: u64) {
+        // Binary search: the last restart whose key is before the target.
+        let (mut low, mut high) = (0, self.block.restart_count);
+        while high - low > 1 {
+            let mid = (low + high) / 2;
+            self.seek_to_restart(mid);
+            if !self.valid() {
+                return;
+            }
+            match compare(&self.key, self.seqno, user_key, seqno) {
+                Ordering::Less => low = mid,
+                _ => high = mid,
+            }
+        }
+        if self.block.restart_count == 0 {
+            return self.invalidate();
+        }
+        self.seek_to_restart(low);
+        while self.valid() && compare(&self.key, self.seqno, user_key, seqno) == Ordering::Less {
+            self.advance();
+        }
+    }
+
+    fn seek_to_restart(&mut self, index: usize) {
+        self.key.clear();
+        let offset = self.block.restart(index);
+        self.decode_at(offset);
+    }
+
+    fn advance(&mut self) {
+        let next = self.next;
+        self.decode_at(next);
+    }
+
+    fn invalidate(&mut self) {
+        self.current = self.block.restarts_at;
+        self.next = self.block.restarts_at;
+    }
+
+    /// Decodes the entry at `offset`, whose predecessor's key is in `self.key`.
+    fn decode_at(&mut self, offset: usize) {
+        if offset >= self.block.restarts_at {
+            return self.invalidate();
+        }
+        match self.decode_entry(offset) {
+            Ok(()) => self.current = offset,
+            Err(what) => {
+                self.status = Some(what);
+                self.invalidate();
+            }
+        }
+    }
+
+    fn decode_entry(&mut self, offset: usize) -> Result<(), Corruption> {
+        let bad = Corruption::MalformedBlock("entry runs past the block or has bad lengths");
+        let entries = &self.block.data[..self.block.restarts_at];
+        let mut reader = Reader::new(entries.get(offset..).ok_or(bad.clone())?);
+        let shared = reader.len().ok_or(bad.clone())?;
+        let unshared = reader.len().ok_or(bad.clone())?;
+        let value_len = reader.len().ok_or(bad.clone())?;
+        let trailer = reader.varint().ok_or(bad.clone())?;
+        if shared > self.key.len() {
+            return Err(Corruption::MalformedBlock("shared prefix longer than the previous key"));
+        }
+        let suffix = reader.bytes(unshared).ok_or(bad.clone())?;
+        let value_at = offset + reader.pos();
+        reader.bytes(value_len).ok_or(bad)?;
+        let (seqno, kind) = unpack_trailer(trailer)
+            .ok_or(Corruption::MalformedBlock("unknown value kind"))?;
+        self.key.truncate(shared);
+        self.key.extend_from_slice(suffix);
+        self.seqno = seqno;
+        self.kind = kind;
+        self.value = (value_at, value_at + value_len);
+        self.next = value_at + value_len;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::block::BlockBuilder;
+    use crate::key::pack_trailer;
+
+    fn build(entries: &[(&[u8], u64)], interval: usize) -> Block {
+        let mut builder = BlockBuilder::new(interval);
+        for (key, seqno) in entries {
+            builder.add(key, pack_trailer(*seqno, ValueKind::Put), key);
+        }
+        Block::new(Bytes::copy_from_slice(builder.finish())).expect("valid")
+    }
+
+    fn keys_forward(block: &Block) -> Vec<(Vec<u8>, u64)> {
+        let mut iter = block.iter();
+        iter.seek_to_first();
+        let mut out = Vec::new();
+        while iter.valid() {
+            assert_eq!(iter.value(), iter.user_key());
+            out.push((iter.user_key().to_vec(), iter.seqno()));
+            iter.next();
+        }
+        out
+    }
+
+    #[test]
+    fn entries_read_back_both_ways_and_seek_finds_the_first_at_or_after() {
+        let entries: Vec<(Vec<u8>, u64)> = (0..50u32)
+            .flat_map(|i| {
+                let key = format!("key{:03}", i * 2).into_bytes();
+                [(key.clone(), 9), (key, 3)]
+            })
+            .collect();
+        let borrowed: Vec<(&[u8], u64)> = entries.iter().map(|(k, s)| (k.as_slice(), *s)).collect();
+        for interval in [1, 2, 16, 1000] {
+            let block = build(&borrowed, interval);
+            assert_eq!(keys_forward(&block), entries);
+
+            let mut iter = block.iter();
+            iter.seek_to_last();
+            let mut backwards = Vec::new();
+            while iter.valid() {
+                backwards.push((iter.user_key().to_vec(), iter.seqno()));
+                iter.prev();
+            }
+            backwards.reverse();
+            assert_eq!(backwards, entries);
+
+            let mut iter = block.iter();
+            iter.seek(b"key010", 5); // between seqno 9 and 3 of key010
+            assert_eq!((iter.user_key(), iter.seqno()), (&b"key010"[..], 3));
+            iter.seek(b"key011", u64::MAX >> 8);
+            assert_eq!(iter.user_key(), b"key012");
+            iter.seek(b"zzz", 0);
+            assert!(!iter.valid());
+            iter.seek(b"", 0);
+            assert_eq!(iter.user_key(), b"key000");
+        }
+    }
+
+    #[test]
+    fn malformed_restart_arrays_are_corruption() {
+        assert!(Block::new(Bytes::from_static(&[1, 0])).is_err());
+        assert!(Block::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).is_err());
+        assert!(Block::new(Bytes::from_static(&[0, 0, 0, 0])).is_ok()); // empty block
+        // One entry byte, restart at 5 (past the entries).
+        assert!(Block::new(Bytes::from_static(&[0, 5, 0, 0, 0, 1, 0, 0, 0])).is_err());
+    }
+}

@@ -1,0 +1,90 @@
+//! Varint (LEB128) coding with checked decoding: every read says how many bytes it used and
+//! fails, rather than panics, on a truncated or over-long encoding.
+
+/// Appends `value` as a LEB128 varint (1 to 10 bytes).
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+    while value >= 0x80 {
+        out.push((value as u8) | 0x80);
+        value >>= 7;
+    }
+    out.push(value as u8);
+}
+
+/// Decodes a varint at the start of `input`: `(value, bytes used)`, or `None` when the input
+/// ends first or the encoding is longer than 10 bytes or overflows 64 bits.
+pub(crate) fn get_varint(input: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &byte) in input.iter().enumerate().take(10) {
+        let bits = u64::from(byte & 0x7f);
+        if i == 9 && byte > 1 {
+            return None; // would overflow 64 bits
+        }
+        value |= bits << (7 * i);
+        if byte < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+/// A cursor over bytes for decoders: each read advances it or fails without panicking.
+pub(crate) struct Reader<'a> {
+    input: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(input: &'a [u8]) -> Self {
+        Reader { input, pos: 0 }
+    }
+
+    pub(crate) fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.pos >= self.input.len()
+    }
+
+    pub(crate) fn varint(&mut self) -> Option<u64> {
+        let (value, used) = get_varint(self.input.get(self.pos..)?)?;
+        self.pos += used;
+        Some(value)
+    }
+
+    /// A varint that must fit in `usize`.
+    pub(crate) fn len(&mut self) -> Option<usize> {
+        usize::try_from(self.varint()?).ok()
+    }
+
+    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+        let end = self.pos.checked_add(n)?;
+        let slice = self.input.get(self.pos..end)?;
+        self.pos = end;
+        Some(slice)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn varints_round_trip_at_every_width() {
+        let mut values = vec![0, 1, 127, 128, 300, u64::MAX, u64::MAX - 1];
+        values.extend((0..64).map(|shift| 1u64 << shift));
+        for value in values {
+            let mut out = Vec::new();
+            put_varint(&mut out, value);
+            assert_eq!(get_varint(&out), Some((value, out.len())));
+            assert_eq!(get_varint(&out[..out.len() - 1]), None, "truncated {value}");
+        }
+    }
+
+    #[test]
+    fn over_long_and_overflowing_varints_are_refused() {
+        assert_eq!(get_varint(&[0x80; 11]), None);
+        assert_eq!(get_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+        assert_eq!(get_varint(&[]), None);
+    }
+}

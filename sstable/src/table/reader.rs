@@ -1,0 +1,325 @@
+//! Opens a table from bytes and answers point lookups.
+//!
+//! 1. `open` checks the footer (size, magic, version, checksum), then reads and validates the
+//!    index, filter and properties blocks. The index is decoded whole: its keys must ascend and
+//!    its handles must tile the data region from offset 0, one per data block.
+//! 2. A data block's checksum is verified on its first read; a bit per block remembers it.
+//!    Uncompressed blocks are then read in place (zero-copy); compressed ones are decompressed
+//!    into the shared [`BlockCache`].
+//! 3. `get` asks the bloom filter, binary-searches the index for the first separator at or
+//!    after the target, and seeks in that block (or, if the target falls in the gap after its
+//!    last key, the next block's first entry).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+
+use bytes::Bytes;
+
+use crate::block::Block;
+use crate::cache::BlockCache;
+use crate::coding::Reader;
+use crate::error::{Corruption, Error, Region, Result, corruption};
+use crate::filter::BloomFilter;
+use crate::format::{
+    BLOCK_TRAILER_SIZE, CompressionType, FOOTER_CHECKSUM_AT, FOOTER_MAGIC_AT, FOOTER_SIZE,
+    FOOTER_VERSION_AT, FORMAT_VERSION, MAGIC, MAX_BLOCK_BYTES, ValueKind, masked_crc,
+};
+use crate::key::compare;
+use crate::properties::TableProperties;
+use crate::table::{BlockHandle, TableIter};
+
+/// The newest visible version of a key, as `get` returns it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Its sequence number.
+    pub seqno: u64,
+    /// Put, or Delete (a tombstone: the key is deleted as of `seqno`).
+    pub kind: ValueKind,
+    /// The value; empty for a tombstone. Shares the table's bytes when the block is stored
+    /// uncompressed.
+    pub value: Bytes,
+}
+
+/// One index entry: the separator key and the data block it covers.
+#[derive(Debug)]
+pub(crate) struct IndexEntry {
+    pub key: Vec<u8>,
+    pub seqno: u64,
+    pub handle: BlockHandle,
+}
+
+/// An open table. Cloning is cheap; clones share the bytes, index and filter.
+#[derive(Clone, Debug)]
+pub struct Table {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    data: Bytes,
+    id: u64,
+    cache: Option<Arc<BlockCache>>,
+    index: Vec<IndexEntry>,
+    filter: BloomFilter,
+    properties: TableProperties,
+    /// One bit per data block: its checksum has been verified.
+    verified: Vec<AtomicU64>,
+}
+
+impl Table {
+    /// Opens a table over its whole file, validating the footer, index, filter and properties.
+    /// `id` names the table in the shared `cache` (the engine passes the file number); tables
+    /// sharing a cache must have distinct ids.
+    pub fn open(data: Bytes, id: u64, cache: Option<Arc<BlockCache>>) -> Result<Table> {
+        let footer_at = data.len().checked_sub(FOOTER_SIZE).ok_or_else(|| {
+            corruption(Region::Footer, 0, Corruption::TooShort { len: data.len() })
+        })?;
+        let footer = &data[footer_at..];
+        let fail = |what| corruption(Region::Footer, footer_at as u64, what);
+        let magic = u64::from_le_bytes(array(&footer[FOOTER_MAGIC_AT..]));
+        if magic != MAGIC {
+            return Err(fail(Corruption::BadMagic { found: magic }));
+        }
+        let stored = u32::from_le_bytes(array(&footer[FOOTER_CHECKSUM_AT..]));
+        let computed = masked_crc(&[&footer[..FOOTER_CHECKSUM_AT]]);
+        if stored != computed {
+            return Err(fail(Corruption::ChecksumMismatch { stored, computed }));
+        }
+        let version = u32::from_le_bytes(array(&footer[FOOTER_VERSION_AT..]));
+        if version != FORMAT_VERSION {
+            return Err(fail(Corruption::UnsupportedVersion(version)));
+        }
+        let index_handle = BlockHandle::decode_fixed(&array(&footer[0..]));
+        let filter_handle = BlockHandle::decode_fixed(&array(&footer[16..]));
+        let properties_handle = BlockHandle::decode_fixed(&array(&footer[32..]));
+
+        let body = data.slice(..footer_at);
+        let properties_block = read_block(&body, properties_handle, Region::Properties)?;
+        let properties = TableProperties::decode(&properties_block)
+            .map_err(|what| corruption(Region::Properties, properties_handle.offset, what))?;
+        let filter_block = read_block(&body, filter_handle, Region::Filter)?;
+        let filter = BloomFilter::new(filter_block)
+            .map_err(|what| corruption(Region::Filter, filter_handle.offset, what))?;
+        let index_block = read_block(&body, index_handle, Region::Index)?;
+        let data_end = filter_handle.offset.min(properties_handle.offset).min(index_handle.offset);
+        let index = decode_index(index_block, index_handle.offset, data_end)?;
+        if index.len() as u64 != properties.data_blocks {
+            let what = Corruption::MalformedProperties("data block count disagrees with index");
+            return Err(corruption(Region::Properties, properties_handle.offset, what));
+        }
+        let verified = (0..index.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        Ok(Table {
+            inner: Arc::new(Inner {
+                data: body,
+                id,
+                cache,
+                index,
+                filter,
+                properties,
+                verified,
+            }),
+        })
+    }
+
+    /// What the table holds, from its properties block.
+    pub fn properties(&self) -> &TableProperties {
+        &self.inner.properties
+    }
+
+    /// The newest version of `user_key` with a seqno at most `snapshot_seqno`, tombstones
+    /// included; `None` when the table has no visible version. Consults the bloom filter first.
+    pub fn get(&self, user_key: &[u8], snapshot_seqno: u64) -> Result<Option<Entry>> {
+        if !self.inner.filter.may_contain(user_key) {
+            return Ok(None);
+        }
+        let index = &self.inner.index;
+        let mut block_number = index.partition_point(|e| {
+            compare(&e.key, e.seqno, user_key, snapshot_seqno).is_lt()
+        });
+        // At most two blocks: the target may lie after the first one's last key.
+        for _ in 0..2 {
+            if block_number >= index.len() {
+                return Ok(None);
+            }
+            let block = self.data_block(block_number)?;
+            let mut iter = block.iter();
+            iter.seek(user_key, snapshot_seqno);
+            if let Some(what) = iter.status() {
+                return Err(self.block_corruption(block_number, what.clone()));
+            }
+            if iter.valid() {
+                if iter.user_key() != user_key {
+                    return Ok(None);
+                }
+                return Ok(Some(Entry {
+                    seqno: iter.seqno(),
+                    kind: iter.kind(),
+                    value: iter.value_bytes(),
+                }));
+            }
+            block_number += 1;
+        }
+        Ok(None)
+    }
+
+    /// An iterator over all entries, unpositioned; see [`TableIter`].
+    pub fn iter(&self) -> TableIter {
+        TableIter::new(self.clone())
+    }
+
+    /// `false` if the filter proves `user_key` absent.
+    pub fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.inner.filter.may_contain(user_key)
+    }
+
+    pub(crate) fn index(&self) -> &[IndexEntry] {
+        &self.inner.index
+    }
+
+    /// Data block `number`, checksum verified, decompressed (through the cache) if needed.
+    pub(crate) fn data_block(&self, number: usize) -> Result<Block> {
+        let inner = &*self.inner;
+        let handle = inner.index[number].handle;
+        let (word, bit) = (number / 64, 1u64 << (number % 64));
+        let verified = inner.verified[word].load(AtomicOrdering::Relaxed) & bit != 0;
+        let (stored, kind) = stored_block(&inner.data, handle, Region::Data)?;
+        if !verified {
+            verify_block(&inner.data, handle, Region::Data)?;
+            inner.verified[word].fetch_or(bit, AtomicOrdering::Relaxed);
+        }
+        let bytes = match kind {
+            CompressionType::None => stored,
+            CompressionType::Zstd => match &inner.cache {
+                Some(cache) => match cache.get(inner.id, handle.offset) {
+                    Some(bytes) => bytes,
+                    None => {
+                        let bytes = decompress(&stored, handle, Region::Data)?;
+                        cache.insert(inner.id, handle.offset, bytes.clone());
+                        bytes
+                    }
+                },
+                None => decompress(&stored, handle, Region::Data)?,
+            },
+        };
+        Block::new(bytes).map_err(|what| corruption(Region::Data, handle.offset, what))
+    }
+
+    pub(crate) fn block_corruption(&self, number: usize, what: Corruption) -> Error {
+        corruption(Region::Data, self.inner.index[number].handle.offset, what)
+    }
+}
+
+fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
+    let mut out = [0u8; N];
+    out.copy_from_slice(&bytes[..N]);
+    out
+}
+
+/// The stored bytes of a block and its compression, with the handle checked against the file.
+fn stored_block(body: &Bytes, handle: BlockHandle, region: Region) -> Result<(Bytes, CompressionType)> {
+    let bad_handle = || {
+        let what = Corruption::BadHandle {
+            offset: handle.offset,
+            size: handle.size,
+        };
+        corruption(region, handle.offset, what)
+    };
+    let start = usize::try_from(handle.offset).map_err(|_| bad_handle())?;
+    let size = usize::try_from(handle.size).map_err(|_| bad_handle())?;
+    let end = start.checked_add(size).ok_or_else(bad_handle)?;
+    let trailer_end = end.checked_add(BLOCK_TRAILER_SIZE).ok_or_else(bad_handle)?;
+    if trailer_end > body.len() || size > MAX_BLOCK_BYTES {
+        return Err(bad_handle());
+    }
+    let kind_byte = body[end];
+    let kind = CompressionType::from_byte(kind_byte)
+        .ok_or_else(|| corruption(region, handle.offset, Corruption::UnknownCompression(kind_byte)))?;
+    Ok((body.slice(start..end), kind))
+}
+
+fn verify_block(body: &Bytes, handle: BlockHandle, region: Region) -> Result<()> {
+    // `stored_block` has checked the bounds.
+    let start = handle.offset as usize;
+    let end = start + handle.size as usize;
+    let stored = u32::from_le_bytes(array(&body[end + 1..]));
+    let computed = masked_crc(&[&body[start..end + 1]]);
+    if stored != computed {
+        let what = Corruption::ChecksumMismatch { stored, computed };
+        return Err(corruption(region, handle.offset, what));
+    }
+    Ok(())
+}
+
+/// Reads, verifies and decompresses a meta block (index, filter, properties).
+fn read_block(body: &Bytes, handle: BlockHandle, region: Region) -> Result<Bytes> {
+    let (stored, kind) = stored_block(body, handle, region)?;
+    verify_block(body, handle, region)?;
+    match kind {
+        CompressionType::None => Ok(stored),
+        CompressionType::Zstd => decompress(&stored, handle, region),
+    }
+}
+
+fn decompress(stored: &[u8], handle: BlockHandle, region: Region) -> Result<Bytes> {
+    let fail = || corruption(region, handle.offset, Corruption::Decompression);
+    let mut reader = Reader::new(stored);
+    let raw_len = reader.len().ok_or_else(fail)?;
+    if raw_len > MAX_BLOCK_BYTES {
+        return Err(fail());
+    }
+    let frame = &stored[reader.pos()..];
+    let raw = zstd::bulk::decompress(frame, raw_len).map_err(|_| fail())?;
+    if raw.len() != raw_len {
+        return Err(fail());
+    }
+    Ok(Bytes::from(raw))
+}
+
+/// Decodes the whole index: keys strictly ascending, handles tiling `[0, data_end)`.
+fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Vec<IndexEntry>> {
+    let fail = |what| corruption(Region::Index, offset, what);
+    let block = Block::new(block).map_err(fail)?;
+    let mut iter = block.iter();
+    iter.seek_to_first();
+    let mut entries: Vec<IndexEntry> = Vec::new();
+    let mut next_offset = 0u64;
+    while iter.valid() {
+        let handle = BlockHandle::decode_varint(iter.value())
+            .ok_or(fail(Corruption::MalformedBlock("index value is not a block handle")))?;
+        if handle.offset != next_offset {
+            return Err(fail(Corruption::BadHandle {
+                offset: handle.offset,
+                size: handle.size,
+            }));
+        }
+        next_offset = handle
+            .offset
+            .checked_add(handle.size)
+            .and_then(|end| end.checked_add(BLOCK_TRAILER_SIZE as u64))
+            .ok_or(fail(Corruption::BadHandle {
+                offset: handle.offset,
+                size: handle.size,
+            }))?;
+        if let Some(last) = entries.last()
+            && compare(&last.key, last.seqno, iter.user_key(), iter.seqno()).is_ge()
+        {
+            return Err(fail(Corruption::KeysOutOfOrder));
+        }
+        entries.push(IndexEntry {
+            key: iter.user_key().to_vec(),
+            seqno: iter.seqno(),
+            handle,
+        });
+        iter.next();
+    }
+    if let Some(what) = iter.status() {
+        return Err(fail(what.clone()));
+    }
+    if next_offset != data_end {
+        return Err(fail(Corruption::BadHandle {
+            offset: next_offset,
+            size: 0,
+        }));
+    }
+    Ok(entries)
+}
