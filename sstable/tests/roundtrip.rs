@@ -1,0 +1,131 @@
+//! Any sorted entry set round-trips through build → open → scans, point gets and seeks, for
+//! every compression choice and block size.
+
+mod common;
+
+use common::{ModelEntry, build, model_get, normalise, open, options};
+use proptest::prelude::*;
+use strata_sstable::{Table, ValueKind};
+
+fn entry() -> impl Strategy<Value = ModelEntry> {
+    (
+        prop::collection::vec(0u8..4, 0..6), // few distinct bytes: shared prefixes, repeats
+        0u64..50,
+        prop_oneof![4 => Just(ValueKind::Put), 1 => Just(ValueKind::Delete)],
+        prop::collection::vec(any::<u8>(), 0..300),
+    )
+}
+
+fn scan_forward(table: &Table) -> Vec<ModelEntry> {
+    let mut iter = table.iter();
+    iter.seek_to_first();
+    let mut out = Vec::new();
+    while iter.valid() {
+        out.push((iter.user_key().to_vec(), iter.seqno(), iter.kind(), iter.value().to_vec()));
+        iter.next();
+    }
+    assert!(iter.status().is_none());
+    out
+}
+
+fn scan_backward(table: &Table) -> Vec<ModelEntry> {
+    let mut iter = table.iter();
+    iter.seek_to_last();
+    let mut out = Vec::new();
+    while iter.valid() {
+        out.push((iter.user_key().to_vec(), iter.seqno(), iter.kind(), iter.value().to_vec()));
+        iter.prev();
+    }
+    out.reverse();
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(150))]
+
+    #[test]
+    fn any_sorted_entries_round_trip(
+        raw in prop::collection::vec(entry(), 0..300),
+        block_size in prop_oneof![Just(64usize), Just(512), Just(4096)],
+        restart_interval in prop_oneof![Just(1usize), Just(3), Just(16)],
+        zstd: bool,
+        probes in prop::collection::vec((prop::collection::vec(0u8..5, 0..7), 0u64..60), 20),
+    ) {
+        let entries = normalise(raw);
+        let table = open(&build(&entries, options(block_size, restart_interval, zstd)));
+        prop_assert_eq!(table.properties().entries, entries.len() as u64);
+        prop_assert_eq!(scan_forward(&table), entries.clone());
+        prop_assert_eq!(scan_backward(&table), entries.clone());
+
+        let known = entries.iter().map(|e| (e.0.clone(), e.1));
+        for (key, snapshot) in probes.iter().cloned().chain(known) {
+            let (key, snapshot) = (&key, &snapshot);
+            let got = table.get(key, *snapshot).expect("no corruption");
+            let expected = model_get(&entries, key, *snapshot);
+            prop_assert_eq!(
+                got.map(|e| (e.seqno, e.kind, e.value.to_vec())),
+                expected.map(|e| (e.1, e.2, e.3.clone()))
+            );
+
+            // seek: the first entry whose user key is at or after `key`.
+            let mut iter = table.iter();
+            iter.seek(key);
+            let first = entries.iter().find(|e| e.0.as_slice() >= key.as_slice());
+            prop_assert_eq!(iter.valid().then(|| (iter.user_key().to_vec(), iter.seqno())),
+                first.map(|e| (e.0.clone(), e.1)));
+
+            // seek_at: the first entry at or after (key, snapshot) in table order.
+            iter.seek_at(key, *snapshot);
+            let first = entries.iter().find(|e| {
+                e.0.as_slice() > key.as_slice() || (e.0.as_slice() == key.as_slice() && e.1 <= *snapshot)
+            });
+            prop_assert_eq!(iter.valid().then(|| (iter.user_key().to_vec(), iter.seqno())),
+                first.map(|e| (e.0.clone(), e.1)));
+        }
+    }
+
+    #[test]
+    fn bounded_scans_see_exactly_the_range(
+        raw in prop::collection::vec(entry(), 0..200),
+        lower in prop::option::of(prop::collection::vec(0u8..4, 0..4)),
+        upper in prop::option::of(prop::collection::vec(0u8..4, 0..4)),
+        zstd: bool,
+    ) {
+        let entries = normalise(raw);
+        let table = open(&build(&entries, options(128, 2, zstd)));
+        let in_range = |key: &[u8]| {
+            lower.as_deref().is_none_or(|l| key >= l) && upper.as_deref().is_none_or(|u| key < u)
+        };
+        let expected: Vec<&ModelEntry> = entries.iter().filter(|e| in_range(&e.0)).collect();
+
+        let mut iter = table.iter().with_bounds(lower.as_deref(), upper.as_deref());
+        iter.seek_to_first();
+        let mut forward = Vec::new();
+        while iter.valid() {
+            forward.push((iter.user_key().to_vec(), iter.seqno()));
+            iter.next();
+        }
+        prop_assert_eq!(&forward, &expected.iter().map(|e| (e.0.clone(), e.1)).collect::<Vec<_>>());
+
+        iter.seek_to_last();
+        let mut backward = Vec::new();
+        while iter.valid() {
+            backward.push((iter.user_key().to_vec(), iter.seqno()));
+            iter.prev();
+        }
+        backward.reverse();
+        prop_assert_eq!(backward, forward);
+    }
+}
+
+#[test]
+fn an_empty_table_opens_and_is_empty() {
+    let table = open(&build(&[], options(4096, 16, false)));
+    assert_eq!(table.properties().entries, 0);
+    assert!(table.get(b"anything", u64::MAX >> 8).expect("fine").is_none());
+    let mut iter = table.iter();
+    iter.seek_to_first();
+    assert!(!iter.valid());
+    iter.seek_to_last();
+    assert!(!iter.valid());
+}
