@@ -79,7 +79,11 @@ impl BlockCache {
 
     pub(crate) fn get(&self, table: u64, offset: u64) -> Option<Bytes> {
         let found = lock(self.shard(table, offset)).touch((table, offset));
-        let counter = if found.is_some() { &self.hits } else { &self.misses };
+        let counter = if found.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
         counter.fetch_add(1, Ordering::Relaxed);
         found
     }
@@ -97,7 +101,9 @@ impl BlockCache {
 /// Locks a shard. A panic while holding the lock cannot leave a shard inconsistent in a way
 /// that matters (it is a cache), so a poisoned lock is used as is.
 fn lock(shard: &Mutex<Shard>) -> std::sync::MutexGuard<'_, Shard> {
-    shard.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    shard
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shard {
@@ -145,7 +151,10 @@ mod tests {
             cache.insert(1, offset * 4096, Bytes::from(vec![0u8; 100]));
             assert!(cache.usage_bytes() <= cache.capacity_bytes());
         }
-        assert!(cache.usage_bytes() > cache.capacity_bytes() / 2, "the cache is used");
+        assert!(
+            cache.usage_bytes() > cache.capacity_bytes() / 2,
+            "the cache is used"
+        );
         // The most recent block is there; the oldest is gone.
         assert!(cache.get(1, 999 * 4096).is_some());
         assert!(cache.get(1, 0).is_none());

@@ -84,7 +84,10 @@ mod tests {
     #[test]
     fn over_long_and_overflowing_varints_are_refused() {
         assert_eq!(get_varint(&[0x80; 11]), None);
-        assert_eq!(get_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]), None);
+        assert_eq!(
+            get_varint(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02]),
+            None
+        );
         assert_eq!(get_varint(&[]), None);
     }
 }

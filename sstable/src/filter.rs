@@ -133,7 +133,12 @@ mod tests {
     fn the_hash_is_stable() {
         // Part of the on-disk format: filters written today must probe the same bits forever.
         // These test vectors are also in docs/formats/sstable.md.
-        assert_eq!(hash64(b"strata"), 0xe55e_08fd_4238_b02b, "{:#x}", hash64(b"strata"));
+        assert_eq!(
+            hash64(b"strata"),
+            0xe55e_08fd_4238_b02b,
+            "{:#x}",
+            hash64(b"strata")
+        );
         assert_eq!(hash64(b""), 0x733d_8c96_bf98_8b0a, "{:#x}", hash64(b""));
         assert_ne!(hash64(b"a"), hash64(b"b"));
         assert_ne!(hash64(b"abcdefgh"), hash64(b"abcdefgh\0"));

@@ -57,8 +57,15 @@ mod tests {
 
     #[test]
     fn trailers_round_trip() {
-        for (seqno, kind) in [(0, ValueKind::Put), (MAX_SEQNO, ValueKind::Delete), (77, ValueKind::Put)] {
-            assert_eq!(unpack_trailer(pack_trailer(seqno, kind)), Some((seqno, kind)));
+        for (seqno, kind) in [
+            (0, ValueKind::Put),
+            (MAX_SEQNO, ValueKind::Delete),
+            (77, ValueKind::Put),
+        ] {
+            assert_eq!(
+                unpack_trailer(pack_trailer(seqno, kind)),
+                Some((seqno, kind))
+            );
         }
         assert_eq!(unpack_trailer(5 << 8), None);
     }

@@ -34,6 +34,8 @@ mod coding;
 mod error;
 mod filter;
 mod format;
+#[doc(hidden)]
+pub mod fuzzing;
 mod key;
 mod properties;
 mod table;

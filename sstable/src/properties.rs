@@ -105,7 +105,11 @@ impl TableProperties {
         let number = |bytes: &[u8], name: &'static str| {
             let mut reader = Reader::new(bytes);
             let n = reader.varint().ok_or(bad(name))?;
-            if reader.is_empty() { Ok(n) } else { Err(bad(name)) }
+            if reader.is_empty() {
+                Ok(n)
+            } else {
+                Err(bad(name))
+            }
         };
         let properties = TableProperties {
             entries: number(take(ENTRIES)?, ENTRIES)?,
@@ -145,7 +149,9 @@ mod tests {
             largest_seqno: 99,
             user: BTreeMap::new(),
         };
-        properties.user.insert("planner.ndv.town".into(), vec![1, 2, 3]);
+        properties
+            .user
+            .insert("planner.ndv.town".into(), vec![1, 2, 3]);
         let decoded = TableProperties::decode(&properties.encode()).expect("valid");
         assert_eq!(decoded, properties);
     }

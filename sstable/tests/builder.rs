@@ -11,22 +11,47 @@ use strata_sstable::{
 fn out_of_order_and_duplicate_entries_are_errors() {
     let mut builder = TableBuilder::new(Vec::new(), TableOptions::default());
     builder.add(b"b", 5, ValueKind::Put, b"").expect("first");
-    assert!(matches!(builder.add(b"a", 9, ValueKind::Put, b""), Err(Error::OutOfOrder)));
-    assert!(matches!(builder.add(b"b", 5, ValueKind::Put, b""), Err(Error::OutOfOrder)));
-    assert!(matches!(builder.add(b"b", 6, ValueKind::Put, b""), Err(Error::OutOfOrder)));
-    builder.add(b"b", 4, ValueKind::Delete, b"").expect("an older version");
-    builder.add(b"c", 9, ValueKind::Put, b"x").expect("a later key");
+    assert!(matches!(
+        builder.add(b"a", 9, ValueKind::Put, b""),
+        Err(Error::OutOfOrder)
+    ));
+    assert!(matches!(
+        builder.add(b"b", 5, ValueKind::Put, b""),
+        Err(Error::OutOfOrder)
+    ));
+    assert!(matches!(
+        builder.add(b"b", 6, ValueKind::Put, b""),
+        Err(Error::OutOfOrder)
+    ));
+    builder
+        .add(b"b", 4, ValueKind::Delete, b"")
+        .expect("an older version");
+    builder
+        .add(b"c", 9, ValueKind::Put, b"x")
+        .expect("a later key");
     let info = builder.finish().expect("finish");
-    assert_eq!(info.properties.entries, 3, "refused entries were not written");
+    assert_eq!(
+        info.properties.entries, 3,
+        "refused entries were not written"
+    );
 }
 
 #[test]
 fn oversized_keys_seqnos_and_reserved_properties_are_refused() {
     let mut builder = TableBuilder::new(Vec::new(), TableOptions::default());
     let long_key = vec![b'k'; MAX_KEY_BYTES + 1];
-    assert!(matches!(builder.add(&long_key, 1, ValueKind::Put, b""), Err(Error::TooLarge { what: "key", .. })));
-    assert!(matches!(builder.add(b"k", MAX_SEQNO + 1, ValueKind::Put, b""), Err(Error::SeqnoTooLarge(_))));
-    assert!(matches!(builder.add_property("strata.entries", b"1"), Err(Error::ReservedPropertyName(_))));
+    assert!(matches!(
+        builder.add(&long_key, 1, ValueKind::Put, b""),
+        Err(Error::TooLarge { what: "key", .. })
+    ));
+    assert!(matches!(
+        builder.add(b"k", MAX_SEQNO + 1, ValueKind::Put, b""),
+        Err(Error::SeqnoTooLarge(_))
+    ));
+    assert!(matches!(
+        builder.add_property("strata.entries", b"1"),
+        Err(Error::ReservedPropertyName(_))
+    ));
     assert_eq!(builder.entries(), 0);
 }
 
@@ -35,7 +60,9 @@ fn properties_describe_the_table_and_carry_engine_entries() {
     let entries = sample_entries(300);
     let mut file = Vec::new();
     let mut builder = TableBuilder::new(&mut file, options(1024, 16, true));
-    builder.add_property("planner.rows", b"300").expect("allowed name");
+    builder
+        .add_property("planner.rows", b"300")
+        .expect("allowed name");
     for (key, seqno, kind, value) in &entries {
         builder.add(key, *seqno, *kind, value).expect("in order");
     }
@@ -45,14 +72,32 @@ fn properties_describe_the_table_and_carry_engine_entries() {
     let p = table.properties();
     assert_eq!(p, &info.properties);
     assert_eq!(p.entries, entries.len() as u64);
-    assert_eq!(p.deletions, entries.iter().filter(|e| e.2 == ValueKind::Delete).count() as u64);
-    assert_eq!(p.raw_key_bytes, entries.iter().map(|e| e.0.len() as u64).sum::<u64>());
-    assert_eq!(p.raw_value_bytes, entries.iter().map(|e| e.3.len() as u64).sum::<u64>());
+    assert_eq!(
+        p.deletions,
+        entries.iter().filter(|e| e.2 == ValueKind::Delete).count() as u64
+    );
+    assert_eq!(
+        p.raw_key_bytes,
+        entries.iter().map(|e| e.0.len() as u64).sum::<u64>()
+    );
+    assert_eq!(
+        p.raw_value_bytes,
+        entries.iter().map(|e| e.3.len() as u64).sum::<u64>()
+    );
     assert_eq!(p.smallest_key, entries[0].0);
     assert_eq!(p.largest_key, entries[entries.len() - 1].0);
-    assert_eq!(p.smallest_seqno, entries.iter().map(|e| e.1).min().expect("entries"));
-    assert_eq!(p.largest_seqno, entries.iter().map(|e| e.1).max().expect("entries"));
-    assert_eq!(p.user.get("planner.rows").map(Vec::as_slice), Some(&b"300"[..]));
+    assert_eq!(
+        p.smallest_seqno,
+        entries.iter().map(|e| e.1).min().expect("entries")
+    );
+    assert_eq!(
+        p.largest_seqno,
+        entries.iter().map(|e| e.1).max().expect("entries")
+    );
+    assert_eq!(
+        p.user.get("planner.rows").map(Vec::as_slice),
+        Some(&b"300"[..])
+    );
 }
 
 #[test]
@@ -60,10 +105,16 @@ fn values_of_uncompressed_blocks_are_read_without_copying() {
     let entries = sample_entries(50);
     let file = bytes::Bytes::from(build(&entries, options(4096, 16, false)));
     let table = Table::open(file.clone(), 1, None).expect("valid");
-    let entry = table.get(&entries[10].0, u64::MAX >> 8).expect("ok").expect("present");
+    let entry = table
+        .get(&entries[10].0, u64::MAX >> 8)
+        .expect("ok")
+        .expect("present");
     let range = file.as_ptr_range();
     assert!(!entry.value.is_empty());
-    assert!(range.contains(&entry.value.as_ptr()), "the value points into the file's bytes");
+    assert!(
+        range.contains(&entry.value.as_ptr()),
+        "the value points into the file's bytes"
+    );
 }
 
 #[test]
@@ -78,7 +129,12 @@ fn compressed_blocks_go_through_the_shared_cache() {
             assert_eq!(&got.value[..], &value[..]);
         }
     }
-    assert!(cache.hits() > cache.misses(), "hits {} misses {}", cache.hits(), cache.misses());
+    assert!(
+        cache.hits() > cache.misses(),
+        "hits {} misses {}",
+        cache.hits(),
+        cache.misses()
+    );
     assert!(cache.usage_bytes() > 0 && cache.usage_bytes() <= cache.capacity_bytes());
 }
 

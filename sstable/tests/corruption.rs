@@ -15,7 +15,10 @@ fn check_reads(table: &Table, entries: &[ModelEntry]) -> bool {
             Ok(got) => {
                 let expected = model_get(entries, key, *seqno).expect("present");
                 let got = got.expect("a present key must not read as absent");
-                assert_eq!((got.seqno, got.kind, &got.value[..]), (expected.1, expected.2, &expected.3[..]));
+                assert_eq!(
+                    (got.seqno, got.kind, &got.value[..]),
+                    (expected.1, expected.2, &expected.3[..])
+                );
             }
             Err(Error::Corruption { .. }) => saw_error = true,
             Err(other) => panic!("unexpected error {other}"),
@@ -35,7 +38,11 @@ fn check_reads(table: &Table, entries: &[ModelEntry]) -> bool {
     }
     match iter.status() {
         Some(_) => saw_error = true,
-        None => assert_eq!(position, entries.len(), "a scan ended early without an error"),
+        None => assert_eq!(
+            position,
+            entries.len(),
+            "a scan ended early without an error"
+        ),
     }
     saw_error
 }
@@ -50,7 +57,10 @@ fn flip_every_byte(zstd: bool) {
             Err(Error::Corruption { .. }) => {}
             Err(other) => panic!("byte {at}: unexpected error {other}"),
             Ok(table) => {
-                assert!(check_reads(&table, &entries), "byte {at}: a flip went unnoticed");
+                assert!(
+                    check_reads(&table, &entries),
+                    "byte {at}: a flip went unnoticed"
+                );
             }
         }
         damaged[at] = file[at];
@@ -72,7 +82,10 @@ fn every_truncation_fails_to_open() {
     let file = build(&sample_entries(60), options(256, 4, true));
     for len in 0..file.len() {
         let result = Table::open(bytes::Bytes::copy_from_slice(&file[..len]), 1, None);
-        assert!(matches!(result, Err(Error::Corruption { .. })), "length {len} opened");
+        assert!(
+            matches!(result, Err(Error::Corruption { .. })),
+            "length {len} opened"
+        );
     }
 }
 
@@ -85,5 +98,8 @@ fn the_sample_table_spans_many_blocks_of_both_kinds() {
     let squeezed = build(&entries, options(512, 4, true));
     let table = common::open(&plain);
     assert!(table.properties().data_blocks >= 10);
-    assert!(squeezed.len() < plain.len() * 3 / 4, "zstd should shrink these values");
+    assert!(
+        squeezed.len() < plain.len() * 3 / 4,
+        "zstd should shrink these values"
+    );
 }

@@ -21,7 +21,12 @@ fn scan_forward(table: &Table) -> Vec<ModelEntry> {
     iter.seek_to_first();
     let mut out = Vec::new();
     while iter.valid() {
-        out.push((iter.user_key().to_vec(), iter.seqno(), iter.kind(), iter.value().to_vec()));
+        out.push((
+            iter.user_key().to_vec(),
+            iter.seqno(),
+            iter.kind(),
+            iter.value().to_vec(),
+        ));
         iter.next();
     }
     assert!(iter.status().is_none());
@@ -33,7 +38,12 @@ fn scan_backward(table: &Table) -> Vec<ModelEntry> {
     iter.seek_to_last();
     let mut out = Vec::new();
     while iter.valid() {
-        out.push((iter.user_key().to_vec(), iter.seqno(), iter.kind(), iter.value().to_vec()));
+        out.push((
+            iter.user_key().to_vec(),
+            iter.seqno(),
+            iter.kind(),
+            iter.value().to_vec(),
+        ));
         iter.prev();
     }
     out.reverse();
@@ -122,7 +132,12 @@ proptest! {
 fn an_empty_table_opens_and_is_empty() {
     let table = open(&build(&[], options(4096, 16, false)));
     assert_eq!(table.properties().entries, 0);
-    assert!(table.get(b"anything", u64::MAX >> 8).expect("fine").is_none());
+    assert!(
+        table
+            .get(b"anything", u64::MAX >> 8)
+            .expect("fine")
+            .is_none()
+    );
     let mut iter = table.iter();
     iter.seek_to_first();
     assert!(!iter.valid());

@@ -126,7 +126,13 @@ impl<W: Write> TableBuilder<W> {
 
     /// Adds an entry. It must sort after the previous one: user key ascending, then seqno
     /// descending. For a `Delete`, the value should be empty (it is stored as given).
-    pub fn add(&mut self, user_key: &[u8], seqno: u64, kind: ValueKind, value: &[u8]) -> Result<()> {
+    pub fn add(
+        &mut self,
+        user_key: &[u8],
+        seqno: u64,
+        kind: ValueKind,
+        value: &[u8],
+    ) -> Result<()> {
         if self.failed {
             return Err(Error::BuilderFailed);
         }
@@ -141,13 +147,18 @@ impl<W: Write> TableBuilder<W> {
         }
         if let Some(handle) = self.pending_handle.take() {
             let separator = shortest_separator(&self.last_key, user_key);
-            let seqno = if separator == self.last_key { self.last_seqno } else { MAX_SEQNO };
+            let seqno = if separator == self.last_key {
+                self.last_seqno
+            } else {
+                MAX_SEQNO
+            };
             self.add_index_entry(&separator, seqno, handle);
         }
         if first || self.last_key != user_key {
             self.key_hashes.push(hash64(user_key));
         }
-        self.data_block.add(user_key, pack_trailer(seqno, kind), value);
+        self.data_block
+            .add(user_key, pack_trailer(seqno, kind), value);
         self.record_stats(user_key, seqno, kind, value);
         if self.data_block.estimated_size() >= self.options.block_size_bytes {
             self.flush_data_block()?;

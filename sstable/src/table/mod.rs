@@ -14,7 +14,9 @@ mod handle;
 mod iter;
 mod reader;
 
-pub use builder::{Compression, MAX_KEY_BYTES, MAX_VALUE_BYTES, TableBuilder, TableInfo, TableOptions};
+pub use builder::{
+    Compression, MAX_KEY_BYTES, MAX_VALUE_BYTES, TableBuilder, TableInfo, TableOptions,
+};
 pub(crate) use handle::BlockHandle;
 pub use iter::TableIter;
 pub use reader::{Entry, Table};

@@ -101,13 +101,22 @@ impl Table {
         let filter = BloomFilter::new(filter_block)
             .map_err(|what| corruption(Region::Filter, filter_handle.offset, what))?;
         let index_block = read_block(&body, index_handle, Region::Index)?;
-        let data_end = filter_handle.offset.min(properties_handle.offset).min(index_handle.offset);
+        let data_end = filter_handle
+            .offset
+            .min(properties_handle.offset)
+            .min(index_handle.offset);
         let index = decode_index(index_block, index_handle.offset, data_end)?;
         if index.len() as u64 != properties.data_blocks {
             let what = Corruption::MalformedProperties("data block count disagrees with index");
-            return Err(corruption(Region::Properties, properties_handle.offset, what));
+            return Err(corruption(
+                Region::Properties,
+                properties_handle.offset,
+                what,
+            ));
         }
-        let verified = (0..index.len().div_ceil(64)).map(|_| AtomicU64::new(0)).collect();
+        let verified = (0..index.len().div_ceil(64))
+            .map(|_| AtomicU64::new(0))
+            .collect();
         Ok(Table {
             inner: Arc::new(Inner {
                 data: body,
@@ -133,9 +142,8 @@ impl Table {
             return Ok(None);
         }
         let index = &self.inner.index;
-        let mut block_number = index.partition_point(|e| {
-            compare(&e.key, e.seqno, user_key, snapshot_seqno).is_lt()
-        });
+        let mut block_number =
+            index.partition_point(|e| compare(&e.key, e.seqno, user_key, snapshot_seqno).is_lt());
         // At most two blocks: the target may lie after the first one's last key.
         for _ in 0..2 {
             if block_number >= index.len() {
@@ -176,32 +184,48 @@ impl Table {
         &self.inner.index
     }
 
-    /// Data block `number`, checksum verified, decompressed (through the cache) if needed.
+    /// Data block `number`: on first read its checksum is verified and its structure
+    /// validated; compressed blocks are decompressed (and validated) on each cache miss.
     pub(crate) fn data_block(&self, number: usize) -> Result<Block> {
         let inner = &*self.inner;
         let handle = inner.index[number].handle;
         let (word, bit) = (number / 64, 1u64 << (number % 64));
         let verified = inner.verified[word].load(AtomicOrdering::Relaxed) & bit != 0;
         let (stored, kind) = stored_block(&inner.data, handle, Region::Data)?;
+        let to_block =
+            |bytes| Block::new(bytes).map_err(|what| corruption(Region::Data, handle.offset, what));
+        let validated = |block: Block| {
+            block
+                .validate()
+                .map_err(|what| corruption(Region::Data, handle.offset, what))?;
+            Ok::<Block, Error>(block)
+        };
         if !verified {
             verify_block(&inner.data, handle, Region::Data)?;
-            inner.verified[word].fetch_or(bit, AtomicOrdering::Relaxed);
         }
-        let bytes = match kind {
-            CompressionType::None => stored,
-            CompressionType::Zstd => match &inner.cache {
-                Some(cache) => match cache.get(inner.id, handle.offset) {
-                    Some(bytes) => bytes,
-                    None => {
-                        let bytes = decompress(&stored, handle, Region::Data)?;
-                        cache.insert(inner.id, handle.offset, bytes.clone());
-                        bytes
+        let block = match kind {
+            CompressionType::None if verified => to_block(stored)?,
+            CompressionType::None => validated(to_block(stored)?)?,
+            CompressionType::Zstd => match inner
+                .cache
+                .as_ref()
+                .and_then(|c| c.get(inner.id, handle.offset))
+            {
+                // Only validated blocks enter the cache.
+                Some(bytes) => to_block(bytes)?,
+                None => {
+                    let block = validated(to_block(decompress(&stored, handle, Region::Data)?)?)?;
+                    if let Some(cache) = &inner.cache {
+                        cache.insert(inner.id, handle.offset, block.bytes().clone());
                     }
-                },
-                None => decompress(&stored, handle, Region::Data)?,
+                    block
+                }
             },
         };
-        Block::new(bytes).map_err(|what| corruption(Region::Data, handle.offset, what))
+        if !verified {
+            inner.verified[word].fetch_or(bit, AtomicOrdering::Relaxed);
+        }
+        Ok(block)
     }
 
     pub(crate) fn block_corruption(&self, number: usize, what: Corruption) -> Error {
@@ -216,7 +240,11 @@ fn array<const N: usize>(bytes: &[u8]) -> [u8; N] {
 }
 
 /// The stored bytes of a block and its compression, with the handle checked against the file.
-fn stored_block(body: &Bytes, handle: BlockHandle, region: Region) -> Result<(Bytes, CompressionType)> {
+fn stored_block(
+    body: &Bytes,
+    handle: BlockHandle,
+    region: Region,
+) -> Result<(Bytes, CompressionType)> {
     let bad_handle = || {
         let what = Corruption::BadHandle {
             offset: handle.offset,
@@ -232,8 +260,13 @@ fn stored_block(body: &Bytes, handle: BlockHandle, region: Region) -> Result<(By
         return Err(bad_handle());
     }
     let kind_byte = body[end];
-    let kind = CompressionType::from_byte(kind_byte)
-        .ok_or_else(|| corruption(region, handle.offset, Corruption::UnknownCompression(kind_byte)))?;
+    let kind = CompressionType::from_byte(kind_byte).ok_or_else(|| {
+        corruption(
+            region,
+            handle.offset,
+            Corruption::UnknownCompression(kind_byte),
+        )
+    })?;
     Ok((body.slice(start..end), kind))
 }
 
@@ -284,8 +317,9 @@ fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Vec<IndexEnt
     let mut entries: Vec<IndexEntry> = Vec::new();
     let mut next_offset = 0u64;
     while iter.valid() {
-        let handle = BlockHandle::decode_varint(iter.value())
-            .ok_or(fail(Corruption::MalformedBlock("index value is not a block handle")))?;
+        let handle = BlockHandle::decode_varint(iter.value()).ok_or(fail(
+            Corruption::MalformedBlock("index value is not a block handle"),
+        ))?;
         if handle.offset != next_offset {
             return Err(fail(Corruption::BadHandle {
                 offset: handle.offset,

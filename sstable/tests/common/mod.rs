@@ -23,7 +23,9 @@ pub fn build(entries: &[ModelEntry], options: TableOptions) -> Vec<u8> {
     let mut file = Vec::new();
     let mut builder = TableBuilder::new(&mut file, options);
     for (key, seqno, kind, value) in entries {
-        builder.add(key, *seqno, *kind, value).expect("entries are in order");
+        builder
+            .add(key, *seqno, *kind, value)
+            .expect("entries are in order");
     }
     builder.finish().expect("writing to a Vec");
     file
@@ -34,7 +36,11 @@ pub fn open(file: &[u8]) -> Table {
 }
 
 /// The model's answer to `get(user_key, snapshot)`.
-pub fn model_get<'m>(entries: &'m [ModelEntry], user_key: &[u8], snapshot: u64) -> Option<&'m ModelEntry> {
+pub fn model_get<'m>(
+    entries: &'m [ModelEntry],
+    user_key: &[u8],
+    snapshot: u64,
+) -> Option<&'m ModelEntry> {
     entries
         .iter()
         .find(|(key, seqno, _, _)| key.as_slice() == user_key && *seqno <= snapshot)
@@ -61,8 +67,14 @@ pub fn sample_entries(keys: u32) -> Vec<ModelEntry> {
         let key = format!("user{:06}", i * 7).into_bytes();
         for version in 0..(1 + i % 3) {
             let seqno = u64::from(1000 - version * 10 + i % 5);
-            let kind = if (i + version) % 11 == 0 { ValueKind::Delete } else { ValueKind::Put };
-            let value = format!("value-{i}-{version}-").repeat(1 + (i % 4) as usize).into_bytes();
+            let kind = if (i + version) % 11 == 0 {
+                ValueKind::Delete
+            } else {
+                ValueKind::Put
+            };
+            let value = format!("value-{i}-{version}-")
+                .repeat(1 + (i % 4) as usize)
+                .into_bytes();
             entries.push((key.clone(), seqno, kind, value));
         }
     }
