@@ -12,7 +12,14 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 
 /// Decodes a varint at the start of `input`: `(value, bytes used)`, or `None` when the input
 /// ends first or the encoding is longer than 10 bytes or overflows 64 bits.
+#[inline]
 pub(crate) fn get_varint(input: &[u8]) -> Option<(u64, usize)> {
+    // Fast path: most lengths in an entry are under 128 and take one byte.
+    if let Some(&byte) = input.first()
+        && byte < 0x80
+    {
+        return Some((u64::from(byte), 1));
+    }
     let mut value = 0u64;
     for (i, &byte) in input.iter().enumerate().take(10) {
         let bits = u64::from(byte & 0x7f);
@@ -46,6 +53,7 @@ impl<'a> Reader<'a> {
         self.pos >= self.input.len()
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Option<u64> {
         let (value, used) = get_varint(self.input.get(self.pos..)?)?;
         self.pos += used;
@@ -53,10 +61,12 @@ impl<'a> Reader<'a> {
     }
 
     /// A varint that must fit in `usize`.
+    #[inline]
     pub(crate) fn len(&mut self) -> Option<usize> {
         usize::try_from(self.varint()?).ok()
     }
 
+    #[inline]
     pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let slice = self.input.get(self.pos..end)?;

@@ -6,7 +6,6 @@
 use crate::block::BlockIter;
 use crate::error::Error;
 use crate::format::{MAX_SEQNO, ValueKind};
-use crate::key::compare;
 use crate::table::Table;
 
 /// Iterates a table's entries in table order (user key ascending, seqno descending), both
@@ -156,7 +155,7 @@ impl TableIter {
 
     fn seek_internal(&mut self, user_key: &[u8], seqno: u64) {
         let index = self.table.index();
-        let number = index.partition_point(|e| compare(&e.key, e.seqno, user_key, seqno).is_lt());
+        let number = index.search(user_key, seqno);
         if number >= index.len() {
             self.block = None;
             return;

@@ -40,12 +40,60 @@ pub struct Entry {
     pub value: Bytes,
 }
 
-/// One index entry: the separator key and the data block it covers.
-#[derive(Debug)]
-pub(crate) struct IndexEntry {
-    pub key: Vec<u8>,
-    pub seqno: u64,
-    pub handle: BlockHandle,
+/// The decoded index, as parallel arrays with the separator keys packed into one buffer: a
+/// binary search over 30,000 blocks then touches a few compact arrays instead of chasing one
+/// heap pointer per step.
+#[derive(Debug, Default)]
+pub(crate) struct Index {
+    /// Separator user keys, back to back.
+    keys: Vec<u8>,
+    /// `key_ends[i]` is where separator `i` ends in `keys`.
+    key_ends: Vec<usize>,
+    seqnos: Vec<u64>,
+    handles: Vec<BlockHandle>,
+}
+
+impl Index {
+    pub(crate) fn len(&self) -> usize {
+        self.handles.len()
+    }
+
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.key_ends[i - 1] };
+        &self.keys[start..self.key_ends[i]]
+    }
+
+    pub(crate) fn handle(&self, i: usize) -> BlockHandle {
+        self.handles[i]
+    }
+
+    /// The first block whose separator is at or after `(user_key, seqno)`: the only block
+    /// that can hold the first entry at or after it, unless it falls after that block's last
+    /// key (then it is the next block's first entry).
+    pub(crate) fn search(&self, user_key: &[u8], seqno: u64) -> usize {
+        let (mut low, mut high) = (0, self.len());
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if compare(self.key(mid), self.seqnos[mid], user_key, seqno).is_lt() {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    }
+
+    fn push(&mut self, key: &[u8], seqno: u64, handle: BlockHandle) {
+        self.keys.extend_from_slice(key);
+        self.key_ends.push(self.keys.len());
+        self.seqnos.push(seqno);
+        self.handles.push(handle);
+    }
+
+    fn last(&self) -> Option<(&[u8], u64)> {
+        let i = self.len().checked_sub(1)?;
+        Some((self.key(i), self.seqnos[i]))
+    }
 }
 
 /// An open table. Cloning is cheap; clones share the bytes, index and filter.
@@ -59,7 +107,7 @@ struct Inner {
     data: Bytes,
     id: u64,
     cache: Option<Arc<BlockCache>>,
-    index: Vec<IndexEntry>,
+    index: Index,
     filter: BloomFilter,
     properties: TableProperties,
     /// One bit per data block: its checksum has been verified.
@@ -142,13 +190,9 @@ impl Table {
             return Ok(None);
         }
         let index = &self.inner.index;
-        let mut block_number =
-            index.partition_point(|e| compare(&e.key, e.seqno, user_key, snapshot_seqno).is_lt());
+        let first = index.search(user_key, snapshot_seqno);
         // At most two blocks: the target may lie after the first one's last key.
-        for _ in 0..2 {
-            if block_number >= index.len() {
-                return Ok(None);
-            }
+        for block_number in first..index.len().min(first + 2) {
             let block = self.data_block(block_number)?;
             let mut iter = block.iter();
             iter.seek(user_key, snapshot_seqno);
@@ -165,7 +209,6 @@ impl Table {
                     value: iter.value_bytes(),
                 }));
             }
-            block_number += 1;
         }
         Ok(None)
     }
@@ -180,7 +223,7 @@ impl Table {
         self.inner.filter.may_contain(user_key)
     }
 
-    pub(crate) fn index(&self) -> &[IndexEntry] {
+    pub(crate) fn index(&self) -> &Index {
         &self.inner.index
     }
 
@@ -188,7 +231,7 @@ impl Table {
     /// validated; compressed blocks are decompressed (and validated) on each cache miss.
     pub(crate) fn data_block(&self, number: usize) -> Result<Block> {
         let inner = &*self.inner;
-        let handle = inner.index[number].handle;
+        let handle = inner.index.handle(number);
         let (word, bit) = (number / 64, 1u64 << (number % 64));
         let verified = inner.verified[word].load(AtomicOrdering::Relaxed) & bit != 0;
         let (stored, kind) = stored_block(&inner.data, handle, Region::Data)?;
@@ -229,7 +272,7 @@ impl Table {
     }
 
     pub(crate) fn block_corruption(&self, number: usize, what: Corruption) -> Error {
-        corruption(Region::Data, self.inner.index[number].handle.offset, what)
+        corruption(Region::Data, self.inner.index.handle(number).offset, what)
     }
 }
 
@@ -309,12 +352,12 @@ fn decompress(stored: &[u8], handle: BlockHandle, region: Region) -> Result<Byte
 }
 
 /// Decodes the whole index: keys strictly ascending, handles tiling `[0, data_end)`.
-fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Vec<IndexEntry>> {
+fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Index> {
     let fail = |what| corruption(Region::Index, offset, what);
     let block = Block::new(block).map_err(fail)?;
     let mut iter = block.iter();
     iter.seek_to_first();
-    let mut entries: Vec<IndexEntry> = Vec::new();
+    let mut entries = Index::default();
     let mut next_offset = 0u64;
     while iter.valid() {
         let handle = BlockHandle::decode_varint(iter.value()).ok_or(fail(
@@ -334,16 +377,12 @@ fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Vec<IndexEnt
                 offset: handle.offset,
                 size: handle.size,
             }))?;
-        if let Some(last) = entries.last()
-            && compare(&last.key, last.seqno, iter.user_key(), iter.seqno()).is_ge()
+        if let Some((key, seqno)) = entries.last()
+            && compare(key, seqno, iter.user_key(), iter.seqno()).is_ge()
         {
             return Err(fail(Corruption::KeysOutOfOrder));
         }
-        entries.push(IndexEntry {
-            key: iter.user_key().to_vec(),
-            seqno: iter.seqno(),
-            handle,
-        });
+        entries.push(iter.user_key(), iter.seqno(), handle);
         iter.next();
     }
     if let Some(what) = iter.status() {
