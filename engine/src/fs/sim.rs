@@ -1,0 +1,339 @@
+//! An in-memory file system for tests: crash simulation and fault injection.
+//!
+//! 1. Files are inodes holding bytes and the length made durable by their last `sync_data`.
+//!    Every file is written by appending, so "what is durable" is a prefix.
+//! 2. Each directory keeps two maps from name to inode: the current one, and the one made
+//!    durable by its last `sync_dir`. Creating, renaming and removing change only the current
+//!    map.
+//! 3. [`SimFs::crash`] keeps only durable state: every inode is cut to its durable length,
+//!    every directory reverts to its durable map, inodes no name reaches are dropped, locks are
+//!    released, and file handles opened before the crash fail from then on.
+//! 4. Every operation counts against its [`OpKind`]; [`SimFs::fail_nth`] makes the n-th
+//!    operation of a kind fail with an I/O error (and change nothing).
+//!
+//! Directories themselves are durable as soon as they are created: the engine creates its
+//! directory once, and the crash cases worth finding are about files.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use bytes::Bytes;
+
+use super::{FileLock, FileSystem, WritableFile, locked_error};
+
+/// The kinds of operation [`SimFs`] counts and can fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OpKind {
+    /// `create` and `open_append`.
+    Open,
+    /// A write to a file.
+    Write,
+    /// `sync_data` of a file.
+    Sync,
+    /// `read`.
+    Read,
+    /// `rename`.
+    Rename,
+    /// `remove_file`.
+    Remove,
+    /// `sync_dir`.
+    SyncDir,
+}
+
+/// The simulated file system. Clones share the same state.
+#[derive(Clone, Default)]
+pub struct SimFs {
+    state: Arc<Mutex<State>>,
+}
+
+impl fmt::Debug for SimFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimFs").finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    inodes: HashMap<u64, Inode>,
+    next_inode: u64,
+    dirs: BTreeMap<PathBuf, Dir>,
+    locks: HashSet<PathBuf>,
+    /// Bumped by each crash; handles from an older generation are dead.
+    generation: u64,
+    counts: HashMap<OpKind, u64>,
+    faults: HashSet<(OpKind, u64)>,
+}
+
+#[derive(Default)]
+struct Inode {
+    data: Vec<u8>,
+    durable_len: usize,
+}
+
+#[derive(Default)]
+struct Dir {
+    current: BTreeMap<String, u64>,
+    durable: BTreeMap<String, u64>,
+}
+
+fn split(path: &Path) -> io::Result<(PathBuf, String)> {
+    let name = path.file_name().and_then(|n| n.to_str());
+    match (path.parent(), name) {
+        (Some(parent), Some(name)) => Ok((parent.to_path_buf(), name.to_owned())),
+        _ => Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("not a file path: {}", path.display()),
+        )),
+    }
+}
+
+fn not_found(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::NotFound,
+        format!("no such file: {}", path.display()),
+    )
+}
+
+impl State {
+    /// Counts an operation and fails it if a fault is armed for it.
+    fn operation(&mut self, kind: OpKind) -> io::Result<()> {
+        let count = self.counts.entry(kind).or_insert(0);
+        *count += 1;
+        if self.faults.remove(&(kind, *count)) {
+            return Err(io::Error::other(format!(
+                "injected fault: {kind:?} #{count}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn dir(&mut self, dir: &Path) -> io::Result<&mut Dir> {
+        self.dirs.get_mut(dir).ok_or_else(|| not_found(dir))
+    }
+
+    fn lookup(&mut self, path: &Path) -> io::Result<u64> {
+        let (dir, name) = split(path)?;
+        self.dir(&dir)?
+            .current
+            .get(&name)
+            .copied()
+            .ok_or_else(|| not_found(path))
+    }
+}
+
+impl SimFs {
+    /// An empty file system.
+    pub fn new() -> Self {
+        SimFs::default()
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A test that panicked while holding the lock has already failed; its state is fine
+        // to inspect.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Simulates a crash (power loss): keeps only what was durable. See the module docs.
+    pub fn crash(&self) {
+        let mut state = self.state();
+        for dir in state.dirs.values_mut() {
+            dir.current = dir.durable.clone();
+        }
+        let reachable: HashSet<u64> = state
+            .dirs
+            .values()
+            .flat_map(|dir| dir.current.values().copied())
+            .collect();
+        state.inodes.retain(|id, _| reachable.contains(id));
+        for inode in state.inodes.values_mut() {
+            inode.data.truncate(inode.durable_len);
+        }
+        state.locks.clear();
+        state.generation += 1;
+    }
+
+    /// Makes the `n`-th operation of `kind` (counting from this file system's creation, the
+    /// first being 1) fail with an I/O error. It changes nothing.
+    pub fn fail_nth(&self, kind: OpKind, n: u64) {
+        self.state().faults.insert((kind, n));
+    }
+
+    /// How many operations of `kind` ran (or were failed) so far.
+    pub fn op_count(&self, kind: OpKind) -> u64 {
+        self.state().counts.get(&kind).copied().unwrap_or(0)
+    }
+
+    /// The bytes of a file as they are now, durable or not; `None` if there is no such file.
+    pub fn contents(&self, path: &Path) -> Option<Vec<u8>> {
+        let mut state = self.state();
+        let id = state.lookup(path).ok()?;
+        state.inodes.get(&id).map(|inode| inode.data.clone())
+    }
+
+    fn open_inode(&self, path: &Path, truncate: bool) -> io::Result<Box<dyn WritableFile>> {
+        let mut state = self.state();
+        state.operation(OpKind::Open)?;
+        let (dir, name) = split(path)?;
+        let id = if truncate {
+            let id = state.next_inode;
+            state.next_inode += 1;
+            state.inodes.insert(id, Inode::default());
+            state.dir(&dir)?.current.insert(name, id);
+            id
+        } else {
+            state.lookup(path)?
+        };
+        Ok(Box::new(SimFile {
+            fs: self.clone(),
+            inode: id,
+            generation: state.generation,
+            path: path.to_path_buf(),
+        }))
+    }
+}
+
+/// An open simulated file.
+struct SimFile {
+    fs: SimFs,
+    inode: u64,
+    generation: u64,
+    path: PathBuf,
+}
+
+impl fmt::Debug for SimFile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SimFile").field("path", &self.path).finish()
+    }
+}
+
+impl SimFile {
+    fn with_inode<T>(&self, kind: OpKind, f: impl FnOnce(&mut Inode) -> T) -> io::Result<T> {
+        let mut state = self.fs.state();
+        if state.generation != self.generation {
+            return Err(io::Error::other(format!(
+                "{}: file handle from before a simulated crash",
+                self.path.display()
+            )));
+        }
+        state.operation(kind)?;
+        match state.inodes.get_mut(&self.inode) {
+            Some(inode) => Ok(f(inode)),
+            None => Err(not_found(&self.path)),
+        }
+    }
+}
+
+impl Write for SimFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.with_inode(OpKind::Write, |inode| inode.data.extend_from_slice(buf))?;
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl WritableFile for SimFile {
+    fn sync_data(&mut self) -> io::Result<()> {
+        self.with_inode(OpKind::Sync, |inode| inode.durable_len = inode.data.len())
+    }
+}
+
+#[derive(Debug)]
+struct SimLock {
+    fs: SimFs,
+    path: PathBuf,
+    generation: u64,
+}
+
+impl Drop for SimLock {
+    fn drop(&mut self) {
+        let mut state = self.fs.state();
+        // A crash already released every lock; a newer holder's lock is not ours to drop.
+        if state.generation == self.generation {
+            state.locks.remove(&self.path);
+        }
+    }
+}
+
+impl FileSystem for SimFs {
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        for ancestor in dir.ancestors() {
+            state.dirs.entry(ancestor.to_path_buf()).or_default();
+        }
+        Ok(())
+    }
+
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.open_inode(path, true)
+    }
+
+    fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.open_inode(path, false)
+    }
+
+    fn read(&self, path: &Path) -> io::Result<Bytes> {
+        let mut state = self.state();
+        state.operation(OpKind::Read)?;
+        let id = state.lookup(path)?;
+        let inode = state.inodes.get(&id).ok_or_else(|| not_found(path))?;
+        Ok(Bytes::copy_from_slice(&inode.data))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        state.operation(OpKind::Rename)?;
+        let id = state.lookup(from)?;
+        let (to_dir, to_name) = split(to)?;
+        state.dir(&to_dir)?; // the target directory must exist before anything changes
+        let (from_dir, from_name) = split(from)?;
+        state.dir(&from_dir)?.current.remove(&from_name);
+        state.dir(&to_dir)?.current.insert(to_name, id);
+        Ok(())
+    }
+
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        state.operation(OpKind::Remove)?;
+        let (dir, name) = split(path)?;
+        match state.dir(&dir)?.current.remove(&name) {
+            Some(_) => Ok(()),
+            None => Err(not_found(path)),
+        }
+    }
+
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>> {
+        Ok(self.state().dir(dir)?.current.keys().cloned().collect())
+    }
+
+    fn exists(&self, path: &Path) -> io::Result<bool> {
+        Ok(self.state().lookup(path).is_ok())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        state.operation(OpKind::SyncDir)?;
+        let dir = state.dir(dir)?;
+        dir.durable = dir.current.clone();
+        Ok(())
+    }
+
+    fn lock(&self, path: &Path) -> io::Result<FileLock> {
+        let mut state = self.state();
+        if !state.locks.insert(path.to_path_buf()) {
+            return Err(locked_error(path));
+        }
+        Ok(FileLock::new(Box::new(SimLock {
+            fs: self.clone(),
+            path: path.to_path_buf(),
+            generation: state.generation,
+        })))
+    }
+}
