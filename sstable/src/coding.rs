@@ -1,8 +1,9 @@
 //! Varint (LEB128) coding with checked decoding: every read says how many bytes it used and
-//! fails, rather than panics, on a truncated or over-long encoding.
+//! fails, rather than panics, on a truncated or over-long encoding. Public so the engine's own
+//! formats (write batches, manifest edits) use the same coding.
 
 /// Appends `value` as a LEB128 varint (1 to 10 bytes).
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
+pub fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -13,7 +14,7 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
 /// Decodes a varint at the start of `input`: `(value, bytes used)`, or `None` when the input
 /// ends first or the encoding is longer than 10 bytes or overflows 64 bits.
 #[inline]
-pub(crate) fn get_varint(input: &[u8]) -> Option<(u64, usize)> {
+pub fn get_varint(input: &[u8]) -> Option<(u64, usize)> {
     // Fast path: most lengths in an entry are under 128 and take one byte.
     if let Some(&byte) = input.first()
         && byte < 0x80
@@ -35,26 +36,30 @@ pub(crate) fn get_varint(input: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// A cursor over bytes for decoders: each read advances it or fails without panicking.
-pub(crate) struct Reader<'a> {
+pub struct Reader<'a> {
     input: &'a [u8],
     pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    pub(crate) fn new(input: &'a [u8]) -> Self {
+    /// A reader at the start of `input`.
+    pub fn new(input: &'a [u8]) -> Self {
         Reader { input, pos: 0 }
     }
 
-    pub(crate) fn pos(&self) -> usize {
+    /// How many bytes have been read.
+    pub fn pos(&self) -> usize {
         self.pos
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether every byte has been read.
+    pub fn is_empty(&self) -> bool {
         self.pos >= self.input.len()
     }
 
+    /// The next varint.
     #[inline]
-    pub(crate) fn varint(&mut self) -> Option<u64> {
+    pub fn varint(&mut self) -> Option<u64> {
         let (value, used) = get_varint(self.input.get(self.pos..)?)?;
         self.pos += used;
         Some(value)
@@ -62,17 +67,37 @@ impl<'a> Reader<'a> {
 
     /// A varint that must fit in `usize`.
     #[inline]
-    pub(crate) fn len(&mut self) -> Option<usize> {
+    pub fn len(&mut self) -> Option<usize> {
         usize::try_from(self.varint()?).ok()
     }
 
+    /// The next `n` bytes.
     #[inline]
-    pub(crate) fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub fn bytes(&mut self, n: usize) -> Option<&'a [u8]> {
         let end = self.pos.checked_add(n)?;
         let slice = self.input.get(self.pos..end)?;
         self.pos = end;
         Some(slice)
     }
+
+    /// A varint length followed by that many bytes.
+    #[inline]
+    pub fn len_prefixed(&mut self) -> Option<&'a [u8]> {
+        let n = self.len()?;
+        self.bytes(n)
+    }
+
+    /// The next byte.
+    #[inline]
+    pub fn byte(&mut self) -> Option<u8> {
+        Some(self.bytes(1)?[0])
+    }
+}
+
+/// Appends `bytes` preceded by its length as a varint.
+pub fn put_len_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
+    put_varint(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
 }
 
 #[cfg(test)]

@@ -30,7 +30,7 @@
 
 mod block;
 mod cache;
-mod coding;
+pub mod coding;
 mod error;
 mod filter;
 mod format;

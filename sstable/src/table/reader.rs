@@ -90,6 +90,13 @@ impl Index {
         self.handles.push(handle);
     }
 
+    /// The offset just past the last data block (0 for a table without one).
+    pub(crate) fn data_end(&self) -> u64 {
+        self.handles.last().map_or(0, |h| {
+            h.offset + h.size + crate::format::BLOCK_TRAILER_SIZE as u64
+        })
+    }
+
     fn last(&self) -> Option<(&[u8], u64)> {
         let i = self.len().checked_sub(1)?;
         Some((self.key(i), self.seqnos[i]))
@@ -216,6 +223,24 @@ impl Table {
     /// An iterator over all entries, unpositioned; see [`TableIter`].
     pub fn iter(&self) -> TableIter {
         TableIter::new(self.clone())
+    }
+
+    /// The file offset where entries with user keys at or after `user_key` begin, to block
+    /// granularity, read from the index alone: the difference between two offsets estimates
+    /// the bytes a key range takes. Past the last key it is the end of the data blocks.
+    pub fn approximate_offset(&self, user_key: &[u8]) -> u64 {
+        let index = &self.inner.index;
+        let block = index.search(user_key, crate::format::MAX_SEQNO);
+        if block < index.len() {
+            index.handle(block).offset
+        } else {
+            index.data_end()
+        }
+    }
+
+    /// The offset just past the last data block: where the index, filter and properties begin.
+    pub fn data_end_offset(&self) -> u64 {
+        self.inner.index.data_end()
     }
 
     /// `false` if the filter proves `user_key` absent.

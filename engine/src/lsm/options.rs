@@ -1,0 +1,135 @@
+//! Options for opening a store, writing and reading.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use strata_sstable::TableOptions;
+use strata_wal::RecoveryMode;
+
+use crate::fs::{FileSystem, OsFs};
+use crate::lsm::snapshot::Snapshot;
+
+/// How a store is opened and run.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The file system all I/O goes through (default: the real one).
+    pub fs: Arc<dyn FileSystem>,
+    /// Create the store when the directory holds none (default true).
+    pub create_if_missing: bool,
+    /// A family's memtable is sealed and flushed once it holds about this many bytes
+    /// (default 64 MiB, as RocksDB's `write_buffer_size`).
+    pub write_buffer_bytes: usize,
+    /// When the logs not yet deletable exceed this many bytes, the families whose unflushed
+    /// data keeps the oldest one alive are flushed, so an idle family cannot pin logs forever
+    /// (default 256 MiB, four memtables' worth, like RocksDB's `max_total_wal_size` default).
+    pub max_total_wal_bytes: u64,
+    /// The manifest is rewritten as one snapshot edit once it exceeds this size (default 4 MiB).
+    pub manifest_rewrite_bytes: u64,
+    /// Capacity of the block cache shared by every table (default 64 MiB).
+    pub block_cache_bytes: usize,
+    /// Most bytes of batches one group commit takes (default 1 MiB, as LevelDB).
+    pub max_group_bytes: usize,
+    /// How tables are built.
+    pub table: TableOptions,
+    /// What to do with damage found in the logs at open (default
+    /// [`RecoveryMode::TolerateTornTail`]: a torn tail is dropped, damage to synced data stops
+    /// the open).
+    pub recovery_mode: RecoveryMode,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            fs: Arc::new(OsFs),
+            create_if_missing: true,
+            write_buffer_bytes: 64 << 20,
+            max_total_wal_bytes: 256 << 20,
+            manifest_rewrite_bytes: 4 << 20,
+            block_cache_bytes: 64 << 20,
+            max_group_bytes: 1 << 20,
+            table: TableOptions::default(),
+            recovery_mode: RecoveryMode::default(),
+        }
+    }
+}
+
+/// How one write is committed.
+///
+/// The default is `sync: false`, as in RocksDB, LevelDB and fjall: the write is in the
+/// operating system's page cache when `write` returns, so it survives the process crashing or
+/// being killed, but not a power failure or kernel crash until a later synced write (or
+/// [`crate::Store::sync_wal`]) covers it. Group commit makes `sync: true` cheap when many
+/// threads write at once; a single thread pays one `fdatasync` per write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Return only once the write is on stable storage.
+    pub sync: bool,
+}
+
+impl WriteOptions {
+    /// `sync: true`.
+    pub fn synced() -> Self {
+        WriteOptions { sync: true }
+    }
+}
+
+/// How an iterator reads: at which snapshot, within which bounds.
+#[derive(Clone, Debug, Default)]
+pub struct ReadOptions {
+    pub(crate) snapshot: Option<Snapshot>,
+    pub(crate) lower: Option<Bytes>,
+    pub(crate) upper: Option<Bytes>,
+}
+
+impl ReadOptions {
+    /// Read as of `snapshot` (default: the latest state when the iterator is made).
+    pub fn snapshot(mut self, snapshot: &Snapshot) -> Self {
+        self.snapshot = Some(snapshot.clone());
+        self
+    }
+
+    /// Only keys at or after `key`.
+    pub fn lower_bound(mut self, key: &[u8]) -> Self {
+        self.lower = Some(Bytes::copy_from_slice(key));
+        self
+    }
+
+    /// Only keys before `key`.
+    pub fn upper_bound(mut self, key: &[u8]) -> Self {
+        self.upper = Some(Bytes::copy_from_slice(key));
+        self
+    }
+
+    /// Only keys starting with `prefix`.
+    pub fn prefix(mut self, prefix: &[u8]) -> Self {
+        self.lower = Some(Bytes::copy_from_slice(prefix));
+        self.upper = prefix_successor(prefix).map(Bytes::from);
+        self
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`; `None` when there is none
+/// (the prefix is empty or all 0xff).
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_successor;
+
+    #[test]
+    fn prefix_successor_bounds_every_key_with_the_prefix() {
+        assert_eq!(prefix_successor(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(prefix_successor(b"a\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_successor(b"\xff\xff"), None);
+        assert_eq!(prefix_successor(b""), None);
+    }
+}
