@@ -55,7 +55,7 @@ impl fmt::Debug for SimFs {
     }
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct State {
     inodes: HashMap<u64, Inode>,
     next_inode: u64,
@@ -67,13 +67,13 @@ struct State {
     faults: HashSet<(OpKind, u64)>,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Inode {
     data: Vec<u8>,
     durable_len: usize,
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Dir {
     current: BTreeMap<String, u64>,
     durable: BTreeMap<String, u64>,
@@ -155,6 +155,21 @@ impl SimFs {
         }
         state.locks.clear();
         state.generation += 1;
+    }
+
+    /// A new, independent file system holding what a crash now would leave, while this one
+    /// goes on unchanged: a store still running on `self` cannot touch the copy, which is how
+    /// a test models "the machine lost power at this instant" and reopens on the survivor.
+    /// Fault counters and armed faults start afresh in the copy.
+    pub fn crashed_copy(&self) -> SimFs {
+        let mut state = self.state().clone();
+        state.counts.clear();
+        state.faults.clear();
+        let copy = SimFs {
+            state: Arc::new(Mutex::new(state)),
+        };
+        copy.crash();
+        copy
     }
 
     /// Makes the `n`-th operation of `kind` (counting from this file system's creation, the
