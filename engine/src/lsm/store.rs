@@ -373,6 +373,7 @@ impl Store {
             seqno,
             options.lower,
             options.upper,
+            options.snapshot,
         ))
     }
 

@@ -14,6 +14,7 @@ use strata_sstable::ValueKind;
 use crate::error::{Error, Result};
 use crate::lsm::SeqNo;
 use crate::lsm::iter::merge::MergingIter;
+use crate::lsm::snapshot::Snapshot;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Direction {
@@ -37,6 +38,8 @@ pub struct Cursor {
     saved_key: Vec<u8>,
     saved_value: Bytes,
     error: Option<Error>,
+    /// Keeps the versions this cursor reads registered for as long as it lives.
+    _snapshot: Option<Snapshot>,
 }
 
 impl std::fmt::Debug for Cursor {
@@ -54,8 +57,10 @@ impl Cursor {
         snapshot: SeqNo,
         lower: Option<Bytes>,
         upper: Option<Bytes>,
+        pin: Option<Snapshot>,
     ) -> Self {
         Cursor {
+            _snapshot: pin,
             iter,
             snapshot,
             lower,
