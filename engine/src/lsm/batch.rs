@@ -133,6 +133,19 @@ fn check_len(what: &'static str, len: usize, max: usize) -> Result<()> {
     Ok(())
 }
 
+/// Encodes `entries` as a sealed batch starting at `first_seqno` (the entries' own seqnos are
+/// ignored): what a commit would log. For the fuzz checks' round trips.
+pub fn encode_batch(first_seqno: SeqNo, entries: &[BatchEntry]) -> Result<Bytes> {
+    let mut batch = WriteBatch::new();
+    for entry in entries {
+        check_len("key", entry.key.len(), MAX_KEY_BYTES)?;
+        check_len("value", entry.value.len(), MAX_VALUE_BYTES)?;
+        let value = (entry.kind == ValueKind::Put).then_some(&entry.value[..]);
+        batch.push(entry.kind as u8, entry.cf_id, &entry.key, value)?;
+    }
+    Ok(batch.seal(first_seqno))
+}
+
 /// One decoded entry of a sealed batch; key and value share the batch's buffer.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BatchEntry {

@@ -43,6 +43,6 @@ pub use store::{CfStats, Store};
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use super::batch::{BatchEntry, DecodedBatch, decode_batch};
+    pub use super::batch::{BatchEntry, DecodedBatch, decode_batch, encode_batch};
     pub use super::edit::{CfMeta, ManifestState, TableMeta, VersionEdit};
 }
