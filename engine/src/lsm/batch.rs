@@ -289,3 +289,64 @@ impl Iterator for BatchEntries<'_> {
         Some(self.entry())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The worked example of `docs/formats/batch.md`.
+    #[test]
+    fn the_documented_example_encodes_as_written() {
+        let entry = |cf_id, kind, key: &'static [u8], value: &'static [u8]| BatchEntry {
+            cf_id,
+            seqno: 0,
+            kind,
+            key: Bytes::from_static(key),
+            value: Bytes::from_static(value),
+        };
+        let encoded = encode_batch(
+            5,
+            &[
+                entry(0, ValueKind::Put, b"k", b"v"),
+                entry(1, ValueKind::Delete, b"x", b""),
+            ],
+        )
+        .expect("encodes");
+        let expected: &[u8] = &[
+            5, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, // header
+            1, 0, 1, b'k', 1, b'v', // put
+            2, 1, 1, b'x', // delete
+        ];
+        assert_eq!(&encoded[..], expected);
+        let decoded = decode_batch(&encoded).expect("decodes");
+        assert_eq!(decoded.last_seqno(), 6);
+        assert_eq!(decoded.entries[1].seqno, 6);
+    }
+
+    #[test]
+    fn damaged_batches_are_refused_whole() {
+        let good = encode_batch(
+            1,
+            &[BatchEntry {
+                cf_id: 3,
+                seqno: 0,
+                kind: ValueKind::Put,
+                key: Bytes::from_static(b"key"),
+                value: Bytes::from_static(b"value"),
+            }],
+        )
+        .expect("encodes");
+        for cut in 0..good.len() {
+            assert!(decode_batch(&good.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut extra = good.to_vec();
+        extra.push(0);
+        assert!(decode_batch(&Bytes::from(extra)).is_err(), "trailing bytes");
+        let mut zero = good.to_vec();
+        zero[0] = 0;
+        assert!(decode_batch(&Bytes::from(zero)).is_err(), "seqno 0");
+        let mut kind = good.to_vec();
+        kind[12] = 9;
+        assert!(decode_batch(&Bytes::from(kind)).is_err(), "unknown kind");
+    }
+}

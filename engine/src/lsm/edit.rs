@@ -371,6 +371,24 @@ mod tests {
         assert_eq!(rebuilt, state);
     }
 
+    /// The worked example of `docs/formats/manifest.md`: the snapshot edit of a new store.
+    #[test]
+    fn the_documented_example_encodes_as_written() {
+        let mut state = ManifestState::empty();
+        state
+            .apply(&VersionEdit {
+                created_cfs: vec![(0, "default".into())],
+                log_numbers: vec![(0, 1)],
+                next_file_number: Some(3),
+                ..VersionEdit::default()
+            })
+            .expect("applies");
+        let mut expected = vec![0x01, 0x03, 0x02, 0x00, 0x08, 0x01, 0x03, 0x00, 0x07];
+        expected.extend_from_slice(b"default");
+        expected.extend_from_slice(&[0x05, 0x00, 0x01]);
+        assert_eq!(state.snapshot().encode(), expected);
+    }
+
     #[test]
     fn contradictory_edits_are_refused_and_change_nothing() {
         let mut state = ManifestState::empty();
