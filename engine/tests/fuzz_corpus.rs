@@ -5,6 +5,8 @@
 
 mod common;
 
+#[path = "../../fuzz/checks/corpus.rs"]
+mod corpus;
 #[path = "../../fuzz/checks/manifest.rs"]
 mod manifest;
 #[path = "../../fuzz/checks/write_batch.rs"]
@@ -18,19 +20,11 @@ use strata::fs::{FileSystem, SimFs};
 use strata_wal::{LogReader, RecoveryMode, peek_log_number};
 
 fn corpus(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target)
+    corpus::dir(target)
 }
 
 fn replay(target: &str, check: fn(&[u8])) {
-    let mut replayed = 0;
-    for entry in std::fs::read_dir(corpus(target)).expect("the corpus is checked in") {
-        let input = std::fs::read(entry.expect("an entry").path()).expect("readable");
-        check(&input);
-        replayed += 1;
-    }
-    assert!(replayed >= 4, "only {replayed} {target} seeds");
+    corpus::replay(target, 4, check);
 }
 
 #[test]

@@ -7,6 +7,8 @@ mod common;
 
 #[path = "../../fuzz/checks/block_decode.rs"]
 mod block_decode;
+#[path = "../../fuzz/checks/corpus.rs"]
+mod corpus;
 #[path = "../../fuzz/checks/sstable_open.rs"]
 mod sstable_open;
 
@@ -16,19 +18,11 @@ use common::{build, options, sample_entries};
 use strata_sstable::ValueKind;
 
 fn corpus(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../fuzz/corpus")
-        .join(target)
+    corpus::dir(target)
 }
 
 fn replay(target: &str, check: fn(&[u8])) {
-    let mut replayed = 0;
-    for entry in std::fs::read_dir(corpus(target)).expect("the corpus is checked in") {
-        let input = std::fs::read(entry.expect("an entry").path()).expect("readable");
-        check(&input);
-        replayed += 1;
-    }
-    assert!(replayed >= 4, "only {replayed} {target} seeds");
+    corpus::replay(target, 4, check);
 }
 
 #[test]

@@ -5,25 +5,20 @@
 
 #[path = "../../fuzz/checks/wal_reader.rs"]
 mod check;
+#[path = "../../fuzz/checks/corpus.rs"]
+mod corpus;
 
 use std::path::PathBuf;
 
 use strata_wal::{BLOCK_SIZE, LogWriter};
 
 fn corpus_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../fuzz/corpus/wal_reader")
+    corpus::dir("wal_reader")
 }
 
 #[test]
 fn the_wal_reader_corpus_passes_the_fuzz_checks() {
-    let mut replayed = 0;
-    for entry in std::fs::read_dir(corpus_dir()).expect("the corpus is checked in") {
-        let path = entry.expect("a corpus entry").path();
-        let input = std::fs::read(&path).expect("a readable corpus file");
-        check::check(&input);
-        replayed += 1;
-    }
-    assert!(replayed >= 8, "only {replayed} corpus files");
+    corpus::replay("wal_reader", 8, check::check);
 }
 
 /// Writes the seed corpus: intact logs of several shapes and damaged variants of them.

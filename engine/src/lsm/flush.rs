@@ -182,17 +182,7 @@ pub(crate) fn open_table_at(
     meta: Option<TableMeta>,
 ) -> Result<TableFile> {
     let path = file_path(dir, FileKind::Table, number);
-    let bytes = match fs.read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::Corruption {
-                file: path,
-                offset: 0,
-                what: crate::error::Corruption::Missing,
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let bytes = crate::lsm::manifest::read_listed(fs, &path)?;
     if bytes.len() as u64 != file_size {
         return Err(Error::Corruption {
             file: path,

@@ -117,17 +117,7 @@ pub(crate) fn read_manifest(
     number: u64,
 ) -> Result<ManifestState> {
     let path = dir.join(file_name(FileKind::Manifest, number));
-    let bytes = match fs.read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::Corruption {
-                file: path,
-                offset: 0,
-                what: Corruption::Missing,
-            });
-        }
-        Err(e) => return Err(e.into()),
-    };
+    let bytes = read_listed(fs, &path)?;
     let mut reader = LogReader::new(&bytes, log_number(number), RecoveryMode::TolerateTornTail);
     let mut state = ManifestState::empty();
     while let Some(record) = reader
@@ -150,6 +140,19 @@ pub(crate) fn read_manifest(
         });
     }
     Ok(state)
+}
+
+/// Reads a file the store's metadata names: a missing one is corruption, not "not found".
+pub(crate) fn read_listed(fs: &Arc<dyn FileSystem>, path: &Path) -> Result<bytes::Bytes> {
+    match fs.read(path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Corruption {
+            file: path.to_path_buf(),
+            offset: 0,
+            what: Corruption::Missing,
+        }),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The path of numbered file `number` of `kind` in `dir`.
