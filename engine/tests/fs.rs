@@ -151,8 +151,15 @@ fn the_nth_operation_of_a_kind_fails_and_changes_nothing() {
     );
 }
 
+/// Serialises the tests that release an OS lock and expect it free with the test that spawns
+/// a child process: between `fork` and `exec` the child holds a copy of every descriptor, and a
+/// `flock` lock lives until the last copy closes, so a lock released in that window stays held
+/// for a few microseconds more.
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_second_lock_fails_until_the_first_is_released() {
+    let _serial = SPAWNING.lock().unwrap_or_else(|p| p.into_inner());
     let root = tempfile::tempdir().expect("tempdir");
     let path = root.path().join("LOCK");
     let sim = SimFs::new();
@@ -176,6 +183,7 @@ const CHILD_ENV: &str = "STRATA_TEST_LOCK_PATH";
 
 #[test]
 fn another_process_cannot_take_the_lock() {
+    let _serial = SPAWNING.lock().unwrap_or_else(|p| p.into_inner());
     let root = tempfile::tempdir().expect("tempdir");
     let path = root.path().join("LOCK");
     let held = OsFs.lock(&path).expect("lock");

@@ -15,8 +15,15 @@ fn open(fs: &SimFs) -> Store {
     Store::open(Path::new(DIR), sim_options(fs)).expect("store opens")
 }
 
+/// Serialises the tests that release an OS lock and expect it free with the test that spawns
+/// a child process: between `fork` and `exec` the child holds a copy of every descriptor, and a
+/// `flock` lock lives until the last copy closes, so a lock released in that window stays held
+/// for a few microseconds more.
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_second_open_of_the_same_directory_fails_clearly() {
+    let _serial = SPAWNING.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path(), Options::default()).expect("open");
     let second = Store::open(dir.path(), Options::default());
@@ -32,6 +39,7 @@ const CHILD_ENV: &str = "STRATA_STORE_LOCK_PROBE";
 
 #[test]
 fn another_process_cannot_open_the_same_store() {
+    let _serial = SPAWNING.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tempfile::tempdir().expect("tempdir");
     let store = Store::open(dir.path(), Options::default()).expect("open");
     let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
