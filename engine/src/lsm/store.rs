@@ -84,7 +84,10 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    #[allow(clippy::too_many_arguments)]
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "called once, by open, with each part of the recovered state"
+    )]
     pub(crate) fn new(
         options: Options,
         dir: PathBuf,
