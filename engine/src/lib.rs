@@ -37,7 +37,8 @@ pub mod lsm;
 pub use error::{Corruption, Error, Result};
 pub use lsm::fuzzing;
 pub use lsm::{
-    CfStats, ColumnFamily, Cursor, Iter, MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, Options,
-    ReadOptions, SeqNo, Snapshot, Store, WriteBatch, WriteOptions,
+    CfStats, ColumnFamily, Cursor, Iter, LevelStats, MAX_BATCH_BYTES, MAX_KEY_BYTES,
+    MAX_VALUE_BYTES, Options, ReadOptions, SeqNo, Snapshot, Store, WriteBatch, WriteOptions,
+    WriteStalls,
 };
 pub use strata_wal::RecoveryMode;

@@ -45,6 +45,27 @@ pub(crate) struct CfShared {
     /// (flush install); readers clone the `Arc` and let go.
     current: Mutex<Arc<SuperVersion>>,
     dropped: AtomicBool,
+    /// Bytes flushed and compacted, per level.
+    pub(crate) io: Mutex<Vec<LevelIo>>,
+    /// Per level, the largest key of the last table an automatic compaction took from it: the
+    /// next one starts after it, so every part of a level gets its turn (LevelDB's
+    /// `compact_pointer_`). Kept in memory only.
+    pub(crate) compact_pointer: Mutex<Vec<Option<Vec<u8>>>>,
+}
+
+/// What flushes and compactions did to one level.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LevelIo {
+    /// Compactions (or, for level 0, flushes) that wrote into the level.
+    pub(crate) runs: u64,
+    /// Bytes read from the level above by compactions into this level (for level 0: 0).
+    pub(crate) read_upper: u64,
+    /// Bytes read from this level by compactions into it from above.
+    pub(crate) read_same: u64,
+    /// Bytes written into the level.
+    pub(crate) written: u64,
+    /// Time spent, in microseconds.
+    pub(crate) micros: u64,
 }
 
 impl CfShared {
@@ -54,6 +75,8 @@ impl CfShared {
             name,
             current: Mutex::new(Arc::new(version)),
             dropped: AtomicBool::new(false),
+            io: Mutex::new(vec![LevelIo::default(); crate::lsm::format::MAX_LEVELS]),
+            compact_pointer: Mutex::new(vec![None; crate::lsm::format::MAX_LEVELS]),
         }
     }
 
@@ -68,6 +91,17 @@ impl CfShared {
         let mut next = SuperVersion::clone(&current);
         change(&mut next);
         *current = Arc::new(next);
+    }
+
+    /// Adds one flush or compaction's counts to `level`.
+    pub(crate) fn record_io(&self, level: usize, io: LevelIo) {
+        if let Some(total) = lock(&self.io).get_mut(level) {
+            total.runs += io.runs;
+            total.read_upper += io.read_upper;
+            total.read_same += io.read_same;
+            total.written += io.written;
+            total.micros += io.micros;
+        }
     }
 
     pub(crate) fn is_dropped(&self) -> bool {

@@ -14,7 +14,6 @@
 //! store read-only; reopening replays the logs, which still hold everything.
 
 use std::sync::Arc;
-use std::thread::JoinHandle;
 
 use strata_sstable::{Table, TableBuilder};
 
@@ -30,44 +29,17 @@ use crate::lsm::store::Shared;
 use crate::lsm::sync::lock;
 use crate::lsm::version::{Sealed, TableFile};
 
-/// Starts the flush thread.
-pub(crate) fn spawn(shared: Arc<Shared>) -> Result<JoinHandle<()>> {
-    std::thread::Builder::new()
-        .name("strata-flush".into())
-        .spawn(move || run(&shared))
-        .map_err(Error::from)
-}
-
-fn run(shared: &Shared) {
-    loop {
-        let epoch = {
-            let flush = lock(&shared.flush);
-            if flush.shutdown {
-                return;
-            }
-            flush.epoch
-        };
-        let mut worked = false;
-        if shared.check_writable().is_ok()
-            && let Some((cf, sealed)) = next_job(shared)
-        {
-            worked = true;
-            if let Err(error) = flush_memtable(shared, &cf, &sealed) {
-                shared.fail(error);
-            }
-            shared.delete_obsolete_logs();
-            shared.wake_flush();
-        }
-        if !worked {
-            let mut flush = lock(&shared.flush);
-            while !flush.shutdown && flush.epoch == epoch {
-                flush = shared
-                    .flush_cv
-                    .wait(flush)
-                    .unwrap_or_else(|poisoned| poisoned.into_inner());
-            }
-        }
+/// One step of the flush thread: flushes the oldest sealed memtable, if there is one, and
+/// says whether it did anything.
+pub(crate) fn step(shared: &Shared) -> bool {
+    let Some((cf, sealed)) = next_job(shared) else {
+        return false;
+    };
+    if let Err(error) = flush_memtable(shared, &cf, &sealed) {
+        shared.fail(error);
     }
+    shared.delete_obsolete_logs();
+    true
 }
 
 /// The oldest sealed memtable of the family with the oldest one.
@@ -81,6 +53,7 @@ fn next_job(shared: &Shared) -> Option<(Arc<CfShared>, Sealed)> {
 
 /// Flushes one sealed memtable of `cf` (steps 1–5 of the module documentation).
 pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Sealed) -> Result<()> {
+    let started = std::time::Instant::now();
     let number = lock(&shared.versions).reserve_file_number();
     let snapshots = shared.snapshots.seqnos();
     let Some(table) = TableSink::of(shared).write_table(number, &sealed.mem, &snapshots)? else {
@@ -107,6 +80,15 @@ pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Seale
         version.levels[0].insert(0, Arc::clone(&table));
     });
     drop(versions);
+    cf.record_io(
+        0,
+        crate::lsm::cf::LevelIo {
+            runs: 1,
+            written: table.meta.file_size,
+            micros: started.elapsed().as_micros() as u64,
+            ..Default::default()
+        },
+    );
     tracing::debug!(cf = %cf.name, table = number, bytes = table.meta.file_size, "flushed a memtable");
     Ok(())
 }
@@ -206,7 +188,7 @@ pub(crate) fn open_table_at(
             largest_seqno: p.largest_seqno,
         }
     });
-    Ok(TableFile { meta, table, path })
+    Ok(TableFile::new(meta, table, path))
 }
 
 /// Which versions of a key a flush keeps: walking a key's versions newest first, a version is
@@ -232,6 +214,13 @@ impl<'a> Retention<'a> {
     }
 
     /// Whether to keep version `seqno` of `key`. REQUIRES: calls in internal-key order.
+    /// Whether the last kept version is visible to every reader that can see any version of
+    /// its key (no live snapshot is older than it): then nothing older is needed, and a
+    /// tombstone there may go once nothing below holds the key.
+    pub(crate) fn in_oldest_stripe(&self) -> bool {
+        self.stripe == Some(0)
+    }
+
     pub(crate) fn keep(&mut self, key: &[u8], seqno: SeqNo) -> bool {
         let stripe = self.snapshots.partition_point(|&s| s < seqno);
         if self.key != key {

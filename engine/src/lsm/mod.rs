@@ -12,10 +12,12 @@
 //! The on-disk formats are in `docs/formats/` (`wal.md`, `sstable.md`, `batch.md`,
 //! `manifest.md`).
 
+pub(crate) mod background;
 pub(crate) mod batch;
 pub(crate) mod cf;
 #[doc(hidden)]
 pub mod commit;
+pub(crate) mod compact;
 pub(crate) mod edit;
 pub(crate) mod flush;
 pub(crate) mod format;
@@ -38,7 +40,7 @@ pub use cf::ColumnFamily;
 pub use iter::{Cursor, Iter};
 pub use options::{Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;
-pub use store::{CfStats, Store};
+pub use store::{CfStats, LevelStats, Store, WriteStalls};
 
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
 #[doc(hidden)]

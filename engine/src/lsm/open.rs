@@ -39,6 +39,7 @@ use crate::lsm::store::{Shared, Versions, WalState};
 use crate::lsm::version::{SuperVersion, TableFile};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
+    options.validate()?;
     let fs = Arc::clone(&options.fs);
     if options.create_if_missing {
         fs.create_dir_all(dir)?;
@@ -93,6 +94,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
             }
             if level == 0 {
                 tables.reverse(); // newest first
+            } else if !tables.is_empty() {
+                check_sorted_level(dir, &options, &cf.name, level, &mut tables)?;
             }
             cf_levels.push(tables);
         }
@@ -189,6 +192,33 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
         cfs,
         lock,
     ))
+}
+
+/// Puts a deeper level in key order and checks what reads rely on: it is within
+/// `num_levels`, and its tables do not overlap.
+fn check_sorted_level(
+    dir: &Path,
+    options: &Options,
+    cf: &str,
+    level: usize,
+    tables: &mut [Arc<TableFile>],
+) -> Result<()> {
+    if level >= options.num_levels {
+        return Err(Error::InvalidArgument(format!(
+            "column family {cf:?} has tables in level {level}; open with num_levels above {level}"
+        )));
+    }
+    tables.sort_by(|a, b| a.meta.smallest_key.cmp(&b.meta.smallest_key));
+    for pair in tables.windows(2) {
+        if pair[0].meta.largest_key >= pair[1].meta.smallest_key {
+            return Err(Error::Corruption {
+                file: dir.join(crate::lsm::format::CURRENT_FILE),
+                offset: 0,
+                what: Corruption::Manifest("tables overlap in a sorted level"),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The state of a store being created: a `default` family and nothing else. Refuses a

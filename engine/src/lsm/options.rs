@@ -35,6 +35,31 @@ pub struct Options {
     /// [`RecoveryMode::TolerateTornTail`]: a torn tail is dropped, damage to synced data stops
     /// the open).
     pub recovery_mode: RecoveryMode,
+    /// Levels per column family, 2 to 16 (default 7, as RocksDB). Level 0 holds flushed
+    /// memtables, which may overlap; each deeper level is one sorted run.
+    pub num_levels: usize,
+    /// Level 0 is compacted into level 1 once it holds this many tables (default 4).
+    pub l0_compaction_trigger: usize,
+    /// The size level 1 is kept under (default 256 MiB, as RocksDB's
+    /// `max_bytes_for_level_base`); level n+1 may hold `level_size_ratio` times level n.
+    pub level1_bytes: u64,
+    /// The growth factor between levels (default 10).
+    pub level_size_ratio: u64,
+    /// Compaction splits its output into tables of about this size (default 64 MiB); a key's
+    /// versions are never split between two tables.
+    pub target_table_bytes: u64,
+    /// Threads running compactions, besides the flush thread (default 1; at least 1).
+    pub compaction_threads: usize,
+    /// Writes are delayed (by `slowdown_delay` per group commit) while a family they write has
+    /// this many level-0 tables (default 20, as RocksDB)...
+    pub l0_slowdown_trigger: usize,
+    /// ...and stop until compaction catches up at this many (default 36, as RocksDB).
+    pub l0_stop_trigger: usize,
+    /// Writes stop while a family they write has this many sealed memtables waiting for the
+    /// flush thread, and are delayed at one fewer (default 4).
+    pub max_sealed_memtables: usize,
+    /// How long a delayed write group waits (default 1 ms, as LevelDB).
+    pub slowdown_delay: std::time::Duration,
 }
 
 impl Default for Options {
@@ -49,7 +74,55 @@ impl Default for Options {
             max_group_bytes: 1 << 20,
             table: TableOptions::default(),
             recovery_mode: RecoveryMode::default(),
+            num_levels: 7,
+            l0_compaction_trigger: 4,
+            level1_bytes: 256 << 20,
+            level_size_ratio: 10,
+            target_table_bytes: 64 << 20,
+            compaction_threads: 1,
+            l0_slowdown_trigger: 20,
+            l0_stop_trigger: 36,
+            max_sealed_memtables: 4,
+            slowdown_delay: std::time::Duration::from_millis(1),
         }
+    }
+}
+
+impl Options {
+    /// Checks the options that must be consistent with each other.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        let invalid = |what: String| Err(crate::Error::InvalidArgument(what));
+        if !(2..=crate::lsm::format::MAX_LEVELS).contains(&self.num_levels) {
+            return invalid(format!(
+                "num_levels must be 2 to {}, got {}",
+                crate::lsm::format::MAX_LEVELS,
+                self.num_levels
+            ));
+        }
+        if self.l0_compaction_trigger == 0 || self.compaction_threads == 0 {
+            return invalid(
+                "l0_compaction_trigger and compaction_threads must be at least 1".into(),
+            );
+        }
+        if self.level_size_ratio < 2 || self.level1_bytes == 0 || self.target_table_bytes == 0 {
+            return invalid(
+                "level_size_ratio must be at least 2, level1_bytes and target_table_bytes above 0"
+                    .into(),
+            );
+        }
+        if self.l0_slowdown_trigger > self.l0_stop_trigger
+            || self.l0_stop_trigger <= self.l0_compaction_trigger
+        {
+            return invalid(format!(
+                "need l0_compaction_trigger ({}) < l0_stop_trigger ({}) and \
+                 l0_slowdown_trigger ({}) <= l0_stop_trigger",
+                self.l0_compaction_trigger, self.l0_stop_trigger, self.l0_slowdown_trigger
+            ));
+        }
+        if self.max_sealed_memtables == 0 {
+            return invalid("max_sealed_memtables must be at least 1".into());
+        }
+        Ok(())
     }
 }
 

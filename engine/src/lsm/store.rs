@@ -24,7 +24,7 @@ use crate::lsm::commit::{GroupCommit, Request, Sequencer};
 use crate::lsm::edit::ManifestState;
 use crate::lsm::format::DEFAULT_CF_ID;
 use crate::lsm::iter::merge::MergingIter;
-use crate::lsm::iter::source::{MemSource, Source, TableSource};
+use crate::lsm::iter::source::{LevelSource, MemSource, Source, TableSource};
 use crate::lsm::iter::{Cursor, Iter};
 use crate::lsm::manifest::Manifest;
 use crate::lsm::options::{Options, ReadOptions, WriteOptions};
@@ -54,9 +54,9 @@ impl Versions {
     }
 }
 
-/// What the flush thread is asked to do.
+/// What the background threads (flush, compaction) are asked to do.
 #[derive(Debug, Default)]
-pub(crate) struct FlushState {
+pub(crate) struct BackgroundState {
     pub(crate) shutdown: bool,
     /// Bumped at every change the thread or a waiter may care about.
     pub(crate) epoch: u64,
@@ -76,8 +76,11 @@ pub(crate) struct Shared {
     pub(crate) snapshots: Arc<SnapshotList>,
     /// Logs written before the current one and not yet deleted: number → bytes.
     pub(crate) old_logs: Mutex<BTreeMap<u64, u64>>,
-    pub(crate) flush: Mutex<FlushState>,
-    pub(crate) flush_cv: Condvar,
+    pub(crate) background: Mutex<BackgroundState>,
+    pub(crate) background_cv: Condvar,
+    pub(crate) stalls: Mutex<WriteStalls>,
+    /// 0: writes flow; 1: slowed down; 2: stopped (see `Shared::throttle`).
+    pub(crate) stall_state: std::sync::atomic::AtomicU8,
     failed: AtomicBool,
     failure: Mutex<Option<Error>>,
     pub(crate) _lock: FileLock,
@@ -110,8 +113,10 @@ impl Shared {
             cfs: RwLock::new(cfs),
             snapshots: Arc::new(SnapshotList::default()),
             old_logs: Mutex::new(BTreeMap::new()),
-            flush: Mutex::new(FlushState::default()),
-            flush_cv: Condvar::new(),
+            background: Mutex::new(BackgroundState::default()),
+            background_cv: Condvar::new(),
+            stalls: Mutex::new(WriteStalls::default()),
+            stall_state: std::sync::atomic::AtomicU8::new(0),
             failed: AtomicBool::new(false),
             failure: Mutex::new(None),
             _lock: lock,
@@ -127,7 +132,7 @@ impl Shared {
         }
         self.failed.store(true, Ordering::Release);
         drop(failure);
-        self.wake_flush();
+        self.wake_background();
         error
     }
 
@@ -140,9 +145,23 @@ impl Shared {
         Err(Error::ReadOnly(Box::new(cause)))
     }
 
-    pub(crate) fn wake_flush(&self) {
-        lock(&self.flush).epoch += 1;
-        self.flush_cv.notify_all();
+    /// Tells the background threads (and anyone waiting for them) to stop.
+    pub(crate) fn shut_down_background(&self) {
+        let mut state = lock(&self.background);
+        state.shutdown = true;
+        state.epoch += 1;
+        drop(state);
+        self.background_cv.notify_all();
+    }
+
+    /// Whether the store is closing.
+    pub(crate) fn shutting_down(&self) -> bool {
+        lock(&self.background).shutdown
+    }
+
+    pub(crate) fn wake_background(&self) {
+        lock(&self.background).epoch += 1;
+        self.background_cv.notify_all();
     }
 
     pub(crate) fn cfs_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<u32, Arc<CfShared>>> {
@@ -156,8 +175,42 @@ impl Shared {
     }
 }
 
+/// How long writers were held back (RocksDB's write stalls), since the store was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStalls {
+    /// Write groups delayed by `Options::slowdown_delay` because level 0 or the sealed
+    /// memtables were near their limit.
+    pub slowdowns: u64,
+    /// Write groups that stopped until background work caught up.
+    pub stops: u64,
+    /// Total time writers spent delayed or stopped.
+    pub stalled: std::time::Duration,
+}
+
+/// One level of a column family: what it holds, and what flushes and compactions wrote to it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelStats {
+    /// Tables in the level.
+    pub tables: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// Flushes (level 0) or compactions (deeper levels) that wrote into the level.
+    pub compactions: u64,
+    /// Bytes those compactions read from the level above.
+    pub read_from_above: u64,
+    /// Bytes they read from this level (the tables they rewrote).
+    pub read_from_level: u64,
+    /// Bytes written into the level.
+    pub written: u64,
+    /// `written / read_from_above`: bytes written here per byte brought down (RocksDB's
+    /// per-level "W-Amp"); 0 when nothing came down yet, 1 at level 0.
+    pub write_amplification: f64,
+    /// Time those flushes or compactions took.
+    pub time: std::time::Duration,
+}
+
 /// Counts for one column family, exact where cheap, for callers like a query planner.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CfStats {
     /// Stored entries, tombstones included, over memtables and tables. Every version of a key
     /// counts until compaction removes it, so this is an upper bound on live keys.
@@ -172,6 +225,13 @@ pub struct CfStats {
     pub tables_per_level: Vec<usize>,
     /// Total size of the tables in bytes.
     pub table_bytes: u64,
+    /// Per level, down to the deepest the store is configured with (`Options::num_levels`).
+    pub levels: Vec<LevelStats>,
+    /// Bytes flushed from memtables into level 0.
+    pub flushed_bytes: u64,
+    /// Every byte written into tables (flushes and compactions) per byte flushed: how many
+    /// times, on average, data was written after the log.
+    pub write_amplification: f64,
 }
 
 /// An embedded, crash-safe key-value store: an LSM tree of column families over one write-ahead
@@ -194,7 +254,8 @@ pub struct CfStats {
 /// ```
 pub struct Store {
     pub(crate) shared: Arc<Shared>,
-    flusher: Option<JoinHandle<()>>,
+    /// The background threads; empty once closed.
+    workers: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -211,11 +272,8 @@ impl Store {
     /// [`Error::Conflict`] if another `Store`, in this process or another, has `dir` open.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
         let shared = Arc::new(crate::lsm::open::open(dir.as_ref(), options)?);
-        let flusher = crate::lsm::flush::spawn(Arc::clone(&shared))?;
-        Ok(Store {
-            shared,
-            flusher: Some(flusher),
-        })
+        let workers = crate::lsm::background::spawn(&shared)?;
+        Ok(Store { shared, workers })
     }
 
     /// The `default` family, which every store has.
@@ -355,20 +413,25 @@ impl Store {
         for mem in version.memtables() {
             sources.push(Box::new(MemSource::new(Arc::clone(mem))));
         }
-        for table in version.tables() {
-            let overlaps = options
-                .upper
-                .as_deref()
-                .is_none_or(|upper| &table.meta.smallest_key[..] < upper)
-                && options
-                    .lower
-                    .as_deref()
-                    .is_none_or(|lower| &table.meta.largest_key[..] >= lower);
-            if overlaps {
-                sources.push(Box::new(TableSource::new(
-                    table.table.iter(),
-                    table.path.clone(),
-                )));
+        // Level 0 tables one by one (they overlap); each deeper level as one source.
+        let lower = options.lower.as_deref();
+        // The upper bound is exclusive; `overlaps` takes an inclusive one, which only errs
+        // toward including a table whose smallest key equals the bound.
+        let upper = options.upper.as_deref();
+        for (level, tables) in version.levels.iter().enumerate() {
+            let tables = tables.iter().filter(|t| t.overlaps(lower, upper));
+            if level == 0 {
+                for table in tables {
+                    sources.push(Box::new(TableSource::new(
+                        table.table.iter(),
+                        table.path.clone(),
+                    )));
+                }
+            } else {
+                let tables: Vec<_> = tables.cloned().collect();
+                if !tables.is_empty() {
+                    sources.push(Box::new(LevelSource::new(tables)));
+                }
             }
         }
         Ok(Cursor::new(
@@ -406,6 +469,34 @@ impl Store {
         self.shared.seal_and_wait(&ids)
     }
 
+    /// Compacts every table of `cf` that holds keys in `range` down to the deepest level that
+    /// has data, after flushing the family's memtable, and returns when done: versions no
+    /// live snapshot needs and tombstones with nothing left to hide are gone, and the range
+    /// reads from one sorted run. Tables are rewritten whole, so keys just outside the range
+    /// may be compacted too. `store.compact_range(&cf, ..)` compacts everything.
+    pub fn compact_range<'k>(
+        &self,
+        cf: &ColumnFamily,
+        range: impl std::ops::RangeBounds<&'k [u8]>,
+    ) -> Result<()> {
+        use std::ops::Bound;
+        cf.shared.check_live()?;
+        let bound = |b: Bound<&&'k [u8]>| match b {
+            Bound::Included(key) | Bound::Excluded(key) => Some(*key),
+            Bound::Unbounded => None,
+        };
+        self.shared.compact_range(
+            &cf.shared,
+            bound(range.start_bound()),
+            bound(range.end_bound()),
+        )
+    }
+
+    /// How long writers have been held back because flushes or compactions fell behind.
+    pub fn write_stalls(&self) -> WriteStalls {
+        *lock(&self.shared.stalls)
+    }
+
     /// Counts for `cf`.
     pub fn stats(&self, cf: &ColumnFamily) -> Result<CfStats> {
         cf.shared.check_live()?;
@@ -428,6 +519,38 @@ impl Store {
             stats.entries += properties.entries;
             stats.deletions += properties.deletions;
             stats.table_bytes += table.meta.file_size;
+        }
+        let io = lock(&cf.shared.io).clone();
+        let mut total_written = 0;
+        for (level, tables) in version
+            .levels
+            .iter()
+            .enumerate()
+            .take(self.shared.options.num_levels)
+        {
+            let io = io[level];
+            total_written += io.written;
+            let write_amplification = if level == 0 {
+                f64::from(u8::from(io.written > 0))
+            } else if io.read_upper > 0 {
+                io.written as f64 / io.read_upper as f64
+            } else {
+                0.0
+            };
+            stats.levels.push(LevelStats {
+                tables: tables.len(),
+                bytes: tables.iter().map(|t| t.meta.file_size).sum(),
+                compactions: io.runs,
+                read_from_above: io.read_upper,
+                read_from_level: io.read_same,
+                written: io.written,
+                write_amplification,
+                time: std::time::Duration::from_micros(io.micros),
+            });
+        }
+        stats.flushed_bytes = io[0].written;
+        if stats.flushed_bytes > 0 {
+            stats.write_amplification = total_written as f64 / stats.flushed_bytes as f64;
         }
         Ok(stats)
     }
@@ -478,17 +601,12 @@ impl Store {
     }
 
     fn shutdown(&mut self) -> Result<()> {
-        if self.flusher.is_none() {
+        if self.workers.is_empty() {
             return Ok(()); // already closed
         }
-        {
-            let mut flush = lock(&self.shared.flush);
-            flush.shutdown = true;
-            flush.epoch += 1;
-        }
-        self.shared.flush_cv.notify_all();
-        if let Some(flusher) = self.flusher.take() {
-            let _ = flusher.join();
+        self.shared.shut_down_background();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
         }
         if self.shared.check_writable().is_err() {
             return Ok(()); // nothing more may be written; reopening recovers

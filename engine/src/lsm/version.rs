@@ -6,6 +6,7 @@
 //! neither.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use strata_sstable::{Table, ValueKind};
 
@@ -20,9 +21,31 @@ pub(crate) struct TableFile {
     pub(crate) meta: TableMeta,
     pub(crate) table: Table,
     pub(crate) path: std::path::PathBuf,
+    /// Set while a compaction has it as input, so no other compaction picks it. Changed only
+    /// under the versions lock.
+    pub(crate) compacting: AtomicBool,
 }
 
 impl TableFile {
+    pub(crate) fn new(meta: TableMeta, table: Table, path: std::path::PathBuf) -> Self {
+        TableFile {
+            meta,
+            table,
+            path,
+            compacting: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::Acquire)
+    }
+
+    /// Whether the table's key range meets `[lower, upper]` (`None`: unbounded).
+    pub(crate) fn overlaps(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
+        lower.is_none_or(|lower| &self.meta.largest_key[..] >= lower)
+            && upper.is_none_or(|upper| &self.meta.smallest_key[..] <= upper)
+    }
+
     pub(crate) fn may_hold(&self, key: &[u8]) -> bool {
         key >= &self.meta.smallest_key[..] && key <= &self.meta.largest_key[..]
     }

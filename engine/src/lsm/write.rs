@@ -41,6 +41,15 @@ impl Shared {
 
     /// Commits one group; one result per request, in order.
     pub(crate) fn lead(&self, group: Vec<Request<WriteBatch>>) -> Vec<Result<SeqNo>> {
+        let named: Vec<Vec<u32>> = group
+            .iter()
+            .map(|request| request.item.column_families())
+            .collect();
+        let mut all: Vec<u32> = named.iter().flatten().copied().collect();
+        all.sort_unstable();
+        all.dedup();
+        self.throttle(&all);
+
         let mut wal = lock(&self.writer);
         let mut results: Vec<Result<SeqNo>> = Vec::with_capacity(group.len());
         if let Err(error) = self.check_writable() {
@@ -52,8 +61,7 @@ impl Shared {
         let mut touched = Vec::new();
         {
             let cfs = self.cfs_read();
-            for (i, request) in group.into_iter().enumerate() {
-                let ids = request.item.column_families();
+            for (i, (request, ids)) in group.into_iter().zip(named).enumerate() {
                 match ids.iter().find(|id| !cfs.contains_key(id)) {
                     Some(id) => results.push(Err(Error::NotFound(format!(
                         "column family id {id} (dropped)"
@@ -134,6 +142,84 @@ impl Shared {
         results
     }
 
+    /// Back-pressure (step 0, before the writer lock): while a family in `ids` has too many
+    /// level-0 tables or sealed memtables, delays the group once by `slowdown_delay`, or stops
+    /// it until the background threads bring the counts under the stop thresholds. A stop
+    /// ends by itself when they catch up, when the store fails, or when it closes; it
+    /// re-checks at least every 100 ms, so a missed wake-up costs latency, never a hang.
+    fn throttle(&self, ids: &[u32]) {
+        let started = std::time::Instant::now();
+        let mut slowed = false;
+        let mut stopped = false;
+        while let Some((stop, reason)) = self.pressure(ids) {
+            if !stop {
+                if !slowed && !stopped {
+                    slowed = true;
+                    self.stall_state(1, reason);
+                    std::thread::sleep(self.options.slowdown_delay);
+                }
+                break;
+            }
+            if !stopped {
+                stopped = true;
+                self.stall_state(2, reason);
+            }
+            if self.check_writable().is_err() || self.shutting_down() {
+                break;
+            }
+            self.wait_background(std::time::Duration::from_millis(100));
+        }
+        if !slowed && !stopped {
+            self.stall_state(0, "");
+            return;
+        }
+        let mut stalls = lock(&self.stalls);
+        if stopped {
+            stalls.stops += 1;
+        } else {
+            stalls.slowdowns += 1;
+        }
+        stalls.stalled += started.elapsed();
+    }
+
+    /// `(stop, reason)` when a family in `ids` is at a stop or slowdown threshold.
+    fn pressure(&self, ids: &[u32]) -> Option<(bool, &'static str)> {
+        let options = &self.options;
+        let cfs = self.cfs_read();
+        let mut slow = None;
+        for cf in ids.iter().filter_map(|id| cfs.get(id)) {
+            let version = cf.current();
+            let (l0, sealed) = (version.levels[0].len(), version.sealed.len());
+            if l0 >= options.l0_stop_trigger {
+                return Some((true, "level-0 tables at l0_stop_trigger"));
+            }
+            if sealed >= options.max_sealed_memtables {
+                return Some((true, "sealed memtables at max_sealed_memtables"));
+            }
+            if l0 >= options.l0_slowdown_trigger {
+                slow = Some((false, "level-0 tables at l0_slowdown_trigger"));
+            } else if options.max_sealed_memtables > 1 && sealed + 1 >= options.max_sealed_memtables
+            {
+                slow = Some((false, "sealed memtables one short of max_sealed_memtables"));
+            }
+        }
+        slow
+    }
+
+    /// Records the stall state (0 none, 1 slowing, 2 stopped) and traces each change.
+    fn stall_state(&self, state: u8, reason: &str) {
+        use std::sync::atomic::Ordering;
+        let before = self.stall_state.swap(state, Ordering::AcqRel);
+        if before == state {
+            return;
+        }
+        match state {
+            2 => tracing::warn!(reason, "writes stopped until compaction catches up"),
+            1 => tracing::info!(reason, "writes slowed down"),
+            _ => tracing::info!("writes no longer stalled"),
+        }
+    }
+
     /// Seals what must be sealed before a write to `touched`. REQUIRES: the writer lock.
     fn make_room(&self, wal: &mut WalState, touched: &[u32]) -> Result<()> {
         let limit = self.options.write_buffer_bytes;
@@ -212,7 +298,7 @@ impl Shared {
                 }
             });
         }
-        self.wake_flush();
+        self.wake_background();
         Ok(())
     }
 
@@ -233,7 +319,7 @@ impl Shared {
                     .map_err(|error| self.fail(error))?;
             }
         }
-        let mut flush = lock(&self.flush);
+        let mut flush = lock(&self.background);
         loop {
             self.check_writable()?;
             let pending = {
@@ -250,7 +336,7 @@ impl Shared {
                 return Err(crate::error::Error::Closed);
             }
             flush = self
-                .flush_cv
+                .background_cv
                 .wait(flush)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
         }
@@ -316,7 +402,7 @@ impl Shared {
                 tracing::warn!(%error, path = %table.path.display(), "removing a dropped family's table");
             }
         }
-        self.wake_flush();
+        self.wake_background();
         self.delete_obsolete_logs();
         Ok(())
     }

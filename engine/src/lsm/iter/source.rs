@@ -10,6 +10,7 @@ use strata_sstable::{MAX_SEQNO, TableIter, ValueKind};
 use crate::error::{Error, Result};
 use crate::lsm::SeqNo;
 use crate::lsm::memtable::{MemKey, Memtable};
+use crate::lsm::version::TableFile;
 
 /// A positioned iterator over internal keys `(user_key asc, seqno desc)`, both ways.
 pub(crate) trait Source {
@@ -197,5 +198,142 @@ fn table_error(path: &std::path::Path, error: &strata_sstable::Error) -> Error {
             what: crate::error::Corruption::Table(what.clone()),
         },
         other => Error::from(std::io::Error::other(other.to_string())),
+    }
+}
+
+/// One sorted level (level 1 and deeper) as a single source: its tables are in key order and
+/// do not overlap, so only the table holding the position is open (LevelDB's concatenating
+/// iterator). A seek costs one binary search over the tables' bounds and one table seek,
+/// however many tables the level has.
+pub(crate) struct LevelSource {
+    tables: Vec<Arc<TableFile>>,
+    index: usize,
+    current: Option<TableSource>,
+}
+
+impl LevelSource {
+    /// REQUIRES: `tables` in key order, not overlapping.
+    pub(crate) fn new(tables: Vec<Arc<TableFile>>) -> Self {
+        LevelSource {
+            tables,
+            index: 0,
+            current: None,
+        }
+    }
+
+    fn open(&mut self, index: usize) -> Option<&mut TableSource> {
+        self.index = index;
+        self.current = self
+            .tables
+            .get(index)
+            .map(|t| TableSource::new(t.table.iter(), t.path.clone()));
+        self.current.as_mut()
+    }
+
+    /// Past the end of a table, on to the first entry of the next (not past an error).
+    fn skip_forward(&mut self) {
+        while let Some(current) = &self.current {
+            if current.valid() || current.status().is_err() || self.index + 1 >= self.tables.len() {
+                return;
+            }
+            if let Some(next) = self.open(self.index + 1) {
+                next.seek_to_first();
+            }
+        }
+    }
+
+    /// Before the start of a table, back to the last entry of the previous one.
+    fn skip_backward(&mut self) {
+        while let Some(current) = &self.current {
+            if current.valid() || current.status().is_err() || self.index == 0 {
+                return;
+            }
+            if let Some(prev) = self.open(self.index - 1) {
+                prev.seek_to_last();
+            }
+        }
+    }
+
+    fn current(&self) -> &TableSource {
+        self.current.as_ref().expect("REQUIRES: valid()")
+    }
+}
+
+impl Source for LevelSource {
+    fn valid(&self) -> bool {
+        self.current.as_ref().is_some_and(TableSource::valid)
+    }
+
+    fn seek_to_first(&mut self) {
+        if let Some(first) = self.open(0) {
+            first.seek_to_first();
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        if let Some(last) = self.open(self.tables.len().wrapping_sub(1)) {
+            last.seek_to_last();
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, key: &[u8], seqno: SeqNo) {
+        let at = self
+            .tables
+            .partition_point(|t| &t.meta.largest_key[..] < key);
+        if let Some(table) = self.open(at) {
+            table.seek(key, seqno);
+        }
+        self.skip_forward();
+    }
+
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        let at = self
+            .tables
+            .partition_point(|t| &t.meta.smallest_key[..] <= key);
+        match at.checked_sub(1) {
+            Some(at) => {
+                if let Some(table) = self.open(at) {
+                    table.seek_for_prev(key);
+                }
+                self.skip_backward();
+            }
+            None => self.current = None,
+        }
+    }
+
+    fn next(&mut self) {
+        if let Some(current) = &mut self.current {
+            current.next();
+        }
+        self.skip_forward();
+    }
+
+    fn prev(&mut self) {
+        if let Some(current) = &mut self.current {
+            current.prev();
+        }
+        self.skip_backward();
+    }
+
+    fn user_key(&self) -> &[u8] {
+        self.current().user_key()
+    }
+
+    fn seqno(&self) -> SeqNo {
+        self.current().seqno()
+    }
+
+    fn kind(&self) -> ValueKind {
+        self.current().kind()
+    }
+
+    fn value(&self) -> Bytes {
+        self.current().value()
+    }
+
+    fn status(&self) -> Result<()> {
+        self.current.as_ref().map_or(Ok(()), TableSource::status)
     }
 }
