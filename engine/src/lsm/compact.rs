@@ -326,10 +326,18 @@ fn execute(shared: &Shared, compaction: &Compaction) -> Result<()> {
             tracing::warn!(%error, path = %table.path.display(), "removing a compacted table; the next open will");
         }
     }
+    let (read_upper, read_same) = if compaction.level == compaction.output_level {
+        (0, level_bytes(&compaction.inputs))
+    } else {
+        (
+            level_bytes(&compaction.inputs),
+            level_bytes(&compaction.overlapping),
+        )
+    };
     let io = LevelIo {
         runs: 1,
-        read_upper: level_bytes(&compaction.inputs),
-        read_same: level_bytes(&compaction.overlapping),
+        read_upper,
+        read_same,
         written: outputs.iter().map(|t| t.meta.file_size).sum(),
         micros: started.elapsed().as_micros() as u64,
     };
@@ -501,26 +509,61 @@ impl Shared {
             loop {
                 cf.check_live()?;
                 self.check_writable()?;
-                if self.shutting_down() {
-                    return Err(Error::Closed);
-                }
                 let picked = {
                     let _versions = lock(&self.versions);
                     manual(cf, level, lower, upper)
                 };
-                match picked {
-                    Manual::Nothing => break,
-                    Manual::Busy => self.wait_background(std::time::Duration::from_millis(50)),
-                    Manual::Ready(compaction) => {
-                        let result = execute(self, &compaction);
-                        self.wake_background();
-                        result?;
-                        break;
-                    }
+                if self.run_manual(picked)? {
+                    break;
+                }
+            }
+        }
+        // The deepest level's tables that hold tombstones are rewritten in place, one by
+        // one: a tombstone there has nothing left to hide unless a snapshot still needs it.
+        let candidates: Vec<u64> = {
+            let version = cf.current();
+            bottom_level(&version).map_or_else(Vec::new, |level| {
+                version.levels[level]
+                    .iter()
+                    .filter(|t| t.overlaps(lower, upper) && t.table.properties().deletions > 0)
+                    .map(|t| t.meta.number)
+                    .collect()
+            })
+        };
+        for number in candidates {
+            loop {
+                cf.check_live()?;
+                self.check_writable()?;
+                let picked = {
+                    let _versions = lock(&self.versions);
+                    rewrite_in_place(cf, number)
+                };
+                if self.run_manual(picked)? {
+                    break;
                 }
             }
         }
         Ok(())
+    }
+
+    /// Runs a manual compaction; `true` when this step is done (ran, or had nothing to do),
+    /// `false` after waiting for a busy input.
+    fn run_manual(&self, picked: Manual) -> Result<bool> {
+        if self.shutting_down() {
+            return Err(Error::Closed);
+        }
+        match picked {
+            Manual::Nothing => Ok(true),
+            Manual::Busy => {
+                self.wait_background(std::time::Duration::from_millis(50));
+                Ok(false)
+            }
+            Manual::Ready(compaction) => {
+                let result = execute(self, &compaction);
+                self.wake_background();
+                result.map(|()| true)
+            }
+        }
     }
 
     /// Sleeps until the background epoch changes or `timeout` passes.
@@ -574,6 +617,42 @@ fn manual(cf: &Arc<CfShared>, level: usize, lower: Option<&[u8]>, upper: Option<
         output_level: level + 1,
         inputs,
         overlapping: next,
+        version: Arc::clone(&version),
+        manual: true,
+    };
+    compaction.mark();
+    Manual::Ready(compaction)
+}
+
+/// The deepest level holding tables.
+fn bottom_level(version: &SuperVersion) -> Option<usize> {
+    (1..version.levels.len())
+        .rev()
+        .find(|&level| !version.levels[level].is_empty())
+}
+
+/// Table `number` of the deepest level, to rewrite in place, marked; `Nothing` if it is no
+/// longer there. REQUIRES: the versions lock.
+fn rewrite_in_place(cf: &Arc<CfShared>, number: u64) -> Manual {
+    let version = cf.current();
+    let Some(level) = bottom_level(&version) else {
+        return Manual::Nothing;
+    };
+    let Some(table) = version.levels[level]
+        .iter()
+        .find(|t| t.meta.number == number)
+    else {
+        return Manual::Nothing;
+    };
+    if table.is_compacting() {
+        return Manual::Busy;
+    }
+    let compaction = Compaction {
+        cf: Arc::clone(cf),
+        level,
+        output_level: level,
+        inputs: vec![Arc::clone(table)],
+        overlapping: Vec::new(),
         version: Arc::clone(&version),
         manual: true,
     };

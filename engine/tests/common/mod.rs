@@ -131,6 +131,16 @@ pub fn sim_options(fs: &SimFs) -> Options {
         max_total_wal_bytes: 64 << 10,
         manifest_rewrite_bytes: 4 << 10,
         block_cache_bytes: 1 << 20,
+        // Small levels, so a test's few hundred kilobytes reach level 3 and every kind of
+        // compaction (level 0, deeper, trivial moves) runs beside the writes.
+        num_levels: 4,
+        l0_compaction_trigger: 2,
+        level1_bytes: 24 << 10,
+        level_size_ratio: 4,
+        target_table_bytes: 8 << 10,
+        compaction_threads: 2,
+        l0_slowdown_trigger: 6,
+        l0_stop_trigger: 10,
         ..Options::default()
     };
     options.table.block_size_bytes = 512;
