@@ -1,0 +1,481 @@
+//! The key-value benchmark, side by side: the same workloads (after RocksDB's `db_bench`) on
+//! Strata, RocksDB and fjall, one engine after another in one run, and a table of ops/s with
+//! Strata's ratio to each peer.
+//!
+//! The same settings for all three:
+//! - 16-byte keys (`{:016}` of a number below `--keys`) and 100-byte values of random,
+//!   incompressible bytes;
+//! - no compression; bloom filters of 10 bits per key; a 64 MiB block cache; 64 MiB
+//!   memtables;
+//! - unsynced writes are handed to the operating system before the write returns (they
+//!   survive the process, not the machine): RocksDB's and Strata's default, and fjall's
+//!   `PersistMode::Buffer`; synced writes wait for `fdatasync` (fjall: `SyncData`).
+//!
+//! Usage: `strata-compare [--keys N] [--synced N] [--engines strata,rocksdb,fjall]
+//! [--dir DIR]`. `benches/compare/run.sh` installs what RocksDB's build needs and runs it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const VALUE_BYTES: usize = 100;
+const CACHE_BYTES: usize = 64 << 20;
+const MEMTABLE_BYTES: usize = 64 << 20;
+
+/// What every engine is asked to do.
+trait Engine: Send + Sync {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool);
+    /// Whether the key was found.
+    fn get(&self, key: &[u8]) -> bool;
+    /// Reads every entry in key order; returns how many.
+    fn scan(&self) -> u64;
+    /// Seeks to `key` (a new iterator each time) and reads up to `n` entries from there.
+    fn seek_next(&self, key: &[u8], n: usize) -> usize;
+    /// Flushes memtables and compacts everything, waiting until done.
+    fn compact(&self);
+}
+
+struct Strata {
+    store: strata::Store,
+    cf: strata::ColumnFamily,
+}
+
+impl Strata {
+    fn open(dir: &Path) -> Strata {
+        let options = strata::Options {
+            write_buffer_bytes: MEMTABLE_BYTES,
+            block_cache_bytes: CACHE_BYTES,
+            ..strata::Options::default()
+        };
+        let store = strata::Store::open(dir, options).expect("strata opens");
+        let cf = store.default_cf();
+        Strata { store, cf }
+    }
+}
+
+impl Engine for Strata {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) {
+        let mut batch = strata::WriteBatch::new();
+        batch.put(&self.cf, key, value).expect("put");
+        let options = if sync {
+            strata::WriteOptions::synced()
+        } else {
+            strata::WriteOptions::default()
+        };
+        self.store.write(batch, options).expect("write");
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        self.store.get(&self.cf, key).expect("get").is_some()
+    }
+
+    fn scan(&self) -> u64 {
+        let mut cursor = self
+            .store
+            .cursor(&self.cf, strata::ReadOptions::default())
+            .expect("cursor");
+        cursor.seek_to_first();
+        let mut n = 0;
+        while cursor.valid() {
+            std::hint::black_box(cursor.value());
+            n += 1;
+            cursor.next();
+        }
+        cursor.status().expect("scan");
+        n
+    }
+
+    fn seek_next(&self, key: &[u8], n: usize) -> usize {
+        let mut cursor = self
+            .store
+            .cursor(&self.cf, strata::ReadOptions::default())
+            .expect("cursor");
+        cursor.seek(key);
+        let mut read = 0;
+        while cursor.valid() && read < n {
+            std::hint::black_box(cursor.value());
+            read += 1;
+            cursor.next();
+        }
+        read
+    }
+
+    fn compact(&self) {
+        self.store.compact_range(&self.cf, ..).expect("compact");
+    }
+}
+
+struct Rocks {
+    db: rocksdb::DB,
+}
+
+impl Rocks {
+    fn open(dir: &Path) -> Rocks {
+        let mut options = rocksdb::Options::default();
+        options.create_if_missing(true);
+        options.set_compression_type(rocksdb::DBCompressionType::None);
+        options.set_write_buffer_size(MEMTABLE_BYTES);
+        let mut table = rocksdb::BlockBasedOptions::default();
+        table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE_BYTES));
+        table.set_bloom_filter(10.0, false);
+        options.set_block_based_table_factory(&table);
+        Rocks {
+            db: rocksdb::DB::open(&options, dir).expect("rocksdb opens"),
+        }
+    }
+}
+
+impl Engine for Rocks {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) {
+        let mut options = rocksdb::WriteOptions::default();
+        options.set_sync(sync);
+        self.db.put_opt(key, value, &options).expect("put");
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        self.db.get_pinned(key).expect("get").is_some()
+    }
+
+    fn scan(&self) -> u64 {
+        let mut iter = self.db.raw_iterator();
+        iter.seek_to_first();
+        let mut n = 0;
+        while iter.valid() {
+            std::hint::black_box(iter.value());
+            n += 1;
+            iter.next();
+        }
+        iter.status().expect("scan");
+        n
+    }
+
+    fn seek_next(&self, key: &[u8], n: usize) -> usize {
+        let mut iter = self.db.raw_iterator();
+        iter.seek(key);
+        let mut read = 0;
+        while iter.valid() && read < n {
+            std::hint::black_box(iter.value());
+            read += 1;
+            iter.next();
+        }
+        read
+    }
+
+    fn compact(&self) {
+        self.db.flush().expect("flush");
+        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
+    }
+}
+
+struct Fjall {
+    db: fjall::Database,
+    keyspace: fjall::Keyspace,
+}
+
+impl Fjall {
+    fn open(dir: &Path) -> Fjall {
+        let db = fjall::Database::builder(dir)
+            .cache_size(CACHE_BYTES as u64)
+            .open()
+            .expect("fjall opens");
+        let keyspace = db
+            .keyspace("bench", || {
+                fjall::KeyspaceCreateOptions::default()
+                    .max_memtable_size(MEMTABLE_BYTES as u64)
+                    .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
+            })
+            .expect("keyspace");
+        Fjall { db, keyspace }
+    }
+}
+
+impl Engine for Fjall {
+    fn put(&self, key: &[u8], value: &[u8], sync: bool) {
+        let mode = if sync {
+            fjall::PersistMode::SyncData
+        } else {
+            fjall::PersistMode::Buffer
+        };
+        let mut batch = self.db.batch().durability(Some(mode));
+        batch.insert(&self.keyspace, key, value);
+        batch.commit().expect("write");
+    }
+
+    fn get(&self, key: &[u8]) -> bool {
+        self.keyspace.get(key).expect("get").is_some()
+    }
+
+    fn scan(&self) -> u64 {
+        let mut n = 0;
+        for guard in self.keyspace.iter() {
+            let (_, value) = guard.into_inner().expect("scan");
+            std::hint::black_box(value);
+            n += 1;
+        }
+        n
+    }
+
+    fn seek_next(&self, key: &[u8], n: usize) -> usize {
+        let mut read = 0;
+        for guard in self.keyspace.range(key..).take(n) {
+            let (_, value) = guard.into_inner().expect("seek");
+            std::hint::black_box(value);
+            read += 1;
+        }
+        read
+    }
+
+    fn compact(&self) {
+        self.keyspace.rotate_memtable_and_wait().expect("flush");
+        self.keyspace.major_compact().expect("compact");
+    }
+}
+
+/// xorshift64*, so every engine sees the same keys in the same order.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn key(i: u64) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    key.copy_from_slice(format!("{i:016}").as_bytes());
+    key
+}
+
+fn value(rng: &mut Rng) -> [u8; VALUE_BYTES] {
+    let mut value = [0u8; VALUE_BYTES];
+    for chunk in value.chunks_mut(8) {
+        let bytes = rng.next().to_le_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    value
+}
+
+struct Config {
+    keys: u64,
+    synced: u64,
+    engines: Vec<String>,
+    dir: PathBuf,
+}
+
+fn parse_args() -> Config {
+    let mut config = Config {
+        keys: 1_000_000,
+        synced: 4000,
+        engines: vec!["strata".into(), "rocksdb".into(), "fjall".into()],
+        dir: std::env::temp_dir().join("strata-compare"),
+    };
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        let mut value = || {
+            args.next().unwrap_or_else(|| {
+                eprintln!("{arg} needs a value");
+                std::process::exit(2)
+            })
+        };
+        match arg.as_str() {
+            "--keys" => config.keys = value().parse().expect("--keys: a number"),
+            "--synced" => config.synced = value().parse().expect("--synced: a number"),
+            "--engines" => config.engines = value().split(',').map(str::to_owned).collect(),
+            "--dir" => config.dir = PathBuf::from(value()),
+            other => {
+                eprintln!(
+                    "unknown argument {other}\nusage: strata-compare [--keys N] [--synced N] \
+                     [--engines strata,rocksdb,fjall] [--dir DIR]"
+                );
+                std::process::exit(2)
+            }
+        }
+    }
+    config
+}
+
+const WORKLOADS: [&str; 10] = [
+    "fillseq",
+    "fillrandom",
+    "overwrite",
+    "readrandom",
+    "compact (s)",
+    "readrandom, compacted",
+    "readseq",
+    "seekrandom + next 10",
+    "synced writes, 1 thread",
+    "synced writes, 8 threads",
+];
+
+fn open(name: &str, dir: &Path) -> Arc<dyn Engine> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("bench directory");
+    match name {
+        "strata" => Arc::new(Strata::open(dir)),
+        "rocksdb" => Arc::new(Rocks::open(dir)),
+        "fjall" => Arc::new(Fjall::open(dir)),
+        other => panic!("unknown engine {other}"),
+    }
+}
+
+/// Ops per second of `ops` operations that took `elapsed`.
+fn rate(ops: u64, elapsed: Duration) -> f64 {
+    ops as f64 / elapsed.as_secs_f64()
+}
+
+fn timed(ops: u64, f: impl FnOnce()) -> f64 {
+    let started = Instant::now();
+    f();
+    rate(ops, started.elapsed())
+}
+
+/// Runs every workload on one engine; one figure per workload (ops/s, or seconds for the
+/// compaction).
+fn run(name: &str, config: &Config) -> Vec<f64> {
+    let dir = config.dir.join(name);
+    let n = config.keys;
+    let mut results = Vec::new();
+    let mut values = Rng::new(42);
+
+    let engine = open(name, &dir);
+    results.push(timed(n, || {
+        for i in 0..n {
+            engine.put(&key(i), &value(&mut values), false);
+        }
+    }));
+    drop(engine);
+
+    let engine = open(name, &dir);
+    let mut keys = Rng::new(1);
+    results.push(timed(n, || {
+        for _ in 0..n {
+            engine.put(&key(keys.below(n)), &value(&mut values), false);
+        }
+    }));
+    results.push(timed(n, || {
+        for _ in 0..n {
+            engine.put(&key(keys.below(n)), &value(&mut values), false);
+        }
+    }));
+    let read_random = |engine: &Arc<dyn Engine>, seed: u64| {
+        let mut keys = Rng::new(seed);
+        let mut found = 0u64;
+        let ops = timed(n, || {
+            for _ in 0..n {
+                found += u64::from(engine.get(&key(keys.below(n))));
+            }
+        });
+        // Two fills of n random keys cover about 1 - 1/e² of them.
+        assert!(found > n / 2, "{name}: readrandom found only {found} of {n}");
+        ops
+    };
+    results.push(read_random(&engine, 2));
+    let started = Instant::now();
+    engine.compact();
+    results.push(started.elapsed().as_secs_f64());
+    results.push(read_random(&engine, 3));
+    let mut scanned = 0;
+    let readseq = timed(n, || scanned = engine.scan());
+    results.push(readseq * scanned as f64 / n as f64);
+    let seeks = n / 10;
+    let mut seek_keys = Rng::new(4);
+    results.push(timed(seeks, || {
+        for _ in 0..seeks {
+            std::hint::black_box(engine.seek_next(&key(seek_keys.below(n)), 10));
+        }
+    }));
+    for threads in [1u64, 8] {
+        let per_thread = config.synced / threads;
+        let started = Instant::now();
+        std::thread::scope(|scope| {
+            for t in 0..threads {
+                let engine = Arc::clone(&engine);
+                scope.spawn(move || {
+                    let mut rng = Rng::new(100 + t);
+                    for _ in 0..per_thread {
+                        let k = key(rng.below(n));
+                        engine.put(&k, &value(&mut rng), true);
+                    }
+                });
+            }
+        });
+        results.push(rate(per_thread * threads, started.elapsed()));
+    }
+    drop(engine);
+    let _ = std::fs::remove_dir_all(&dir);
+    results
+}
+
+fn main() {
+    let config = parse_args();
+    println!(
+        "{} keys of 16 bytes, values of {VALUE_BYTES} bytes, {} synced writes per synced \
+         workload, in {}",
+        config.keys,
+        config.synced,
+        config.dir.display()
+    );
+    let mut columns: Vec<(String, Vec<f64>)> = Vec::new();
+    for name in &config.engines {
+        eprintln!("running {name} ...");
+        let started = Instant::now();
+        let results = run(name, &config);
+        eprintln!("{name} done in {:.0} s", started.elapsed().as_secs_f64());
+        columns.push((name.clone(), results));
+    }
+
+    let mut header = format!("| {:<26} |", "workload (ops/s)");
+    for (name, _) in &columns {
+        header += &format!(" {name:>12} |");
+    }
+    let strata = columns.iter().position(|(name, _)| name == "strata");
+    let peers: Vec<usize> = (0..columns.len()).filter(|&i| Some(i) != strata).collect();
+    if strata.is_some() {
+        for &peer in &peers {
+            header += &format!(" strata/{:<7} |", columns[peer].0);
+        }
+    }
+    println!("{header}");
+    println!(
+        "|{}|",
+        header[1..header.len() - 1]
+            .split('|')
+            .map(|cell| "-".repeat(cell.len()))
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for (row, workload) in WORKLOADS.iter().enumerate() {
+        let mut line = format!("| {workload:<26} |");
+        for (_, results) in &columns {
+            if workload.ends_with("(s)") {
+                line += &format!(" {:>12.1} |", results[row]);
+            } else {
+                line += &format!(" {:>12.0} |", results[row]);
+            }
+        }
+        if let Some(s) = strata {
+            for &peer in &peers {
+                // For the compaction time, lower is better: the ratio is peer/strata, so a
+                // ratio above 1 means Strata is ahead in every row.
+                let ratio = if workload.ends_with("(s)") {
+                    columns[peer].1[row] / columns[s].1[row]
+                } else {
+                    columns[s].1[row] / columns[peer].1[row]
+                };
+                line += &format!(" {ratio:>14.2} |");
+            }
+        }
+        println!("{line}");
+    }
+}
