@@ -178,6 +178,13 @@ impl SimFs {
         self.state().faults.insert((kind, n));
     }
 
+    /// Disarms every fault that has not fired. Background work (flushes, compactions) makes
+    /// operation counts vary from run to run, so a test that armed a fault for one phase
+    /// clears it before the next.
+    pub fn clear_faults(&self) {
+        self.state().faults.clear();
+    }
+
     /// How many operations of `kind` ran (or were failed) so far.
     pub fn op_count(&self, kind: OpKind) -> u64 {
         self.state().counts.get(&kind).copied().unwrap_or(0)

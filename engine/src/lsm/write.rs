@@ -148,6 +148,10 @@ impl Shared {
     /// ends by itself when they catch up, when the store fails, or when it closes; it
     /// re-checks at least every 100 ms, so a missed wake-up costs latency, never a hang.
     fn throttle(&self, ids: &[u32]) {
+        if self.pressure(ids).is_none() {
+            self.stall_state(0, "");
+            return;
+        }
         let started = std::time::Instant::now();
         let mut slowed = false;
         let mut stopped = false;
@@ -209,6 +213,9 @@ impl Shared {
     /// Records the stall state (0 none, 1 slowing, 2 stopped) and traces each change.
     fn stall_state(&self, state: u8, reason: &str) {
         use std::sync::atomic::Ordering;
+        if self.stall_state.load(Ordering::Relaxed) == state {
+            return;
+        }
         let before = self.stall_state.swap(state, Ordering::AcqRel);
         if before == state {
             return;

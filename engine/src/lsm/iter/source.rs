@@ -9,7 +9,7 @@ use strata_sstable::{MAX_SEQNO, TableIter, ValueKind};
 
 use crate::error::{Error, Result};
 use crate::lsm::SeqNo;
-use crate::lsm::memtable::{MemKey, Memtable};
+use crate::lsm::memtable::{MemKey, Memtable, UserKey};
 use crate::lsm::version::TableFile;
 
 /// A positioned iterator over internal keys `(user_key asc, seqno desc)`, both ways.
@@ -34,7 +34,7 @@ pub(crate) trait Source {
 }
 
 /// A memtable source. The skip list's entries borrow the list, so the source keeps a copy of
-/// the current entry (its key and value are `Bytes` handles: no bytes are copied) and finds
+/// the current entry (a short key is copied, a long key and the value are `Bytes` handles) and finds
 /// its neighbour by a fresh search at each step.
 pub(crate) struct MemSource {
     mem: Arc<Memtable>,
@@ -53,7 +53,7 @@ impl MemSource {
 
 fn probe(key: &[u8], seqno: SeqNo) -> MemKey {
     MemKey {
-        user_key: Bytes::copy_from_slice(key),
+        user_key: UserKey::copy(key),
         seqno,
     }
 }
