@@ -129,10 +129,11 @@ fn overlapping(tables: &[Arc<TableFile>], lower: &[u8], upper: &[u8]) -> Vec<Arc
         .collect()
 }
 
-/// The compaction scores of one family's levels (all but the last), as `(score, level)`.
+/// The compaction scores of one family's levels (all but the last), as `(score, level)`;
+/// `pick` ranks them across families.
 fn scores(options: &crate::Options, version: &SuperVersion) -> Vec<(f64, usize)> {
     let last = options.num_levels - 1;
-    let mut scores: Vec<(f64, usize)> = (0..last)
+    (0..last)
         .map(|level| {
             let score = if level == 0 {
                 version.levels[0].len() as f64 / options.l0_compaction_trigger as f64
@@ -141,9 +142,7 @@ fn scores(options: &crate::Options, version: &SuperVersion) -> Vec<(f64, usize)>
             };
             (score, level)
         })
-        .collect();
-    scores.sort_by(|a, b| b.0.total_cmp(&a.0));
-    scores
+        .collect()
 }
 
 /// A compaction of `level` in `version`, if one can run without touching a table another

@@ -530,8 +530,10 @@ impl Store {
         {
             let io = io[level];
             total_written += io.written;
-            let write_amplification = if level == 0 {
-                f64::from(u8::from(io.written > 0))
+            let write_amplification = if level == 0 && io.written > 0 {
+                1.0
+            } else if level == 0 {
+                0.0
             } else if io.read_upper > 0 {
                 io.written as f64 / io.read_upper as f64
             } else {
