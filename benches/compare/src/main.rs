@@ -12,7 +12,10 @@
 //!   `PersistMode::Buffer`; synced writes wait for `fdatasync` (fjall: `SyncData`).
 //!
 //! Usage: `strata-compare [--keys N] [--synced N] [--engines strata,rocksdb,fjall]
-//! [--dir DIR]`. `benches/compare/run.sh` installs what RocksDB's build needs and runs it.
+//! [--rounds N] [--dir DIR]`. With `--rounds N` (default 1) the engines take turns N times
+//! (strata, rocksdb, fjall, strata, ...) and each figure is the median of its N runs: on a
+//! noisy machine one run moves by 10 % or more. `benches/compare/run.sh` installs what
+//! RocksDB's build needs and runs it.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -270,6 +273,7 @@ struct Config {
     keys: u64,
     synced: u64,
     engines: Vec<String>,
+    rounds: usize,
     dir: PathBuf,
 }
 
@@ -278,6 +282,7 @@ fn parse_args() -> Config {
         keys: 1_000_000,
         synced: 4000,
         engines: vec!["strata".into(), "rocksdb".into(), "fjall".into()],
+        rounds: 1,
         dir: std::env::temp_dir().join("strata-compare"),
     };
     let mut args = std::env::args().skip(1);
@@ -293,10 +298,14 @@ fn parse_args() -> Config {
             "--synced" => config.synced = value().parse().expect("--synced: a number"),
             "--engines" => config.engines = value().split(',').map(str::to_owned).collect(),
             "--dir" => config.dir = PathBuf::from(value()),
+            "--rounds" => {
+                config.rounds = value().parse().expect("--rounds: a number");
+                assert!(config.rounds > 0, "--rounds: at least 1");
+            }
             other => {
                 eprintln!(
                     "unknown argument {other}\nusage: strata-compare [--keys N] [--synced N] \
-                     [--engines strata,rocksdb,fjall] [--dir DIR]"
+                     [--engines strata,rocksdb,fjall] [--rounds N] [--dir DIR]"
                 );
                 std::process::exit(2)
             }
@@ -417,23 +426,47 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
     results
 }
 
+/// The median of `figures` (the mean of the middle two for an even count).
+fn median(mut figures: Vec<f64>) -> f64 {
+    figures.sort_by(f64::total_cmp);
+    let mid = figures.len() / 2;
+    if figures.len() % 2 == 0 {
+        (figures[mid - 1] + figures[mid]) / 2.0
+    } else {
+        figures[mid]
+    }
+}
+
 fn main() {
     let config = parse_args();
     println!(
         "{} keys of 16 bytes, values of {VALUE_BYTES} bytes, {} synced writes per synced \
-         workload, in {}",
+         workload, median of {} round(s), in {}",
         config.keys,
         config.synced,
+        config.rounds,
         config.dir.display()
     );
-    let mut columns: Vec<(String, Vec<f64>)> = Vec::new();
-    for name in &config.engines {
-        eprintln!("running {name} ...");
-        let started = Instant::now();
-        let results = run(name, &config);
-        eprintln!("{name} done in {:.0} s", started.elapsed().as_secs_f64());
-        columns.push((name.clone(), results));
+    let mut runs: Vec<Vec<Vec<f64>>> = vec![Vec::new(); config.engines.len()];
+    for round in 1..=config.rounds {
+        for (engine, name) in config.engines.iter().enumerate() {
+            eprintln!("running {name} (round {round} of {}) ...", config.rounds);
+            let started = Instant::now();
+            runs[engine].push(run(name, &config));
+            eprintln!("{name} done in {:.0} s", started.elapsed().as_secs_f64());
+        }
     }
+    let columns: Vec<(String, Vec<f64>)> = config
+        .engines
+        .iter()
+        .zip(&runs)
+        .map(|(name, runs)| {
+            let medians = (0..WORKLOADS.len())
+                .map(|row| median(runs.iter().map(|run| run[row]).collect()))
+                .collect();
+            (name.clone(), medians)
+        })
+        .collect();
 
     let mut header = format!("| {:<26} |", "workload (ops/s)");
     for (name, _) in &columns {

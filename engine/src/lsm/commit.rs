@@ -45,6 +45,9 @@ struct Queue<T, R> {
     leader_active: bool,
     next_ticket: u64,
     finished: HashMap<u64, R>,
+    /// Threads blocked on `wake`: a leader stepping down wakes them only if there are any,
+    /// as a futex wake is a system call even with nobody waiting.
+    waiting: usize,
 }
 
 /// A leader/follower group commit queue. `T` is a request, `R` its result.
@@ -71,6 +74,7 @@ impl<T, R> GroupCommit<T, R> {
                 leader_active: false,
                 next_ticket: 0,
                 finished: HashMap::new(),
+                waiting: 0,
             }),
             wake: Condvar::new(),
             max_group_bytes,
@@ -96,17 +100,21 @@ impl<T, R> GroupCommit<T, R> {
             bytes,
         });
         loop {
-            if let Some(result) = queue.finished.remove(&ticket) {
+            if !queue.finished.is_empty()
+                && let Some(result) = queue.finished.remove(&ticket)
+            {
                 return result;
             }
             let at_front = queue.pending.front().is_some_and(|p| p.ticket == ticket);
             if at_front && !queue.leader_active {
                 break;
             }
+            queue.waiting += 1;
             queue = self
                 .wake
                 .wait(queue)
                 .unwrap_or_else(|poisoned| poisoned.into_inner());
+            queue.waiting -= 1;
         }
 
         // This thread leads: take the group.
@@ -147,8 +155,12 @@ impl<T, R> GroupCommit<T, R> {
             }
         }
         queue.leader_active = false;
+        // A thread that waits later takes the lock first and sees this leader gone.
+        let anyone_waiting = queue.waiting > 0;
         drop(queue);
-        self.wake.notify_all();
+        if anyone_waiting {
+            self.wake.notify_all();
+        }
         mine.expect("the leader's own request is in its group")
     }
 }

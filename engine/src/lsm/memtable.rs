@@ -1,31 +1,25 @@
-//! The memtable: a concurrent skip list (`crossbeam-skiplist`) of internal keys.
+//! The memtable: a skip list ([`crate::lsm::skiplist`]) of internal keys.
 //!
 //! 1. Entries are keyed by `(user_key, seqno)`, ordered by user key ascending and then seqno
 //!    descending, so the newest version of a key comes first, as in a table.
 //! 2. Only the commit leader inserts (one thread at a time); readers run concurrently and see
 //!    an entry once it is linked. Readers ignore entries newer than their snapshot, which is
 //!    how a half-inserted batch stays invisible: its seqnos are above the published one.
-//! 3. Values, and keys over 30 bytes, are slices of the batch buffer they came in; shorter
+//! 3. Values, and keys over 22 bytes, are slices of the batch buffer they came in; shorter
 //!    keys are copied into the skip-list node, so searches compare without a pointer chase.
-//! 4. The size is an estimate (key + value + a fixed per-entry overhead) used to decide when to
-//!    seal the memtable.
+//! 4. The size, used to decide when to seal the memtable, is the keys and values it holds plus
+//!    the skip-list slots its entries use. The list's arenas grow by fixed segments, so the
+//!    memory held is at most one segment (about half a MiB) more.
 
 use std::cmp::Ordering;
-use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::Bytes;
-use crossbeam_skiplist::SkipMap;
 use strata_sstable::ValueKind;
 
 use crate::lsm::SeqNo;
 use crate::lsm::batch::BatchEntry;
-
-/// Estimated bytes a skip-list node costs beyond its key and value: the node, its tower of
-/// pointers and two `Bytes` handles.
-/// TUNING: measured roughly with a counting allocator for 16-byte keys; only the flush trigger
-/// depends on it.
-const ENTRY_OVERHEAD_BYTES: usize = 96;
+use crate::lsm::skiplist::{self, Position, SkipList};
 
 /// A memtable key: `(user_key, seqno)` in internal order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,16 +29,17 @@ pub(crate) struct MemKey {
 }
 
 impl Ord for MemKey {
+    #[inline]
     fn cmp(&self, other: &Self) -> Ordering {
         self.user_key
-            .as_slice()
-            .cmp(other.user_key.as_slice())
+            .cmp(&other.user_key)
             .then_with(|| other.seqno.cmp(&self.seqno))
     }
 }
 
-/// Keys up to this long are stored in the skip list node itself.
-const INLINE_KEY_BYTES: usize = 30;
+/// Keys up to this long are stored in the skip list node itself: 22 bytes keep a `MemKey` at
+/// 40 bytes, so a search step reads one cache line (see [`skiplist::search_bytes`]).
+const INLINE_KEY_BYTES: usize = 22;
 
 /// A user key as the memtable holds it: inside the skip-list node when it is short (as most
 /// keys are), so a search compares keys without following a pointer into another allocation
@@ -107,6 +102,54 @@ impl PartialEq for UserKey {
 
 impl Eq for UserKey {}
 
+impl Ord for UserKey {
+    /// Bytewise order. Two inline keys compare as big-endian integers over their zero-padded
+    /// bytes, then by length: no call into `memcmp` on the search path. The padding cannot
+    /// mislead: where the padded bytes are equal, the shorter key is a prefix of the longer
+    /// one (followed only by zeros), which bytewise order also puts first.
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (
+                UserKey::Inline { len, bytes },
+                UserKey::Inline {
+                    len: other_len,
+                    bytes: other_bytes,
+                },
+            ) => padded_words(bytes)
+                .cmp(&padded_words(other_bytes))
+                .then(len.cmp(other_len)),
+            _ => self.as_slice().cmp(other.as_slice()),
+        }
+    }
+}
+
+impl PartialOrd for UserKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+const _: () = assert!(
+    INLINE_KEY_BYTES == 22,
+    "padded_words reads exactly 22 bytes"
+);
+const _: () = assert!(size_of::<MemKey>() == 40);
+// Loom's atomics are larger than std's.
+#[cfg(not(loom))]
+const _: () = assert!(skiplist::search_bytes::<MemKey, (ValueKind, Bytes)>() <= 64);
+
+/// The inline bytes as big-endian words, compared in order: bytes 0-15, then 14-21
+/// (overlapping by two bytes that the first word already found equal).
+#[inline]
+fn padded_words(bytes: &[u8; INLINE_KEY_BYTES]) -> (u128, u64) {
+    let mut first = [0u8; 16];
+    let mut second = [0u8; 8];
+    first.copy_from_slice(&bytes[..16]);
+    second.copy_from_slice(&bytes[14..22]);
+    (u128::from_be_bytes(first), u64::from_be_bytes(second))
+}
+
 impl std::fmt::Debug for UserKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("UserKey")
@@ -116,6 +159,7 @@ impl std::fmt::Debug for UserKey {
 }
 
 impl PartialOrd for MemKey {
+    #[inline]
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -124,8 +168,9 @@ impl PartialOrd for MemKey {
 /// One column family's memtable.
 #[derive(Debug)]
 pub(crate) struct Memtable {
-    map: SkipMap<MemKey, (ValueKind, Bytes)>,
-    approximate_bytes: AtomicUsize,
+    list: SkipList<MemKey, (ValueKind, Bytes)>,
+    /// Bytes of keys stored outside the list's slots, and of values.
+    payload_bytes: AtomicUsize,
     deletions: AtomicU64,
     /// The log file this memtable's first write went to: it holds none of the memtable's data
     /// before that file.
@@ -140,32 +185,41 @@ pub(crate) struct Found {
     pub(crate) value: Bytes,
 }
 
+/// The memtable holds as many entries as its skip list can: [`skiplist::CAPACITY`].
+pub(crate) const MAX_ENTRIES: u64 = skiplist::CAPACITY as u64;
+
 impl Memtable {
     pub(crate) fn new(first_log_number: u64) -> Self {
         Memtable {
-            map: SkipMap::new(),
-            approximate_bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
+            payload_bytes: AtomicUsize::new(0),
             deletions: AtomicU64::new(0),
             first_log_number,
         }
     }
 
-    /// Inserts one batch entry. REQUIRES: the caller is the commit leader (one inserter at a
-    /// time), and the entry's seqno is not yet published.
-    pub(crate) fn insert(&self, entry: &BatchEntry) {
-        let size = entry.key.len() + entry.value.len() + ENTRY_OVERHEAD_BYTES;
-        if entry.kind == ValueKind::Delete {
-            self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
-        }
-        self.map.insert(
+    /// Inserts one batch entry. The commit leader is the only inserter (the list serialises
+    /// inserts anyway), and the entry's seqno is not yet published. Fails, inserting nothing,
+    /// when the memtable holds [`MAX_ENTRIES`]; the write path seals it before that.
+    pub(crate) fn insert(&self, entry: &BatchEntry) -> Result<(), skiplist::Full> {
+        let user_key = UserKey::from_bytes(&entry.key);
+        let outside = match user_key {
+            UserKey::Inline { .. } => 0,
+            UserKey::Shared(_) => entry.key.len(),
+        };
+        self.list.insert(
             MemKey {
-                user_key: UserKey::from_bytes(&entry.key),
+                user_key,
                 seqno: entry.seqno,
             },
             (entry.kind, entry.value.clone()),
-        );
-        self.approximate_bytes
-            .fetch_add(size, AtomicOrdering::Relaxed);
+        )?;
+        if entry.kind == ValueKind::Delete {
+            self.deletions.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+        self.payload_bytes
+            .fetch_add(outside + entry.value.len(), AtomicOrdering::Relaxed);
+        Ok(())
     }
 
     /// The newest version of `key` with a seqno at or below `snapshot`.
@@ -174,48 +228,68 @@ impl Memtable {
             user_key: UserKey::copy(key),
             seqno: snapshot,
         };
-        let entry = self.map.lower_bound(Bound::Included(&probe))?;
-        if entry.key().user_key.as_slice() != key {
+        let (found, (kind, value)) = self.list.entry(self.list.seek(&probe)?);
+        if found.user_key.as_slice() != key {
             return None;
         }
-        let (kind, value) = entry.value();
         Some(Found {
-            seqno: entry.key().seqno,
+            seqno: found.seqno,
             kind: *kind,
             value: value.clone(),
         })
     }
 
-    /// The first entry strictly after `after` (or the first of all), in internal order.
-    pub(crate) fn next_after(&self, after: Bound<&MemKey>) -> Option<(MemKey, ValueKind, Bytes)> {
-        let entry = self.map.lower_bound(after)?;
-        let (kind, value) = entry.value();
-        Some((entry.key().clone(), *kind, value.clone()))
+    /// The entry at `position`.
+    pub(crate) fn entry(&self, position: Position) -> (&MemKey, ValueKind, &Bytes) {
+        let (key, (kind, value)) = self.list.entry(position);
+        (key, *kind, value)
     }
 
-    /// The last entry strictly before `before` (or the last of all), in internal order.
-    pub(crate) fn prev_before(&self, before: Bound<&MemKey>) -> Option<(MemKey, ValueKind, Bytes)> {
-        let entry = self.map.upper_bound(before)?;
-        let (kind, value) = entry.value();
-        Some((entry.key().clone(), *kind, value.clone()))
+    pub(crate) fn first(&self) -> Option<Position> {
+        self.list.first()
+    }
+
+    pub(crate) fn last(&self) -> Option<Position> {
+        self.list.last()
+    }
+
+    /// The first entry at or after `key` in internal order.
+    pub(crate) fn seek(&self, key: &MemKey) -> Option<Position> {
+        self.list.seek(key)
+    }
+
+    /// The last entry before `key` in internal order.
+    pub(crate) fn seek_before(&self, key: &MemKey) -> Option<Position> {
+        self.list.seek_before(key)
+    }
+
+    /// The entry after `position`.
+    pub(crate) fn next(&self, position: Position) -> Option<Position> {
+        self.list.next_entry(position)
+    }
+
+    /// The entry before `position`: a search, as the list has no backward links.
+    pub(crate) fn prev(&self, position: Position) -> Option<Position> {
+        self.list.seek_before(self.list.entry(position).0)
     }
 
     /// Every entry in internal order, for a flush.
     pub(crate) fn for_each(&self, mut f: impl FnMut(&MemKey, ValueKind, &Bytes) -> bool) {
-        for entry in self.map.iter() {
-            let (kind, value) = entry.value();
-            if !f(entry.key(), *kind, value) {
+        for (key, (kind, value)) in self.list.iter() {
+            if !f(key, *kind, value) {
                 break;
             }
         }
     }
 
+    /// The memory the memtable's entries use: keys and values outside the list, and their
+    /// slots in the list.
     pub(crate) fn approximate_bytes(&self) -> usize {
-        self.approximate_bytes.load(AtomicOrdering::Relaxed)
+        self.payload_bytes.load(AtomicOrdering::Relaxed) + self.list.used_bytes()
     }
 
     pub(crate) fn entries(&self) -> u64 {
-        self.map.len() as u64
+        self.list.len() as u64
     }
 
     pub(crate) fn deletions(&self) -> u64 {
@@ -223,27 +297,97 @@ impl Memtable {
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.is_empty()
     }
 
     pub(crate) fn first_log_number(&self) -> u64 {
         self.first_log_number
     }
 
-    /// Entries with user keys in `[lower, upper)` and their estimated bytes, by walking them:
-    /// exact, and cheap for the memtable sizes the engine allows.
+    /// Entries with user keys in `[lower, upper)` and their bytes (key and value), by walking
+    /// them: exact, and cheap for the memtable sizes the engine allows.
     pub(crate) fn range_bytes(&self, lower: &[u8], upper: Option<&[u8]>) -> u64 {
         let start = MemKey {
             user_key: UserKey::copy(lower),
             seqno: SeqNo::MAX,
         };
         let mut bytes = 0u64;
-        for entry in self.map.range(start..) {
-            if upper.is_some_and(|upper| entry.key().user_key[..] >= *upper) {
+        for (key, (_, value)) in self.list.iter_from(self.list.seek(&start)) {
+            if upper.is_some_and(|upper| key.user_key[..] >= *upper) {
                 break;
             }
-            bytes += (entry.key().user_key.len() + entry.value().1.len()) as u64;
+            bytes += (key.user_key.len() + value.len()) as u64;
         }
         bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Short keys drawn from few byte values (zeros included), so prefixes and padding-like
+    /// tails are common; long ones exercise the shared form.
+    fn key() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(prop_oneof![Just(0u8), Just(1u8), Just(255u8)], 0..32),
+            proptest::collection::vec(any::<u8>(), 0..40),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn user_keys_order_as_their_bytes(a in key(), b in key()) {
+            let (ua, ub) = (UserKey::copy(&a), UserKey::copy(&b));
+            prop_assert_eq!(ua.cmp(&ub), a.cmp(&b));
+            prop_assert_eq!(ua == ub, a == b);
+        }
+    }
+
+    #[test]
+    fn zero_padding_does_not_confuse_prefixes() {
+        let order = [
+            &b""[..],
+            b"\0",
+            b"\0\0",
+            b"a",
+            b"a\0",
+            b"a\0\x01",
+            b"a\x01",
+            b"b",
+        ];
+        for pair in order.windows(2) {
+            assert_eq!(
+                UserKey::copy(pair[0]).cmp(&UserKey::copy(pair[1])),
+                Ordering::Less,
+                "{:?} < {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    #[test]
+    fn a_memtable_returns_the_newest_visible_version() {
+        let mem = Memtable::new(1);
+        let put = |key: &str, seqno, value: &str| BatchEntry {
+            cf_id: 0,
+            seqno,
+            kind: ValueKind::Put,
+            key: Bytes::copy_from_slice(key.as_bytes()),
+            value: Bytes::copy_from_slice(value.as_bytes()),
+        };
+        mem.insert(&put("k", 1, "one")).expect("room");
+        mem.insert(&put("k", 3, "three")).expect("room");
+        mem.insert(&put("j", 2, "other")).expect("room");
+        let value = |snapshot| mem.get(b"k", snapshot).map(|found| found.value);
+        assert_eq!(value(0), None);
+        assert_eq!(value(1).as_deref(), Some(&b"one"[..]));
+        assert_eq!(value(2).as_deref(), Some(&b"one"[..]));
+        assert_eq!(value(9).as_deref(), Some(&b"three"[..]));
+        assert_eq!(mem.get(b"kk", 9), None);
+        assert_eq!(mem.entries(), 3);
     }
 }

@@ -26,6 +26,8 @@ pub(crate) mod manifest;
 pub(crate) mod memtable;
 pub(crate) mod open;
 pub(crate) mod options;
+#[doc(hidden)]
+pub mod skiplist;
 pub(crate) mod snapshot;
 pub(crate) mod store;
 pub(crate) mod sync;

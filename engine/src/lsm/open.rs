@@ -33,7 +33,7 @@ use crate::lsm::format::{
     DEFAULT_CF_ID, DEFAULT_CF_NAME, FileKind, LOCK_FILE, MAX_LEVELS, parse_file_name,
 };
 use crate::lsm::manifest::{Manifest, current_manifest, file_path, log_number, read_manifest};
-use crate::lsm::memtable::Memtable;
+use crate::lsm::memtable::{MAX_ENTRIES, Memtable};
 use crate::lsm::options::Options;
 use crate::lsm::store::{Shared, Versions, WalState};
 use crate::lsm::version::{SuperVersion, TableFile};
@@ -309,8 +309,14 @@ fn replay_log(
         for entry in &batch.entries {
             match state.cfs.get(&entry.cf_id) {
                 Some(cf) if number >= cf.log_number => {
-                    if let Some(mem) = memtables.get(&entry.cf_id) {
-                        mem.insert(entry);
+                    if let Some(mem) = memtables.get(&entry.cf_id)
+                        && mem.insert(entry).is_err()
+                    {
+                        return Err(Error::InvalidArgument(format!(
+                            "column family {}: the logs hold more than {MAX_ENTRIES} unflushed \
+                             entries, more than one memtable can replay",
+                            entry.cf_id
+                        )));
                     }
                 }
                 Some(_) => {} // already in the family's tables

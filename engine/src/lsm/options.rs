@@ -9,6 +9,18 @@ use strata_wal::RecoveryMode;
 use crate::fs::{FileSystem, OsFs};
 use crate::lsm::snapshot::Snapshot;
 
+/// The largest `max_group_bytes` allowed (256 MiB).
+pub const MAX_GROUP_BYTES: usize = 256 << 20;
+
+// One group (the leader's batch, up to MAX_BATCH_BYTES, plus followers up to max_group_bytes)
+// must fit in an empty memtable. An encoded entry takes at least 3 bytes (kind, family, key
+// length). (Loom builds use a small arena.)
+#[cfg(not(loom))]
+const _: () = assert!(
+    crate::lsm::memtable::MAX_ENTRIES
+        > ((crate::lsm::batch::MAX_BATCH_BYTES + MAX_GROUP_BYTES) / 3) as u64
+);
+
 /// How a store is opened and run.
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -117,6 +129,14 @@ impl Options {
                 "need l0_compaction_trigger ({}) < l0_stop_trigger ({}) and \
                  l0_slowdown_trigger ({}) <= l0_stop_trigger",
                 self.l0_compaction_trigger, self.l0_stop_trigger, self.l0_slowdown_trigger
+            ));
+        }
+        // A group's entries must fit in one empty memtable: at 3 bytes or more per entry, the
+        // largest batch plus this budget stays under the memtable's capacity.
+        if self.max_group_bytes > MAX_GROUP_BYTES {
+            return invalid(format!(
+                "max_group_bytes must be at most {MAX_GROUP_BYTES}, got {}",
+                self.max_group_bytes
             ));
         }
         if self.max_sealed_memtables == 0 {

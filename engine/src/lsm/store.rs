@@ -323,14 +323,14 @@ impl Store {
 
     /// Sets `key` to `value` (with the default [`WriteOptions`]).
     pub fn put(&self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(16 + key.len() + value.len());
         batch.put(cf, key, value)?;
         self.write(batch, WriteOptions::default()).map(drop)
     }
 
     /// Deletes `key` (with the default [`WriteOptions`]).
     pub fn delete(&self, cf: &ColumnFamily, key: &[u8]) -> Result<()> {
-        let mut batch = WriteBatch::new();
+        let mut batch = WriteBatch::with_capacity(16 + key.len());
         batch.delete(cf, key)?;
         self.write(batch, WriteOptions::default()).map(drop)
     }

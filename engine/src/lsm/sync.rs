@@ -15,12 +15,12 @@ pub(crate) fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, 
 /// The primitives the loom models replace.
 pub(crate) mod core {
     #[cfg(loom)]
-    pub(crate) use loom::sync::atomic::AtomicU64;
+    pub(crate) use loom::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
     #[cfg(loom)]
     pub(crate) use loom::sync::{Condvar, Mutex, MutexGuard};
 
     #[cfg(not(loom))]
-    pub(crate) use std::sync::atomic::AtomicU64;
+    pub(crate) use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize};
     #[cfg(not(loom))]
     pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
 

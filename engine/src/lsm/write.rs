@@ -29,7 +29,7 @@ use crate::lsm::commit::Request;
 use crate::lsm::edit::VersionEdit;
 use crate::lsm::format::{DEFAULT_CF_ID, FileKind};
 use crate::lsm::manifest::{file_path, log_number};
-use crate::lsm::memtable::Memtable;
+use crate::lsm::memtable::{MAX_ENTRIES, Memtable};
 use crate::lsm::store::{Shared, WalState};
 use crate::lsm::sync::lock;
 use crate::lsm::version::{Sealed, SuperVersion};
@@ -41,14 +41,13 @@ impl Shared {
 
     /// Commits one group; one result per request, in order.
     pub(crate) fn lead(&self, group: Vec<Request<WriteBatch>>) -> Vec<Result<SeqNo>> {
-        let named: Vec<Vec<u32>> = group
+        let mut touched: Vec<u32> = group
             .iter()
-            .map(|request| request.item.column_families())
+            .flat_map(|request| request.item.column_families())
             .collect();
-        let mut all: Vec<u32> = named.iter().flatten().copied().collect();
-        all.sort_unstable();
-        all.dedup();
-        self.throttle(&all);
+        touched.sort_unstable();
+        touched.dedup();
+        self.throttle(&touched);
 
         let mut wal = lock(&self.writer);
         let mut results: Vec<Result<SeqNo>> = Vec::with_capacity(group.len());
@@ -57,31 +56,39 @@ impl Shared {
         }
 
         // 1. Every family a batch names must be live.
-        let mut accepted = Vec::new();
-        let mut touched = Vec::new();
+        let mut accepted = Vec::with_capacity(group.len());
         {
             let cfs = self.cfs_read();
-            for (i, (request, ids)) in group.into_iter().zip(named).enumerate() {
-                match ids.iter().find(|id| !cfs.contains_key(id)) {
-                    Some(id) => results.push(Err(Error::NotFound(format!(
-                        "column family id {id} (dropped)"
-                    )))),
+            let mut dropped = false;
+            for (i, request) in group.into_iter().enumerate() {
+                let missing = request
+                    .item
+                    .column_families()
+                    .find(|id| !cfs.contains_key(id));
+                match missing {
+                    Some(id) => {
+                        dropped = true;
+                        results.push(Err(Error::NotFound(format!(
+                            "column family id {id} (dropped)"
+                        ))));
+                    }
                     None => {
                         results.push(Ok(0));
-                        touched.extend(ids);
                         accepted.push((i, request));
                     }
                 }
             }
+            if dropped {
+                touched.retain(|id| cfs.contains_key(id));
+            }
         }
-        touched.sort_unstable();
-        touched.dedup();
         if accepted.is_empty() {
             return results;
         }
 
         // 2. Room in the memtables.
-        if let Err(error) = self.make_room(&mut wal, &touched) {
+        let entries: u64 = accepted.iter().map(|(_, r)| r.item.len() as u64).sum();
+        if let Err(error) = self.make_room(&mut wal, &touched, entries) {
             let error = self.fail(error);
             return results.into_iter().map(|_| Err(error.clone())).collect();
         }
@@ -132,8 +139,14 @@ impl Shared {
                 }
             };
             for entry in &batch.entries {
-                if let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id) {
-                    mem.insert(entry);
+                if let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id)
+                    && mem.insert(entry).is_err()
+                {
+                    // `make_room` sealed every memtable that could not take the whole group.
+                    let error = self.fail(Error::InvalidArgument(format!(
+                        "a memtable is full at {MAX_ENTRIES} entries"
+                    )));
+                    return results.into_iter().map(|_| Err(error.clone())).collect();
                 }
             }
             results[i] = Ok(batch.last_seqno());
@@ -227,8 +240,9 @@ impl Shared {
         }
     }
 
-    /// Seals what must be sealed before a write to `touched`. REQUIRES: the writer lock.
-    fn make_room(&self, wal: &mut WalState, touched: &[u32]) -> Result<()> {
+    /// Seals what must be sealed before a write of `entries` entries to `touched`: memtables
+    /// at `write_buffer_bytes`, or without room for the entries. REQUIRES: the writer lock.
+    fn make_room(&self, wal: &mut WalState, touched: &[u32], entries: u64) -> Result<()> {
         let limit = self.options.write_buffer_bytes;
         let mut to_seal: Vec<u32> = {
             let cfs = self.cfs_read();
@@ -236,8 +250,11 @@ impl Shared {
                 .iter()
                 .copied()
                 .filter(|id| {
-                    cfs.get(id)
-                        .is_some_and(|cf| cf.current().active.approximate_bytes() >= limit)
+                    cfs.get(id).is_some_and(|cf| {
+                        let active = &cf.current().active;
+                        active.approximate_bytes() >= limit
+                            || active.entries() + entries > MAX_ENTRIES
+                    })
                 })
                 .collect()
         };

@@ -1,6 +1,5 @@
 //! The sources an iterator merges: memtables and tables, behind one internal-key interface.
 
-use std::ops::Bound;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -10,6 +9,7 @@ use strata_sstable::{MAX_SEQNO, TableIter, ValueKind};
 use crate::error::{Error, Result};
 use crate::lsm::SeqNo;
 use crate::lsm::memtable::{MemKey, Memtable, UserKey};
+use crate::lsm::skiplist::Position;
 use crate::lsm::version::TableFile;
 
 /// A positioned iterator over internal keys `(user_key asc, seqno desc)`, both ways.
@@ -33,12 +33,11 @@ pub(crate) trait Source {
     fn status(&self) -> Result<()>;
 }
 
-/// A memtable source. The skip list's entries borrow the list, so the source keeps a copy of
-/// the current entry (a short key is copied, a long key and the value are `Bytes` handles) and finds
-/// its neighbour by a fresh search at each step.
+/// A memtable source: a position in the memtable's skip list. Stepping forward follows a
+/// link; stepping back is a search, as the list has no backward links (LevelDB's trade too).
 pub(crate) struct MemSource {
     mem: Arc<Memtable>,
-    current: Option<(MemKey, ValueKind, Bytes)>,
+    current: Option<Position>,
 }
 
 impl MemSource {
@@ -46,8 +45,8 @@ impl MemSource {
         MemSource { mem, current: None }
     }
 
-    fn current(&self) -> &(MemKey, ValueKind, Bytes) {
-        self.current.as_ref().expect("REQUIRES: valid()")
+    fn current(&self) -> (&MemKey, ValueKind, &Bytes) {
+        self.mem.entry(self.current.expect("REQUIRES: valid()"))
     }
 }
 
@@ -64,30 +63,33 @@ impl Source for MemSource {
     }
 
     fn seek_to_first(&mut self) {
-        self.current = self.mem.next_after(Bound::Unbounded);
+        self.current = self.mem.first();
     }
 
     fn seek_to_last(&mut self) {
-        self.current = self.mem.prev_before(Bound::Unbounded);
+        self.current = self.mem.last();
     }
 
     fn seek(&mut self, key: &[u8], seqno: SeqNo) {
-        self.current = self.mem.next_after(Bound::Included(&probe(key, seqno)));
+        self.current = self.mem.seek(&probe(key, seqno));
     }
 
     fn seek_for_prev(&mut self, key: &[u8]) {
-        // (key, 0) sorts after every version of key.
-        self.current = self.mem.prev_before(Bound::Included(&probe(key, 0)));
+        // Before (key, 0) come every version of key and everything smaller; nothing sorts
+        // between (key, 0) and it.
+        let after = probe(key, 0);
+        self.current = match self.mem.seek(&after) {
+            Some(at) if self.mem.entry(at).0 == &after => Some(at),
+            _ => self.mem.seek_before(&after),
+        };
     }
 
     fn next(&mut self) {
-        let at = self.current().0.clone();
-        self.current = self.mem.next_after(Bound::Excluded(&at));
+        self.current = self.current.and_then(|at| self.mem.next(at));
     }
 
     fn prev(&mut self) {
-        let at = self.current().0.clone();
-        self.current = self.mem.prev_before(Bound::Excluded(&at));
+        self.current = self.current.and_then(|at| self.mem.prev(at));
     }
 
     fn user_key(&self) -> &[u8] {
