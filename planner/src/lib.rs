@@ -1,7 +1,49 @@
-//! `strata-planner` will hold Strata's cost-based planner: per-table statistics (row counts,
-//! NDV sketches, most-common values, equi-depth histograms), selectivity estimation, a cost
-//! model in calibrated microseconds, the choice between full scans, primary-key ranges and
-//! index lookups, `EXPLAIN`, and an index advisor. It does no I/O.
+//! `strata-planner`: Strata's cost-based planner. It decides, per query, between a full scan,
+//! a primary-key lookup or range, and each index table, from statistics about the data, so a
+//! low-selectivity index (a gender field) is passed over while the rare values of a skewed
+//! field still use their index. It does no I/O and knows nothing of the engine: the table
+//! layer hands it a [`Query`], a [`TableInfo`], [`TableStats`] and a [`CostModel`], and gets
+//! a [`Plan`] back.
 //!
-//! It is empty today: nothing here pretends to work. It arrives with its own issue ("The
-//! cost-based planner").
+//! - [`sketch`]: HyperLogLog, heavy hitters, reservoir sample, equi-depth histogram —
+//!   mergeable, so per-shard or per-table-file statistics combine.
+//! - [`stats`]: `TableStats` and `ColumnStats`, their builders, and their stored form.
+//! - [`selectivity`]: the fraction of rows a predicate or conjunction keeps.
+//! - [`cost`]: the cost model, formulas written out beside the constants.
+//! - [`plan`]: candidates, [`choose`], [`explain`].
+//!
+//! ```
+//! use strata_planner::*;
+//!
+//! let table = TableInfo::new(
+//!     "people",
+//!     &["id"],
+//!     vec![IndexInfo::new("by_gender", &["gender"], Projection::KeysOnly)],
+//! );
+//! let mut stats = TableStats { row_count: 1_000_000, avg_row_bytes: 120.0, ..Default::default() };
+//! stats.columns.insert("gender".into(), ColumnStats {
+//!     distinct: 2.0,
+//!     most_common: vec![(Value::from("F"), 0.5), (Value::from("M"), 0.5)],
+//!     ..Default::default()
+//! });
+//! let query = Query { predicates: vec![Predicate::eq("gender", "F")], ..Default::default() };
+//! let plan = choose(&query, &table, &stats, &CostModel::default()).unwrap();
+//! assert_eq!(plan.chosen.plan, "scan"); // half the table: fetching it by index costs more
+//! ```
+
+pub mod cost;
+pub mod plan;
+pub mod query;
+pub mod selectivity;
+pub mod sketch;
+pub mod stats;
+pub mod value;
+
+pub use cost::CostModel;
+pub use plan::{Access, Candidate, Fetch, Plan, PlanError, choose, explain};
+pub use query::{
+    Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope, TableInfo,
+};
+pub use selectivity::Estimator;
+pub use stats::{ColumnStats, PrefixStats, StatsError, TableStats, TableStatsBuilder};
+pub use value::Value;

@@ -1,0 +1,563 @@
+//! Plan choice: enumerate the candidates, cost each, pick the cheapest; `explain` shows them
+//! all.
+//!
+//! Candidates:
+//! - the full scan (always);
+//! - a primary-key lookup when every key field is bound by `=` or `IN`, or a primary-key
+//!   range when a leading part of the key is bound (equalities, then optionally a range);
+//! - each `Ready` index whose first field is bound: its leading fields by equalities,
+//!   optionally a range on the next. It is covering when its entries carry every field the
+//!   query reads (its fields, the primary key, and its `Include` list; `All` carries the
+//!   record); otherwise each entry costs a fetch of the record, in index order or sorted by
+//!   key, whichever is cheaper.
+//!
+//! Every candidate returns the same rows, so they share one row estimate; they differ in
+//! what they read. A hint forces a candidate — an index hint may name an index the
+//! predicates do not bind (it is then read whole) but not one that is not `Ready`.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::cost::CostModel;
+use crate::query::{Hint, IndexInfo, IndexState, Projection, Query, Scope, TableInfo};
+use crate::selectivity::{Constraint, Estimator, constraints};
+use crate::stats::TableStats;
+
+/// How a candidate reaches the rows.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Access {
+    /// Read every row.
+    FullScan,
+    /// Look up `keys` primary keys.
+    PrimaryKeyLookup {
+        /// How many keys the `=` and `IN` predicates name.
+        keys: u64,
+    },
+    /// Read a range of the primary key.
+    PrimaryKeyRange {
+        /// The key fields the range is built from.
+        bound_fields: Vec<String>,
+    },
+    /// Read an index.
+    Index {
+        /// The index.
+        index: String,
+        /// The index fields the lookup is built from (empty: the whole index).
+        bound_fields: Vec<String>,
+        /// Whether the entries carry everything the query reads.
+        covering: bool,
+        /// How records are fetched when not covering.
+        fetch: Fetch,
+    },
+}
+
+/// How an index plan fetches records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Fetch {
+    /// Covering: no fetch.
+    None,
+    /// One point lookup per entry, in index order.
+    InIndexOrder,
+    /// The entries' keys sorted first, then fetched in key order.
+    SortedByKey,
+}
+
+/// One costed way to run the query.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Candidate {
+    /// `scan`, `primary_key` or `index`.
+    pub plan: &'static str,
+    /// The index, for an index plan.
+    pub index: Option<String>,
+    /// The access path.
+    pub access: Access,
+    /// Rows or entries it reads (before any `LIMIT` stops it).
+    pub rows_read: f64,
+    /// Rows it returns (the same for every candidate).
+    pub estimated_rows: f64,
+    /// Estimated cost in microseconds.
+    pub cost: f64,
+    /// Whether it stops early for the query's `LIMIT`.
+    pub stops_early: bool,
+    /// The cost formula with its numbers.
+    pub formula: String,
+}
+
+/// The chosen plan.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Plan {
+    /// The winner.
+    pub chosen: Candidate,
+    /// Every candidate considered, cheapest first (the winner among them).
+    pub candidates: Vec<Candidate>,
+    /// Why the winner won.
+    pub reason: String,
+}
+
+/// The planner could not plan the query.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PlanError {
+    /// A hint names an index the table does not have.
+    UnknownIndex(String),
+    /// A hint names an index that is not `Ready`.
+    IndexNotReady(String),
+    /// The cost constants are negative or not finite.
+    InvalidCostModel,
+}
+
+impl std::fmt::Display for PlanError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PlanError::UnknownIndex(name) => write!(f, "no index named {name:?}"),
+            PlanError::IndexNotReady(name) => {
+                write!(f, "index {name:?} is not ready (still being built)")
+            }
+            PlanError::InvalidCostModel => {
+                f.write_str("cost constants must be finite and non-negative")
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlanError {}
+
+/// Plans `query` over `table` with its statistics and cost constants.
+pub fn choose(
+    query: &Query,
+    table: &TableInfo,
+    stats: &TableStats,
+    model: &CostModel,
+) -> Result<Plan, PlanError> {
+    if !model.is_valid() {
+        return Err(PlanError::InvalidCostModel);
+    }
+    let planner = Planner::new(query, table, stats, model);
+    let mut candidates = Vec::with_capacity(table.indexes.len() + 2);
+    candidates.push(planner.full_scan());
+    candidates.extend(planner.primary_key());
+    let forced = match &query.hint {
+        Some(Hint::Index(name)) => {
+            let index = table
+                .indexes
+                .iter()
+                .find(|i| &i.name == name)
+                .ok_or_else(|| PlanError::UnknownIndex(name.clone()))?;
+            if index.state != IndexState::Ready {
+                return Err(PlanError::IndexNotReady(name.clone()));
+            }
+            Some(name.clone())
+        }
+        _ => None,
+    };
+    for index in table
+        .indexes
+        .iter()
+        .filter(|i| i.state == IndexState::Ready)
+    {
+        let hinted = forced.as_deref() == Some(index.name.as_str());
+        candidates.extend(planner.index(index, hinted));
+    }
+    candidates.sort_by(|a, b| a.cost.total_cmp(&b.cost));
+
+    let pick = match (&query.hint, &forced) {
+        (Some(Hint::Scan), _) => candidates.iter().position(|c| c.plan == "scan"),
+        (_, Some(name)) => candidates
+            .iter()
+            .position(|c| c.index.as_deref() == Some(name.as_str())),
+        _ => Some(0),
+    }
+    .unwrap_or(0);
+    let chosen = candidates[pick].clone();
+    let reason = if query.hint.is_some() {
+        format!("forced by a hint ({})", describe(&chosen))
+    } else {
+        match candidates.get(1) {
+            Some(next) => format!(
+                "{} costs {:.1} µs, the least; next: {} at {:.1} µs ({:.1}×)",
+                describe(&chosen),
+                chosen.cost,
+                describe(next),
+                next.cost,
+                if chosen.cost > 0.0 {
+                    next.cost / chosen.cost
+                } else {
+                    f64::INFINITY
+                }
+            ),
+            None => format!("{} is the only candidate", describe(&chosen)),
+        }
+    };
+    Ok(Plan {
+        chosen,
+        candidates,
+        reason,
+    })
+}
+
+/// [`choose`], rendered as text: every candidate, cheapest first, and why the winner won.
+pub fn explain(
+    query: &Query,
+    table: &TableInfo,
+    stats: &TableStats,
+    model: &CostModel,
+) -> Result<String, PlanError> {
+    Ok(choose(query, table, stats, model)?.to_string())
+}
+
+fn describe(c: &Candidate) -> String {
+    match &c.index {
+        Some(index) => format!("index {index}"),
+        None => c.plan.replace('_', " "),
+    }
+}
+
+impl std::fmt::Display for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "plan: {}", describe(&self.chosen))?;
+        writeln!(f, "estimated rows: {:.0}", self.chosen.estimated_rows)?;
+        writeln!(f, "why: {}", self.reason)?;
+        writeln!(f, "candidates:")?;
+        for c in &self.candidates {
+            let mark = if c == &self.chosen { "*" } else { " " };
+            writeln!(
+                f,
+                " {mark} {:<24} reads {:>12.0}  cost {:>12.1} µs{}",
+                describe(c),
+                c.rows_read,
+                c.cost,
+                if c.stops_early {
+                    "  (stops at LIMIT)"
+                } else {
+                    ""
+                }
+            )?;
+            writeln!(f, "     {}", c.formula)?;
+        }
+        Ok(())
+    }
+}
+
+/// What every candidate needs.
+struct Planner<'a> {
+    query: &'a Query,
+    table: &'a TableInfo,
+    model: &'a CostModel,
+    estimator: Estimator<'a>,
+    by_field: BTreeMap<String, Constraint>,
+    rows: f64,
+    row_bytes: f64,
+    shards: f64,
+    /// Rows the query returns, before LIMIT.
+    result: f64,
+    stats: &'a TableStats,
+}
+
+/// A finite, non-negative number (statistics written by hand may hold anything).
+fn sane(x: f64) -> f64 {
+    if x.is_finite() { x.max(0.0) } else { 0.0 }
+}
+
+impl<'a> Planner<'a> {
+    fn new(
+        query: &'a Query,
+        table: &'a TableInfo,
+        stats: &'a TableStats,
+        model: &'a CostModel,
+    ) -> Self {
+        let estimator = Estimator::new(stats);
+        let by_field = constraints(&query.predicates);
+        let rows = stats.row_count as f64;
+        let result = rows * estimator.constraints(&by_field);
+        Planner {
+            query,
+            table,
+            model,
+            estimator,
+            by_field,
+            rows,
+            row_bytes: sane(stats.avg_row_bytes),
+            shards: f64::from(table.shards.max(1)),
+            result: sane(result),
+            stats,
+        }
+    }
+
+    fn width(&self, field: &str) -> f64 {
+        self.stats
+            .columns
+            .get(field)
+            .map_or(8.0, |c| sane(c.avg_width))
+    }
+
+    /// `min(1, L / R)` when a LIMIT lets a plan stop early.
+    fn limit_fraction(&self) -> Option<f64> {
+        let limit = self.query.limit? as f64;
+        Some(if self.result <= limit {
+            1.0
+        } else {
+            limit / self.result
+        })
+    }
+
+    /// Whether rows in `order_fields` order satisfy the query's ORDER BY, given the fields
+    /// bound to a single value (which are constant in the result).
+    fn provides_order(&self, order_fields: &[String]) -> bool {
+        let Some(order) = &self.query.order else {
+            return true;
+        };
+        let constant = |f: &String| {
+            self.by_field
+                .get(f)
+                .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() == 1))
+        };
+        let mut available = order_fields.iter().filter(|f| !constant(f));
+        order
+            .fields
+            .iter()
+            .filter(|f| !constant(f))
+            .all(|f| available.next() == Some(f))
+    }
+
+    /// Applies LIMIT and ORDER to a plan whose row-dependent cost is `run` and fixed cost
+    /// `setup`: the final cost, and whether it stops early.
+    fn finish(&self, setup: f64, run: f64, ordered: bool, can_stop: bool) -> (f64, bool, String) {
+        if !ordered {
+            let sort = self.model.sort(self.result);
+            return (
+                sane(setup + run + sort),
+                false,
+                format!(" + sort({:.0}) {sort:.1}", self.result),
+            );
+        }
+        match self.limit_fraction() {
+            Some(f) if can_stop && f < 1.0 => (
+                sane(setup + run * f),
+                true,
+                format!(", run × LIMIT/rows {f:.2e}"),
+            ),
+            _ => (sane(setup + run), false, String::new()),
+        }
+    }
+
+    fn scan_row_cost(&self) -> f64 {
+        let m = self.model;
+        m.scan_row_us
+            + self.row_bytes * m.scan_byte_us
+            + self.query.predicates.len() as f64 * m.filter_us
+    }
+
+    fn full_scan(&self) -> Candidate {
+        let setup = self.shards * self.model.seek_us;
+        let per_row = self.scan_row_cost();
+        let run = self.rows * per_row;
+        let ordered = self.provides_order(&self.table.primary_key);
+        let (cost, stops_early, tail) = self.finish(setup, run, ordered, true);
+        Candidate {
+            plan: "scan",
+            index: None,
+            access: Access::FullScan,
+            rows_read: self.rows,
+            estimated_rows: self.result,
+            cost,
+            stops_early,
+            formula: format!(
+                "{:.0} shards × seek {:.1} + {:.0} rows × {per_row:.3}{tail}",
+                self.shards, self.model.seek_us, self.rows
+            ),
+        }
+    }
+
+    /// The leading fields of `fields` bound by equalities, then the next one if it has a
+    /// range: `(bound fields, seeks)`, seeks being the product of the equality set sizes.
+    fn bound_prefix(&self, fields: &[String]) -> (Vec<String>, f64, bool) {
+        let mut bound = Vec::new();
+        let mut seeks = 1.0f64;
+        let mut ranged = false;
+        for field in fields {
+            let Some(c) = self.by_field.get(field).filter(|c| !c.is_null) else {
+                break;
+            };
+            if let Some(values) = &c.values {
+                seeks *= values.len() as f64;
+                bound.push(field.clone());
+                continue;
+            }
+            if c.has_range() {
+                bound.push(field.clone());
+                ranged = true;
+            }
+            break;
+        }
+        (bound, seeks, ranged)
+    }
+
+    /// The selectivity of the constraints on `fields` alone.
+    fn selectivity_of(&self, fields: &[String]) -> f64 {
+        let subset: BTreeMap<String, Constraint> = self
+            .by_field
+            .iter()
+            .filter(|(f, _)| fields.contains(f))
+            .map(|(f, c)| (f.clone(), c.clone()))
+            .collect();
+        self.estimator.constraints(&subset)
+    }
+
+    fn primary_key(&self) -> Option<Candidate> {
+        let key = &self.table.primary_key;
+        let (bound, seeks, ranged) = self.bound_prefix(key);
+        if bound.is_empty() {
+            return None;
+        }
+        let m = self.model;
+        if bound.len() == key.len() && !ranged {
+            // Point lookups: one fetch per key; each fetch is as good as a seek.
+            let keys = seeks.min(1e12);
+            let cost = sane(keys * m.fetch_us);
+            let (cost, stops_early, tail) = if self.provides_order(key) {
+                self.finish(0.0, cost, true, true)
+            } else {
+                self.finish(0.0, cost, false, false)
+            };
+            return Some(Candidate {
+                plan: "primary_key",
+                index: None,
+                access: Access::PrimaryKeyLookup { keys: keys as u64 },
+                rows_read: keys,
+                estimated_rows: self.result,
+                cost,
+                stops_early,
+                formula: format!("{keys:.0} keys × fetch {:.1}{tail}", m.fetch_us),
+            });
+        }
+        let read = self.rows * self.selectivity_of(&bound);
+        let setup = seeks * m.seek_us;
+        let per_row = self.scan_row_cost();
+        let run = read * per_row;
+        let (cost, stops_early, tail) = self.finish(setup, run, self.provides_order(key), true);
+        Some(Candidate {
+            plan: "primary_key",
+            index: None,
+            access: Access::PrimaryKeyRange {
+                bound_fields: bound,
+            },
+            rows_read: read,
+            estimated_rows: self.result,
+            cost,
+            stops_early,
+            formula: format!(
+                "{seeks:.0} seeks × {:.1} + {read:.0} rows × {per_row:.3}{tail}",
+                m.seek_us
+            ),
+        })
+    }
+
+    /// The fields an index entry carries; `None`: the whole record.
+    fn carried(&self, index: &IndexInfo) -> Option<Vec<String>> {
+        let mut fields: Vec<String> = index.fields.clone();
+        fields.extend(self.table.primary_key.iter().cloned());
+        match &index.projection {
+            Projection::All => return None,
+            Projection::Include(extra) => fields.extend(extra.iter().cloned()),
+            Projection::KeysOnly => {}
+        }
+        Some(fields)
+    }
+
+    fn index(&self, index: &IndexInfo, hinted: bool) -> Option<Candidate> {
+        let (bound, seeks, _) = self.bound_prefix(&index.fields);
+        if bound.is_empty() && !hinted {
+            return None;
+        }
+        let m = self.model;
+        let entries = sane(self.rows * self.selectivity_of(&bound));
+        let shard_seeks = match index.scope {
+            Scope::Local => self.shards,
+            Scope::Global => 1.0,
+        };
+        let seeks = (seeks * shard_seeks).min(1e12);
+        let carried = self.carried(index);
+        let entry_bytes = match &carried {
+            None => self.row_bytes,
+            Some(fields) => fields.iter().map(|f| self.width(f)).sum::<f64>() + 8.0,
+        };
+        let covering = match &carried {
+            None => true,
+            Some(fields) => {
+                let reads_all = self.query.projection.is_none();
+                !reads_all
+                    && self
+                        .query
+                        .projection
+                        .iter()
+                        .flatten()
+                        .chain(self.query.predicates.iter().map(|p| &p.field))
+                        .all(|f| fields.contains(f))
+            }
+        };
+        let residual = self
+            .query
+            .predicates
+            .iter()
+            .filter(|p| !bound.contains(&p.field))
+            .count() as f64;
+        let setup = seeks * m.seek_us;
+        let per_entry = m.index_entry_us + entry_bytes * m.scan_byte_us;
+        let read = entries * per_entry;
+        let ordered = self.provides_order(&index.fields);
+        let (cost, stops_early, fetch, tail) = if covering {
+            let run = read + entries * residual * m.filter_us;
+            let (cost, stops, tail) = self.finish(setup, run, ordered, true);
+            (cost, stops, Fetch::None, tail)
+        } else {
+            let in_order = self.finish(setup, read + entries * m.fetch_us, ordered, true);
+            let sort_keys = m.sort(entries);
+            let sorted = self.finish(
+                setup,
+                read + entries * m.sorted_fetch_us + sort_keys,
+                // Fetching in key order gives up the index order.
+                self.provides_order(&self.table.primary_key),
+                false,
+            );
+            if in_order.0 <= sorted.0 {
+                (
+                    in_order.0,
+                    in_order.1,
+                    Fetch::InIndexOrder,
+                    format!(" + {entries:.0} fetches × {:.1}{}", m.fetch_us, in_order.2),
+                )
+            } else {
+                (
+                    sorted.0,
+                    sorted.1,
+                    Fetch::SortedByKey,
+                    format!(
+                        " + sort keys {sort_keys:.1} + {entries:.0} sorted fetches × {:.1}{}",
+                        m.sorted_fetch_us, sorted.2
+                    ),
+                )
+            }
+        };
+        Some(Candidate {
+            plan: "index",
+            index: Some(index.name.clone()),
+            access: Access::Index {
+                index: index.name.clone(),
+                bound_fields: bound,
+                covering,
+                fetch,
+            },
+            rows_read: entries,
+            estimated_rows: self.result,
+            cost,
+            stops_early,
+            formula: format!(
+                "{seeks:.0} seeks × {:.1} + {entries:.0} entries × {per_entry:.3} ({entry_bytes:.0} B){}{tail}",
+                m.seek_us,
+                if covering { ", covering" } else { "" }
+            ),
+        })
+    }
+}

@@ -1,0 +1,216 @@
+//! What the planner is asked: a query over one table, and what it knows of the table.
+
+use serde::{Deserialize, Serialize};
+
+use crate::value::Value;
+
+/// A comparison of one field with literals.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Op {
+    /// `= v`
+    Eq(Value),
+    /// `IN (v, …)`
+    In(Vec<Value>),
+    /// `< v`
+    Lt(Value),
+    /// `<= v`
+    Le(Value),
+    /// `> v`
+    Gt(Value),
+    /// `>= v`
+    Ge(Value),
+    /// `BETWEEN a AND b` (both inclusive)
+    Between(Value, Value),
+    /// `IS NULL`
+    IsNull,
+}
+
+/// `field op …`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Predicate {
+    /// The field.
+    pub field: String,
+    /// The comparison.
+    pub op: Op,
+}
+
+impl Predicate {
+    /// `field = value`.
+    pub fn eq(field: &str, value: impl Into<Value>) -> Self {
+        Predicate {
+            field: field.into(),
+            op: Op::Eq(value.into()),
+        }
+    }
+
+    /// `field IN (values)`.
+    pub fn in_list(field: &str, values: impl IntoIterator<Item = Value>) -> Self {
+        Predicate {
+            field: field.into(),
+            op: Op::In(values.into_iter().collect()),
+        }
+    }
+
+    /// `field op value` for any op.
+    pub fn new(field: &str, op: Op) -> Self {
+        Predicate {
+            field: field.into(),
+            op,
+        }
+    }
+
+    /// Whether this binds the field to a finite set of values (`=` or `IN`).
+    pub fn is_equality(&self) -> bool {
+        matches!(self.op, Op::Eq(_) | Op::In(_))
+    }
+
+    /// Whether this is a range (`<`, `<=`, `>`, `>=`, `BETWEEN`).
+    pub fn is_range(&self) -> bool {
+        matches!(
+            self.op,
+            Op::Lt(_) | Op::Le(_) | Op::Gt(_) | Op::Ge(_) | Op::Between(..)
+        )
+    }
+}
+
+impl std::fmt::Display for Predicate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let field = &self.field;
+        match &self.op {
+            Op::Eq(v) => write!(f, "{field} = {v}"),
+            Op::In(vs) => {
+                write!(f, "{field} IN (")?;
+                for (i, v) in vs.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{v}")?;
+                }
+                f.write_str(")")
+            }
+            Op::Lt(v) => write!(f, "{field} < {v}"),
+            Op::Le(v) => write!(f, "{field} <= {v}"),
+            Op::Gt(v) => write!(f, "{field} > {v}"),
+            Op::Ge(v) => write!(f, "{field} >= {v}"),
+            Op::Between(a, b) => write!(f, "{field} BETWEEN {a} AND {b}"),
+            Op::IsNull => write!(f, "{field} IS NULL"),
+        }
+    }
+}
+
+/// A forced plan, for tests and for users who know better.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Hint {
+    /// Use this index.
+    Index(String),
+    /// Scan the table.
+    Scan,
+}
+
+/// The order a query asks for.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Order {
+    /// Fields, most significant first.
+    pub fields: Vec<String>,
+    /// Descending (all fields).
+    pub descending: bool,
+}
+
+/// A query over one table: a conjunction of predicates.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Query {
+    /// The predicates, all of which must hold.
+    pub predicates: Vec<Predicate>,
+    /// The fields returned; `None`: the whole record.
+    pub projection: Option<Vec<String>>,
+    /// At most this many rows.
+    pub limit: Option<u64>,
+    /// The order of the result.
+    pub order: Option<Order>,
+    /// A forced plan.
+    pub hint: Option<Hint>,
+}
+
+/// How much of the record an index entry carries.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Projection {
+    /// The indexed fields and the primary key: a read fetches the record.
+    KeysOnly,
+    /// Those plus these fields.
+    Include(Vec<String>),
+    /// The whole record.
+    All,
+}
+
+/// Where an index's entries live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Scope {
+    /// Beside the fact rows, in each shard: a lookup visits every shard.
+    Local,
+    /// Partitioned by index key: a lookup visits one shard.
+    Global,
+}
+
+/// An index's life cycle; only `Ready` indexes are planned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum IndexState {
+    /// Maintained by writes, not yet backfilled.
+    WriteOnly,
+    /// Being backfilled.
+    Backfilling,
+    /// Complete.
+    Ready,
+}
+
+/// An index table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexInfo {
+    /// Its name.
+    pub name: String,
+    /// Indexed fields, in order.
+    pub fields: Vec<String>,
+    /// What its entries carry.
+    pub projection: Projection,
+    /// Local or global.
+    pub scope: Scope,
+    /// Its state.
+    pub state: IndexState,
+}
+
+impl IndexInfo {
+    /// A ready, local index.
+    pub fn new(name: &str, fields: &[&str], projection: Projection) -> Self {
+        IndexInfo {
+            name: name.into(),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            projection,
+            scope: Scope::Local,
+            state: IndexState::Ready,
+        }
+    }
+}
+
+/// A table as the planner sees it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableInfo {
+    /// Its name.
+    pub name: String,
+    /// Primary-key fields, in order.
+    pub primary_key: Vec<String>,
+    /// Shards (at least 1).
+    pub shards: u32,
+    /// Its indexes.
+    pub indexes: Vec<IndexInfo>,
+}
+
+impl TableInfo {
+    /// A one-shard table.
+    pub fn new(name: &str, primary_key: &[&str], indexes: Vec<IndexInfo>) -> Self {
+        TableInfo {
+            name: name.into(),
+            primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
+            shards: 1,
+            indexes,
+        }
+    }
+}

@@ -1,0 +1,451 @@
+//! Selectivity: the fraction of a table's rows a predicate (or a conjunction) keeps.
+//!
+//! - `field = v`: a most-common value's frequency; any other value
+//!   `(1 − Σ MCV frequencies − null fraction) / (NDV − |MCV|)`, capped at the least common
+//!   MCV's frequency (PostgreSQL's `var_eq_const`: a value not on the list cannot be more
+//!   common than one that is).
+//! - ranges: the most-common values inside the range, plus the rest of the non-null rows
+//!   times the histogram's fraction inside it (`ineq_histogram_selectivity`).
+//! - `IN (…)`: the sum over the distinct values of their equality selectivities — the
+//!   values are disjoint events, so their frequencies add; an average would throw the skew
+//!   away.
+//! - `IS NULL`: the null fraction. NULL never satisfies `=`, `IN` or a range.
+//! - Several predicates on one field are combined into one constraint (a set of values, an
+//!   interval, or IS NULL) before estimating.
+//! - Across fields: the equality-bound fields of the longest composite prefix with
+//!   statistics are estimated as a chain, `sel(f1) · Π D(f1..fi−1) / D(f1..fi)`, where `D` is
+//!   a prefix's distinct count: if `town` determines `zip`, `D(town, zip) = D(town)` and the
+//!   pair is as selective as `town` alone; if they are independent, `D(town, zip) ≈
+//!   D(town) · D(zip)` and the chain gives the product. Every other field multiplies in as
+//!   independent. The result never exceeds the most selective single field.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+
+use crate::query::{Op, Predicate};
+use crate::stats::{ColumnStats, TableStats};
+use crate::value::Value;
+
+/// Equality on a field without statistics.
+/// TUNING: PostgreSQL's `DEFAULT_EQ_SEL` (selfuncs.h).
+pub const DEFAULT_EQ_SEL: f64 = 0.005;
+/// A one-sided range on a field without statistics.
+/// TUNING: PostgreSQL's `DEFAULT_INEQ_SEL` (selfuncs.h).
+pub const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
+/// A two-sided range on a field without statistics.
+/// TUNING: PostgreSQL's `DEFAULT_RANGE_INEQ_SEL` (selfuncs.h).
+pub const DEFAULT_RANGE_SEL: f64 = 0.005;
+/// IS NULL on a field without statistics.
+/// TUNING: PostgreSQL's `DEFAULT_UNK_SEL` (selfuncs.h).
+pub const DEFAULT_NULL_SEL: f64 = 0.005;
+
+/// What the predicates on one field require of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Constraint {
+    /// The value must be one of these (`=`, `IN`; several intersect). `None`: any value.
+    pub values: Option<Vec<Value>>,
+    /// Lower bound of a range.
+    pub lower: Bound<Value>,
+    /// Upper bound of a range.
+    pub upper: Bound<Value>,
+    /// `IS NULL` was asked.
+    pub is_null: bool,
+}
+
+impl Constraint {
+    fn any() -> Self {
+        Constraint {
+            values: None,
+            lower: Bound::Unbounded,
+            upper: Bound::Unbounded,
+            is_null: false,
+        }
+    }
+
+    /// Whether a range is part of the constraint.
+    pub fn has_range(&self) -> bool {
+        !matches!(
+            (&self.lower, &self.upper),
+            (Bound::Unbounded, Bound::Unbounded)
+        )
+    }
+
+    /// Whether `v` lies in the range.
+    pub fn in_range(&self, v: &Value) -> bool {
+        let above = match &self.lower {
+            Bound::Unbounded => true,
+            Bound::Included(l) => v >= l,
+            Bound::Excluded(l) => v > l,
+        };
+        let below = match &self.upper {
+            Bound::Unbounded => true,
+            Bound::Included(u) => v <= u,
+            Bound::Excluded(u) => v < u,
+        };
+        above && below
+    }
+
+    fn add(&mut self, op: &Op) {
+        let mut restrict = |values: Vec<Value>| {
+            let mut values: Vec<Value> = values.into_iter().filter(|v| !v.is_null()).collect();
+            values.sort();
+            values.dedup();
+            self.values = Some(match self.values.take() {
+                None => values,
+                Some(mine) => mine.into_iter().filter(|v| values.contains(v)).collect(),
+            });
+        };
+        match op {
+            Op::Eq(v) => restrict(vec![v.clone()]),
+            Op::In(vs) => restrict(vs.clone()),
+            Op::Lt(v) => self.tighten_upper(Bound::Excluded(v.clone())),
+            Op::Le(v) => self.tighten_upper(Bound::Included(v.clone())),
+            Op::Gt(v) => self.tighten_lower(Bound::Excluded(v.clone())),
+            Op::Ge(v) => self.tighten_lower(Bound::Included(v.clone())),
+            Op::Between(a, b) => {
+                self.tighten_lower(Bound::Included(a.clone()));
+                self.tighten_upper(Bound::Included(b.clone()));
+            }
+            Op::IsNull => self.is_null = true,
+        }
+    }
+
+    fn tighten_lower(&mut self, new: Bound<Value>) {
+        let tighter = match (&self.lower, &new) {
+            (Bound::Unbounded, _) => true,
+            (_, Bound::Unbounded) => false,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b)) => b > a,
+            (Bound::Included(a), Bound::Excluded(b)) => b >= a,
+            (Bound::Excluded(a), Bound::Excluded(b)) => b > a,
+        };
+        if tighter {
+            self.lower = new;
+        }
+    }
+
+    fn tighten_upper(&mut self, new: Bound<Value>) {
+        let tighter = match (&self.upper, &new) {
+            (Bound::Unbounded, _) => true,
+            (_, Bound::Unbounded) => false,
+            (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b)) => b < a,
+            (Bound::Included(a), Bound::Excluded(b)) => b <= a,
+            (Bound::Excluded(a), Bound::Excluded(b)) => b < a,
+        };
+        if tighter {
+            self.upper = new;
+        }
+    }
+}
+
+/// The constraint on each field the predicates name.
+pub fn constraints<'a>(
+    predicates: impl IntoIterator<Item = &'a Predicate>,
+) -> BTreeMap<String, Constraint> {
+    let mut by_field: BTreeMap<String, Constraint> = BTreeMap::new();
+    for p in predicates {
+        by_field
+            .entry(p.field.clone())
+            .or_insert_with(Constraint::any)
+            .add(&p.op);
+    }
+    by_field
+}
+
+/// Estimates over one table's statistics.
+#[derive(Clone, Copy, Debug)]
+pub struct Estimator<'a> {
+    stats: &'a TableStats,
+}
+
+fn clamp01(x: f64) -> f64 {
+    if x.is_finite() {
+        x.clamp(0.0, 1.0)
+    } else {
+        1.0
+    }
+}
+
+impl<'a> Estimator<'a> {
+    /// An estimator over `stats`.
+    pub fn new(stats: &'a TableStats) -> Self {
+        Estimator { stats }
+    }
+
+    fn column(&self, field: &str) -> Option<&'a ColumnStats> {
+        self.stats.columns.get(field)
+    }
+
+    /// `field = value`.
+    pub fn equal(&self, field: &str, value: &Value) -> f64 {
+        if value.is_null() {
+            return 0.0;
+        }
+        let Some(c) = self.column(field) else {
+            return DEFAULT_EQ_SEL;
+        };
+        if let Some(frequency) = c.frequency_of(value) {
+            return clamp01(frequency);
+        }
+        let rest = 1.0 - c.most_common_fraction() - c.null_fraction;
+        let others = (c.distinct - c.most_common.len() as f64).max(1.0);
+        let mut sel = rest / others;
+        if let Some(least) = c.most_common.iter().map(|(_, f)| *f).reduce(f64::min) {
+            sel = sel.min(least);
+        }
+        clamp01(sel)
+    }
+
+    /// `field IN (values)`: the sum of the distinct values' equality selectivities.
+    pub fn in_list(&self, field: &str, values: &[Value]) -> f64 {
+        let mut distinct: Vec<&Value> = values.iter().filter(|v| !v.is_null()).collect();
+        distinct.sort();
+        distinct.dedup();
+        let sum: f64 = distinct.iter().map(|v| self.equal(field, v)).sum();
+        let null = self.column(field).map_or(0.0, |c| c.null_fraction);
+        clamp01(sum.min(1.0 - null))
+    }
+
+    /// `field IS NULL`.
+    pub fn is_null(&self, field: &str) -> f64 {
+        self.column(field)
+            .map_or(DEFAULT_NULL_SEL, |c| clamp01(c.null_fraction))
+    }
+
+    /// `lower <(=) field <(=) upper`.
+    pub fn range(&self, field: &str, lower: Bound<&Value>, upper: Bound<&Value>) -> f64 {
+        let two_sided = !matches!(lower, Bound::Unbounded) && !matches!(upper, Bound::Unbounded);
+        let Some(c) = self.column(field) else {
+            return if two_sided {
+                DEFAULT_RANGE_SEL
+            } else {
+                DEFAULT_INEQ_SEL
+            };
+        };
+        let inside = |v: &Value| {
+            let above = match lower {
+                Bound::Unbounded => true,
+                Bound::Included(l) => v >= l,
+                Bound::Excluded(l) => v > l,
+            };
+            let below = match upper {
+                Bound::Unbounded => true,
+                Bound::Included(u) => v <= u,
+                Bound::Excluded(u) => v < u,
+            };
+            above && below
+        };
+        let common: f64 = c
+            .most_common
+            .iter()
+            .filter(|(v, _)| inside(v))
+            .map(|(_, f)| f)
+            .sum();
+        let rest = (1.0 - c.most_common_fraction() - c.null_fraction).max(0.0);
+        let fraction = c
+            .histogram
+            .fraction_between(lower, upper)
+            .or_else(|| min_max_fraction(c, lower, upper))
+            .unwrap_or(if two_sided {
+                DEFAULT_RANGE_SEL
+            } else {
+                DEFAULT_INEQ_SEL
+            });
+        clamp01((common + rest * fraction).min(1.0 - c.null_fraction))
+    }
+
+    /// One field's constraint.
+    pub fn constraint(&self, field: &str, constraint: &Constraint) -> f64 {
+        if constraint.is_null {
+            // NULL satisfies no comparison.
+            let compared = constraint.values.is_some() || constraint.has_range();
+            return if compared { 0.0 } else { self.is_null(field) };
+        }
+        let range = constraint
+            .has_range()
+            .then(|| self.range(field, as_ref(&constraint.lower), as_ref(&constraint.upper)));
+        let values = constraint.values.as_ref().map(|values| {
+            let kept: Vec<Value> = values
+                .iter()
+                .filter(|v| constraint.in_range(v))
+                .cloned()
+                .collect();
+            self.in_list(field, &kept)
+        });
+        match (values, range) {
+            (Some(v), Some(r)) => v.min(r),
+            (Some(v), None) => v,
+            (None, Some(r)) => r,
+            (None, None) => 1.0,
+        }
+    }
+
+    /// A conjunction of predicates (see the module docs).
+    pub fn conjunction<'p>(&self, predicates: impl IntoIterator<Item = &'p Predicate>) -> f64 {
+        let by_field = constraints(predicates);
+        self.constraints(&by_field)
+    }
+
+    /// A conjunction already grouped by field.
+    pub fn constraints(&self, by_field: &BTreeMap<String, Constraint>) -> f64 {
+        let single: BTreeMap<&str, f64> = by_field
+            .iter()
+            .map(|(f, c)| (f.as_str(), self.constraint(f, c)))
+            .collect();
+        let Some(least) = single.values().copied().reduce(f64::min) else {
+            return 1.0;
+        };
+        // The longest composite prefix whose fields are each bound to one value.
+        let bound_to_one = |f: &String| {
+            by_field
+                .get(f)
+                .is_some_and(|c| !c.is_null && c.values.as_ref().is_some_and(|v| v.len() == 1))
+        };
+        let chain = self
+            .stats
+            .prefixes
+            .iter()
+            .filter(|p| p.fields.len() >= 2 && p.fields.iter().all(bound_to_one))
+            .max_by_key(|p| p.fields.len());
+        let mut sel = 1.0;
+        let mut chained: Vec<&str> = Vec::new();
+        if let Some(prefix) = chain {
+            let first = prefix.fields[0].as_str();
+            sel = single[first];
+            chained.push(first);
+            for i in 1..prefix.fields.len() {
+                let field = prefix.fields[i].as_str();
+                let before = self.stats.prefix_distinct(&prefix.fields[..i]);
+                let with = self.stats.prefix_distinct(&prefix.fields[..=i]);
+                let factor = match (before, with) {
+                    (Some(before), Some(with)) if with > 0.0 => clamp01(before / with),
+                    _ => single[field],
+                };
+                sel *= factor;
+                chained.push(field);
+            }
+        }
+        for (field, s) in &single {
+            if !chained.contains(field) {
+                sel *= s;
+            }
+        }
+        clamp01(sel.min(least))
+    }
+}
+
+fn as_ref(bound: &Bound<Value>) -> Bound<&Value> {
+    match bound {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(v) => Bound::Included(v),
+        Bound::Excluded(v) => Bound::Excluded(v),
+    }
+}
+
+/// Without a histogram, a range's share by linear interpolation between min and max.
+fn min_max_fraction(c: &ColumnStats, lower: Bound<&Value>, upper: Bound<&Value>) -> Option<f64> {
+    let (min, max) = (c.min.as_ref()?.as_scalar()?, c.max.as_ref()?.as_scalar()?);
+    if max <= min {
+        return None;
+    }
+    let at = |bound: Bound<&Value>, open: f64| match bound {
+        Bound::Unbounded => Some(open),
+        Bound::Included(v) | Bound::Excluded(v) => v
+            .as_scalar()
+            .map(|x| ((x - min) / (max - min)).clamp(0.0, 1.0)),
+    };
+    Some((at(upper, 1.0)? - at(lower, 0.0)?).max(0.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::PrefixStats;
+
+    fn skewed() -> TableStats {
+        let mut stats = TableStats {
+            row_count: 1_000_000,
+            avg_row_bytes: 100.0,
+            ..TableStats::default()
+        };
+        stats.columns.insert(
+            "status".into(),
+            ColumnStats {
+                null_fraction: 0.01,
+                distinct: 5.0,
+                most_common: vec![(Value::from("done"), 0.9), (Value::from("failed"), 0.06)],
+                ..ColumnStats::default()
+            },
+        );
+        stats
+    }
+
+    #[test]
+    fn equality_uses_the_frequency_or_the_rest_spread_over_the_other_values() {
+        let stats = skewed();
+        let e = Estimator::new(&stats);
+        assert_eq!(e.equal("status", &Value::from("done")), 0.9);
+        // (1 - 0.96 - 0.01) / (5 - 2)
+        let other = e.equal("status", &Value::from("pending"));
+        assert!((other - 0.01).abs() < 1e-12, "{other}");
+        assert_eq!(e.equal("status", &Value::Null), 0.0);
+        assert_eq!(e.equal("unknown", &Value::Int(1)), DEFAULT_EQ_SEL);
+    }
+
+    #[test]
+    fn an_in_list_sums_its_distinct_values() {
+        let stats = skewed();
+        let e = Estimator::new(&stats);
+        let values = [
+            Value::from("done"),
+            Value::from("pending"),
+            Value::from("done"),
+        ];
+        assert!((e.in_list("status", &values) - 0.91).abs() < 1e-12);
+    }
+
+    #[test]
+    fn predicates_on_one_field_combine_before_estimating() {
+        let stats = skewed();
+        let e = Estimator::new(&stats);
+        let both = [
+            Predicate::eq("status", "done"),
+            Predicate::new("status", Op::IsNull),
+        ];
+        assert_eq!(e.conjunction(&both), 0.0, "NULL is never equal to anything");
+        let contradictory = [
+            Predicate::eq("status", "done"),
+            Predicate::eq("status", "failed"),
+        ];
+        assert_eq!(e.conjunction(&contradictory), 0.0);
+    }
+
+    #[test]
+    fn a_determined_field_adds_no_selectivity_through_the_composite_distinct_count() {
+        let mut stats = TableStats {
+            row_count: 1_000_000,
+            ..TableStats::default()
+        };
+        let uniform = |distinct| ColumnStats {
+            distinct,
+            ..ColumnStats::default()
+        };
+        stats.columns.insert("town".into(), uniform(1_000.0));
+        stats.columns.insert("zip".into(), uniform(1_000.0));
+        stats.prefixes.push(PrefixStats {
+            fields: vec!["town".into(), "zip".into()],
+            distinct: 1_000.0,
+        });
+        let e = Estimator::new(&stats);
+        let q = [
+            Predicate::eq("town", "Redmond"),
+            Predicate::eq("zip", "98052"),
+        ];
+        assert!((e.conjunction(&q) - 0.001).abs() < 1e-12);
+        stats.prefixes[0].distinct = 1_000_000.0;
+        let e = Estimator::new(&stats);
+        assert!(
+            (e.conjunction(&q) - 0.000_001).abs() < 1e-12,
+            "independent: the product"
+        );
+    }
+}

@@ -1,0 +1,468 @@
+//! Table and column statistics: what the selectivity estimates read.
+//!
+//! [`ColumnStats`] and [`TableStats`] are plain, serializable values — the catalog stores
+//! them ([`TableStats::encode`], versioned) and tests write them by hand. The builders feed
+//! rows through the sketches and can be merged (per shard, per table file) before
+//! [`TableStatsBuilder::finish`] turns them into statistics.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sketch::{HeavyHitters, Histogram, HyperLogLog, Reservoir};
+use crate::value::Value;
+
+/// The version [`TableStats::encode`] writes and [`TableStats::decode`] reads.
+pub const STATS_VERSION: u32 = 1;
+
+/// Most-common values kept per column (PostgreSQL's default statistics target).
+pub const DEFAULT_MCV_LIMIT: usize = 100;
+/// Histogram buckets per column (the same default).
+pub const DEFAULT_BUCKETS: usize = 100;
+/// Rows sampled per column for histograms (PostgreSQL: 300 × the statistics target).
+pub const DEFAULT_SAMPLE_ROWS: usize = 30_000;
+
+/// One column's statistics. Frequencies are fractions of all rows, nulls included.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColumnStats {
+    /// Fraction of rows where the field is NULL or missing.
+    pub null_fraction: f64,
+    /// Distinct non-null values (estimated).
+    pub distinct: f64,
+    /// The most common values with their frequencies, most common first.
+    pub most_common: Vec<(Value, f64)>,
+    /// Equi-depth histogram over the non-null values that are not most-common.
+    pub histogram: Histogram,
+    /// Smallest non-null value seen.
+    pub min: Option<Value>,
+    /// Largest non-null value seen.
+    pub max: Option<Value>,
+    /// Average encoded width of a non-null value, in bytes.
+    pub avg_width: f64,
+}
+
+impl ColumnStats {
+    /// The summed frequency of the most common values.
+    pub fn most_common_fraction(&self) -> f64 {
+        self.most_common.iter().map(|(_, f)| f).sum()
+    }
+
+    /// The frequency of `value` if it is a most-common value.
+    pub fn frequency_of(&self, value: &Value) -> Option<f64> {
+        self.most_common
+            .iter()
+            .find(|(v, _)| v == value)
+            .map(|(_, f)| *f)
+    }
+}
+
+/// Distinct count of a composite index prefix, e.g. `(town, last_name)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrefixStats {
+    /// The fields, in index order.
+    pub fields: Vec<String>,
+    /// Distinct combinations of them (rows where any is NULL excluded).
+    pub distinct: f64,
+}
+
+/// One table's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableStats {
+    /// Rows in the table.
+    pub row_count: u64,
+    /// Average encoded record size in bytes.
+    pub avg_row_bytes: f64,
+    /// Per field.
+    pub columns: BTreeMap<String, ColumnStats>,
+    /// Per composite index prefix (two fields or more).
+    pub prefixes: Vec<PrefixStats>,
+}
+
+/// Decoding failed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatsError {
+    /// Not a statistics record.
+    Malformed(String),
+    /// Written by a newer version of Strata.
+    UnknownVersion(u32),
+}
+
+impl std::fmt::Display for StatsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatsError::Malformed(why) => write!(f, "malformed statistics: {why}"),
+            StatsError::UnknownVersion(v) => write!(
+                f,
+                "statistics of version {v}; this build reads version {STATS_VERSION}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StatsError {}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    version: u32,
+    stats: serde_json::Value,
+}
+
+impl TableStats {
+    /// The distinct count recorded for exactly these fields in this order, if any.
+    pub fn prefix_distinct(&self, fields: &[String]) -> Option<f64> {
+        if let [field] = fields {
+            return self.columns.get(field).map(|c| c.distinct);
+        }
+        self.prefixes
+            .iter()
+            .find(|p| p.fields == fields)
+            .map(|p| p.distinct)
+    }
+
+    /// The bytes the catalog stores: `{"version": 1, "stats": …}` as JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        let stored = Stored {
+            version: STATS_VERSION,
+            stats: serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
+        };
+        serde_json::to_vec(&stored).unwrap_or_default()
+    }
+
+    /// Reads what [`Self::encode`] wrote; refuses other versions and anything malformed,
+    /// including frequencies or counts that cannot be (negative, not finite, above 1).
+    pub fn decode(bytes: &[u8]) -> Result<TableStats, StatsError> {
+        let stored: Stored =
+            serde_json::from_slice(bytes).map_err(|e| StatsError::Malformed(e.to_string()))?;
+        if stored.version != STATS_VERSION {
+            return Err(StatsError::UnknownVersion(stored.version));
+        }
+        let stats: TableStats = serde_json::from_value(stored.stats)
+            .map_err(|e| StatsError::Malformed(e.to_string()))?;
+        stats.validate().map_err(StatsError::Malformed)?;
+        Ok(stats)
+    }
+
+    /// Checks the invariants the estimates rely on.
+    pub fn validate(&self) -> Result<(), String> {
+        let fraction = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
+        let count = |x: f64| x.is_finite() && x >= 0.0;
+        if !count(self.avg_row_bytes) {
+            return Err("average row size".into());
+        }
+        for (name, c) in &self.columns {
+            let bad = !fraction(c.null_fraction)
+                || !count(c.distinct)
+                || !count(c.avg_width)
+                || c.most_common.iter().any(|(_, f)| !fraction(*f))
+                || c.null_fraction + c.most_common_fraction() > 1.0 + 1e-9;
+            if bad {
+                return Err(format!("column {name}: a fraction or count out of range"));
+            }
+        }
+        if self.prefixes.iter().any(|p| !count(p.distinct)) {
+            return Err("a prefix distinct count out of range".into());
+        }
+        Ok(())
+    }
+}
+
+/// Builds one column's statistics from its values.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ColumnBuilder {
+    rows: u64,
+    nulls: u64,
+    width: u64,
+    distinct: HyperLogLog,
+    common: HeavyHitters,
+    sample: Reservoir,
+    min: Option<Value>,
+    max: Option<Value>,
+}
+
+impl ColumnBuilder {
+    /// A builder; `seed` makes its sample reproducible.
+    pub fn new(seed: u64) -> Self {
+        ColumnBuilder {
+            rows: 0,
+            nulls: 0,
+            width: 0,
+            distinct: HyperLogLog::new(),
+            // Ten counters per most-common slot: a count is at most n / 1001 low.
+            common: HeavyHitters::new(DEFAULT_MCV_LIMIT * 10),
+            sample: Reservoir::new(DEFAULT_SAMPLE_ROWS, seed),
+            min: None,
+            max: None,
+        }
+    }
+
+    /// Adds one row's value (`None` or `Null`: the field is missing or NULL).
+    pub fn add(&mut self, value: Option<&Value>) {
+        self.rows += 1;
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            self.nulls += 1;
+            return;
+        };
+        self.width += value.width() as u64;
+        self.distinct.add_hash(value.stable_hash());
+        self.common.add(value);
+        self.sample.add(value);
+        if self.min.as_ref().is_none_or(|m| value < m) {
+            self.min = Some(value.clone());
+        }
+        if self.max.as_ref().is_none_or(|m| value > m) {
+            self.max = Some(value.clone());
+        }
+    }
+
+    /// Folds in a builder fed other rows of the same column.
+    pub fn merge(&mut self, other: &ColumnBuilder) {
+        self.rows += other.rows;
+        self.nulls += other.nulls;
+        self.width += other.width;
+        self.distinct.merge(&other.distinct);
+        self.common.merge(&other.common);
+        self.sample.merge(&other.sample);
+        for v in other.min.iter() {
+            if self.min.as_ref().is_none_or(|m| v < m) {
+                self.min = Some(v.clone());
+            }
+        }
+        for v in other.max.iter() {
+            if self.max.as_ref().is_none_or(|m| v > m) {
+                self.max = Some(v.clone());
+            }
+        }
+    }
+
+    /// The statistics. A value is most-common when its count is at least twice the error
+    /// bound, at least 2, and above 1.25 × the average count of a value (PostgreSQL's rule
+    /// in `analyze.c`), up to `mcv_limit` of them — or, when the column has no more distinct
+    /// values than that and the counts are exact, every value.
+    pub fn finish(&self, mcv_limit: usize, buckets: usize) -> ColumnStats {
+        let non_null = self.rows - self.nulls;
+        let rows = self.rows.max(1) as f64;
+        let distinct = self.distinct.estimate().min(non_null as f64);
+        let average = non_null as f64 / distinct.max(1.0);
+        let floor = (2 * self.common.max_error()).max(2) as f64;
+        let top = self.common.top();
+        // When the summary never had to drop a counter its counts are exact and complete:
+        // if the values fit the list, every one is most-common (PostgreSQL does the same
+        // when its sample holds all the distinct values).
+        let complete = self.common.max_error() == 0 && top.len() <= mcv_limit;
+        let most_common: Vec<(Value, f64)> = top
+            .into_iter()
+            .filter(|(_, count)| {
+                complete || (*count as f64 >= floor && *count as f64 > 1.25 * average)
+            })
+            .take(mcv_limit)
+            .map(|(value, count)| (value, count as f64 / rows))
+            .collect();
+        let rest: Vec<Value> = self
+            .sample
+            .items()
+            .iter()
+            .filter(|v| !most_common.iter().any(|(m, _)| m == *v))
+            .cloned()
+            .collect();
+        ColumnStats {
+            null_fraction: self.nulls as f64 / rows,
+            distinct,
+            histogram: Histogram::from_sample(rest, buckets),
+            most_common,
+            min: self.min.clone(),
+            max: self.max.clone(),
+            avg_width: if non_null == 0 {
+                0.0
+            } else {
+                self.width as f64 / non_null as f64
+            },
+        }
+    }
+}
+
+/// Builds a table's statistics row by row.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TableStatsBuilder {
+    rows: u64,
+    bytes: u64,
+    columns: BTreeMap<String, ColumnBuilder>,
+    prefixes: Vec<(Vec<String>, HyperLogLog)>,
+}
+
+impl TableStatsBuilder {
+    /// Statistics for `columns` and the composite `prefixes` (each of two fields or more;
+    /// shorter ones are ignored, as a column's own distinct count covers them).
+    pub fn new(columns: &[String], prefixes: &[Vec<String>]) -> Self {
+        TableStatsBuilder {
+            rows: 0,
+            bytes: 0,
+            columns: columns
+                .iter()
+                .enumerate()
+                .map(|(i, name)| (name.clone(), ColumnBuilder::new(0x5EED + i as u64)))
+                .collect(),
+            prefixes: prefixes
+                .iter()
+                .filter(|p| p.len() >= 2)
+                .map(|p| (p.clone(), HyperLogLog::new()))
+                .collect(),
+        }
+    }
+
+    /// Adds a row: `field` looks a field up; `row_bytes` is its encoded size.
+    pub fn add_row<'a>(&mut self, field: impl Fn(&str) -> Option<&'a Value>, row_bytes: usize) {
+        self.rows += 1;
+        self.bytes += row_bytes as u64;
+        for (name, builder) in &mut self.columns {
+            builder.add(field(name));
+        }
+        let mut buf = Vec::new();
+        'prefix: for (fields, hll) in &mut self.prefixes {
+            buf.clear();
+            for name in fields.iter() {
+                match field(name) {
+                    Some(v) if !v.is_null() => v.hash_into(&mut buf),
+                    _ => continue 'prefix,
+                }
+            }
+            hll.add_hash(crate::value::hash_bytes(&buf));
+        }
+    }
+
+    /// Folds in a builder over other rows of the same table (another shard). Columns and
+    /// prefixes only one side tracks are kept as that side has them.
+    pub fn merge(&mut self, other: &TableStatsBuilder) {
+        self.rows += other.rows;
+        self.bytes += other.bytes;
+        for (name, builder) in &other.columns {
+            match self.columns.get_mut(name) {
+                Some(mine) => mine.merge(builder),
+                None => {
+                    self.columns.insert(name.clone(), builder.clone());
+                }
+            }
+        }
+        for (fields, hll) in &other.prefixes {
+            match self.prefixes.iter_mut().find(|(f, _)| f == fields) {
+                Some((_, mine)) => mine.merge(hll),
+                None => self.prefixes.push((fields.clone(), hll.clone())),
+            }
+        }
+    }
+
+    /// The statistics.
+    pub fn finish(&self) -> TableStats {
+        TableStats {
+            row_count: self.rows,
+            avg_row_bytes: if self.rows == 0 {
+                0.0
+            } else {
+                self.bytes as f64 / self.rows as f64
+            },
+            columns: self
+                .columns
+                .iter()
+                .map(|(name, b)| (name.clone(), b.finish(DEFAULT_MCV_LIMIT, DEFAULT_BUCKETS)))
+                .collect(),
+            prefixes: self
+                .prefixes
+                .iter()
+                .map(|(fields, hll)| PrefixStats {
+                    fields: fields.clone(),
+                    distinct: hll.estimate().min(self.rows as f64),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn build(rows: impl Iterator<Item = (Value, Value)>) -> TableStats {
+        let fields = ["status".to_string(), "zip".to_string()];
+        let mut b = TableStatsBuilder::new(&fields, &[fields.to_vec()]);
+        for (status, zip) in rows {
+            b.add_row(
+                |f| match f {
+                    "status" => Some(&status),
+                    "zip" => Some(&zip),
+                    _ => None,
+                },
+                50,
+            );
+        }
+        b.finish()
+    }
+
+    #[test]
+    fn skew_shows_up_as_most_common_values_and_the_rest_in_the_histogram() {
+        let stats = build((0..100_000i64).map(|i| {
+            let status = match i % 1000 {
+                0 => Value::from("pending"),
+                1..=99 => Value::from("failed"),
+                _ => Value::from("done"),
+            };
+            (status, Value::Int(i % 500))
+        }));
+        let status = &stats.columns["status"];
+        assert!((status.frequency_of(&Value::from("done")).unwrap_or(0.0) - 0.9).abs() < 0.002);
+        assert!((status.frequency_of(&Value::from("failed")).unwrap_or(0.0) - 0.099).abs() < 0.002);
+        assert!((status.distinct - 3.0).abs() < 0.5);
+        let zip = &stats.columns["zip"];
+        assert!(
+            zip.most_common.is_empty(),
+            "uniform: nothing is most common"
+        );
+        assert!((zip.distinct - 500.0).abs() < 25.0);
+        assert_eq!(zip.min, Some(Value::Int(0)));
+        assert_eq!(zip.max, Some(Value::Int(499)));
+        let prefix = stats.prefix_distinct(&["status".into(), "zip".into()]);
+        // pending: zip 0; failed: zips 1-99; done: all 500 zips.
+        assert!(
+            prefix.is_some_and(|d| (d - 600.0).abs() < 30.0),
+            "{prefix:?}"
+        );
+        assert_eq!(stats.row_count, 100_000);
+        assert!((stats.avg_row_bytes - 50.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn statistics_round_trip_and_refuse_other_versions() {
+        let stats = build((0..1_000i64).map(|i| (Value::Int(i % 7), Value::Int(i))));
+        let bytes = stats.encode();
+        assert_eq!(TableStats::decode(&bytes), Ok(stats));
+        let newer =
+            String::from_utf8(bytes)
+                .expect("json")
+                .replacen("\"version\":1", "\"version\":2", 1);
+        assert_eq!(
+            TableStats::decode(newer.as_bytes()),
+            Err(StatsError::UnknownVersion(2))
+        );
+        assert!(matches!(
+            TableStats::decode(b"{"),
+            Err(StatsError::Malformed(_))
+        ));
+    }
+
+    #[test]
+    fn merged_builders_match_one_builder_over_all_rows() {
+        let fields = ["k".to_string()];
+        let mut whole = TableStatsBuilder::new(&fields, &[]);
+        let mut a = TableStatsBuilder::new(&fields, &[]);
+        let mut b = TableStatsBuilder::new(&fields, &[]);
+        for i in 0..20_000i64 {
+            let v = Value::Int(i % 4_000);
+            whole.add_row(|_| Some(&v), 10);
+            let half = if i % 2 == 0 { &mut a } else { &mut b };
+            half.add_row(|_| Some(&v), 10);
+        }
+        a.merge(&b);
+        let (merged, whole) = (a.finish(), whole.finish());
+        assert_eq!(merged.row_count, whole.row_count);
+        assert_eq!(merged.columns["k"].distinct, whole.columns["k"].distinct);
+        assert_eq!(merged.columns["k"].min, whole.columns["k"].min);
+    }
+}

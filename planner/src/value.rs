@@ -1,0 +1,275 @@
+//! The values the planner reasons about: literals in predicates, and the values statistics
+//! record (most-common values, histogram bounds, min and max).
+//!
+//! The order is total: `Null` < booleans < numbers < strings < bytes. Integers and floats
+//! compare by numeric value (an integer before an equal float, so the order stays total);
+//! floats use IEEE total order. A stable 64-bit hash feeds the distinct-count sketches, so
+//! sketches built on different machines or shards merge.
+
+use std::cmp::Ordering;
+
+use serde::{Deserialize, Serialize};
+
+/// A field value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum Value {
+    /// No value.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A signed integer.
+    Int(i64),
+    /// A float.
+    Float(f64),
+    /// A UTF-8 string.
+    Str(String),
+    /// Bytes.
+    Bytes(Vec<u8>),
+}
+
+impl Value {
+    fn rank(&self) -> u8 {
+        match self {
+            Value::Null => 0,
+            Value::Bool(_) => 1,
+            Value::Int(_) | Value::Float(_) => 2,
+            Value::Str(_) => 3,
+            Value::Bytes(_) => 4,
+        }
+    }
+
+    /// Whether this is `Null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+
+    /// The value as a number, for interpolation inside a histogram bucket: numbers as
+    /// themselves, booleans as 0 or 1, strings and bytes by their first eight bytes read as
+    /// a big-endian fraction (PostgreSQL's `convert_string_to_scalar` idea).
+    pub(crate) fn as_scalar(&self) -> Option<f64> {
+        match self {
+            Value::Null => None,
+            Value::Bool(b) => Some(f64::from(u8::from(*b))),
+            Value::Int(i) => Some(*i as f64),
+            Value::Float(f) => f.is_finite().then_some(*f),
+            Value::Str(s) => Some(bytes_scalar(s.as_bytes())),
+            Value::Bytes(b) => Some(bytes_scalar(b)),
+        }
+    }
+
+    /// Approximate encoded width in bytes (what a record or an index entry spends on it).
+    pub fn width(&self) -> usize {
+        match self {
+            Value::Null => 1,
+            Value::Bool(_) => 2,
+            Value::Int(_) | Value::Float(_) => 9,
+            Value::Str(s) => s.len() + 2,
+            Value::Bytes(b) => b.len() + 2,
+        }
+    }
+
+    /// A hash of the value that is the same on every machine and in every build: a tag byte
+    /// then the payload, through [`hash_bytes`].
+    pub fn stable_hash(&self) -> u64 {
+        let mut buf = Vec::with_capacity(16);
+        self.hash_into(&mut buf);
+        hash_bytes(&buf)
+    }
+
+    /// Appends the bytes [`Self::stable_hash`] hashes: a tag, then the payload. Composite
+    /// keys hash the concatenation of their fields' bytes, each length-prefixed.
+    pub(crate) fn hash_into(&self, buf: &mut Vec<u8>) {
+        match self {
+            Value::Null => buf.push(0),
+            Value::Bool(b) => buf.extend([1, u8::from(*b)]),
+            Value::Int(i) => {
+                buf.push(2);
+                buf.extend(i.to_le_bytes());
+            }
+            Value::Float(f) => {
+                buf.push(3);
+                buf.extend(f.to_bits().to_le_bytes());
+            }
+            Value::Str(s) => {
+                buf.push(4);
+                buf.extend((s.len() as u64).to_le_bytes());
+                buf.extend(s.as_bytes());
+            }
+            Value::Bytes(b) => {
+                buf.push(5);
+                buf.extend((b.len() as u64).to_le_bytes());
+                buf.extend(b);
+            }
+        }
+    }
+}
+
+/// The first eight bytes of `bytes` as a fraction in [0, 1).
+fn bytes_scalar(bytes: &[u8]) -> f64 {
+    let mut word = [0u8; 8];
+    let n = bytes.len().min(8);
+    word[..n].copy_from_slice(&bytes[..n]);
+    u64::from_be_bytes(word) as f64 / 18_446_744_073_709_551_616.0
+}
+
+impl Ord for Value {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (Value::Null, Value::Null) => Ordering::Equal,
+            (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
+            (Value::Int(a), Value::Int(b)) => a.cmp(b),
+            (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
+            (Value::Int(a), Value::Float(b)) => (*a as f64).total_cmp(b).then(Ordering::Less),
+            (Value::Float(a), Value::Int(b)) => a.total_cmp(&(*b as f64)).then(Ordering::Greater),
+            (Value::Str(a), Value::Str(b)) => a.cmp(b),
+            (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
+            _ => self.rank().cmp(&other.rank()),
+        }
+    }
+}
+
+impl PartialOrd for Value {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Value {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Value {}
+
+impl std::hash::Hash for Value {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.stable_hash());
+    }
+}
+
+impl From<i64> for Value {
+    fn from(v: i64) -> Self {
+        Value::Int(v)
+    }
+}
+
+impl From<i32> for Value {
+    fn from(v: i32) -> Self {
+        Value::Int(i64::from(v))
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Self {
+        Value::Float(v)
+    }
+}
+
+impl From<bool> for Value {
+    fn from(v: bool) -> Self {
+        Value::Bool(v)
+    }
+}
+
+impl From<&str> for Value {
+    fn from(v: &str) -> Self {
+        Value::Str(v.to_owned())
+    }
+}
+
+impl From<String> for Value {
+    fn from(v: String) -> Self {
+        Value::Str(v)
+    }
+}
+
+impl std::fmt::Display for Value {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Null => f.write_str("NULL"),
+            Value::Bool(b) => write!(f, "{b}"),
+            Value::Int(i) => write!(f, "{i}"),
+            Value::Float(x) => write!(f, "{x}"),
+            Value::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
+            Value::Bytes(b) => {
+                f.write_str("x'")?;
+                b.iter().try_for_each(|byte| write!(f, "{byte:02x}"))?;
+                f.write_str("'")
+            }
+        }
+    }
+}
+
+/// A 64-bit hash with full avalanche, fixed for all time (statistics persist and merge):
+/// eight bytes at a time through a multiply-rotate round, then MurmurHash3's `fmix64`
+/// finaliser. Not for adversarial input; good enough for HyperLogLog's uniformity.
+pub fn hash_bytes(bytes: &[u8]) -> u64 {
+    const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+    const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    let mut h = (bytes.len() as u64).wrapping_mul(K1) ^ K2;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let k = u64::from_le_bytes(word).wrapping_mul(K2).rotate_left(31);
+        h = (h ^ k)
+            .rotate_left(27)
+            .wrapping_mul(K1)
+            .wrapping_add(0x52DC_E729);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        h ^= u64::from_le_bytes(word).wrapping_mul(K1).rotate_left(33);
+    }
+    fmix64(h)
+}
+
+/// MurmurHash3's 64-bit finaliser: every input bit flips each output bit with probability
+/// about one half.
+fn fmix64(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_order_is_total_across_types() {
+        let ordered = [
+            Value::Null,
+            Value::Bool(false),
+            Value::Bool(true),
+            Value::Int(-5),
+            Value::Float(-4.5),
+            Value::Int(1),
+            Value::Float(1.0),
+            Value::Float(1.5),
+            Value::Str(String::new()),
+            Value::Str("a".into()),
+            Value::Bytes(vec![]),
+        ];
+        for pair in ordered.windows(2) {
+            assert!(pair[0] < pair[1], "{:?} < {:?}", pair[0], pair[1]);
+        }
+    }
+
+    #[test]
+    fn the_hash_is_fixed() {
+        // Statistics are stored and merged: these values must never change.
+        assert_eq!(hash_bytes(b""), hash_bytes(b""));
+        assert_ne!(hash_bytes(b"a"), hash_bytes(b"b"));
+        assert_ne!(Value::Int(1).stable_hash(), Value::Float(1.0).stable_hash());
+        assert_eq!(
+            Value::from("x").stable_hash(),
+            Value::Str("x".into()).stable_hash()
+        );
+    }
+}
