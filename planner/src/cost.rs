@@ -9,7 +9,8 @@
 //! pk range       = seeks · seek + n · (scan_row + B · scan_byte + P · filter)
 //! index          = seeks · seek + E · (index_entry + W · scan_byte)     (E entries of W bytes)
 //!                  + E · P' · filter                                    (covering: no fetch)
-//!                  + min(E · fetch, E · sorted_fetch + sort(E))         (otherwise)
+//!                  + min(E · (fetch + B · scan_byte),                   (otherwise)
+//!                        E · (sorted_fetch + B · scan_byte) + sort(E))
 //! sort(n)        = sort_row · n · log2(n)
 //! ```
 //!

@@ -40,7 +40,7 @@ pub mod stats;
 pub mod value;
 
 pub use cost::CostModel;
-pub use plan::{Access, Candidate, Fetch, Plan, PlanError, choose, explain};
+pub use plan::{Access, Candidate, Fetch, Formula, Plan, PlanError, choose, explain};
 pub use query::{
     Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope, TableInfo,
 };

@@ -83,7 +83,62 @@ pub struct Candidate {
     /// Whether it stops early for the query's `LIMIT`.
     pub stops_early: bool,
     /// The cost formula with its numbers.
-    pub formula: String,
+    pub formula: Formula,
+}
+
+/// A cost formula with its numbers, rendered only when shown (formatting floats would cost
+/// more than planning).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Formula(Vec<Term>);
+
+#[derive(Clone, Debug, PartialEq)]
+enum Term {
+    Text(&'static str),
+    /// A number with this many decimals.
+    Number(f64, usize),
+    /// A number in scientific notation.
+    Scientific(f64),
+}
+
+impl Formula {
+    fn text(mut self, text: &'static str) -> Self {
+        self.0.push(Term::Text(text));
+        self
+    }
+
+    fn number(mut self, x: f64, decimals: usize) -> Self {
+        self.0.push(Term::Number(x, decimals));
+        self
+    }
+
+    fn scientific(mut self, x: f64) -> Self {
+        self.0.push(Term::Scientific(x));
+        self
+    }
+
+    fn then(mut self, rest: Formula) -> Self {
+        self.0.extend(rest.0);
+        self
+    }
+}
+
+impl std::fmt::Display for Formula {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for term in &self.0 {
+            match term {
+                Term::Text(t) => f.write_str(t)?,
+                Term::Number(x, decimals) => write!(f, "{x:.decimals$}")?,
+                Term::Scientific(x) => write!(f, "{x:.2e}")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Formula {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
 }
 
 /// The chosen plan.
@@ -253,6 +308,8 @@ struct Planner<'a> {
     /// Rows the query returns, before LIMIT.
     result: f64,
     stats: &'a TableStats,
+    /// Each constrained field's own selectivity.
+    single: BTreeMap<String, f64>,
 }
 
 /// A finite, non-negative number (statistics written by hand may hold anything).
@@ -270,7 +327,12 @@ impl<'a> Planner<'a> {
         let estimator = Estimator::new(stats);
         let by_field = constraints(&query.predicates);
         let rows = stats.row_count as f64;
-        let result = rows * estimator.constraints(&by_field);
+        let singles = estimator.singles(&by_field);
+        let result = rows * estimator.combine(&by_field, &singles);
+        let single = singles
+            .into_iter()
+            .map(|(f, s)| (f.to_owned(), s))
+            .collect();
         Planner {
             query,
             table,
@@ -282,6 +344,7 @@ impl<'a> Planner<'a> {
             shards: f64::from(table.shards.max(1)),
             result: sane(result),
             stats,
+            single,
         }
     }
 
@@ -323,22 +386,26 @@ impl<'a> Planner<'a> {
 
     /// Applies LIMIT and ORDER to a plan whose row-dependent cost is `run` and fixed cost
     /// `setup`: the final cost, and whether it stops early.
-    fn finish(&self, setup: f64, run: f64, ordered: bool, can_stop: bool) -> (f64, bool, String) {
+    fn finish(&self, setup: f64, run: f64, ordered: bool, can_stop: bool) -> (f64, bool, Formula) {
         if !ordered {
             let sort = self.model.sort(self.result);
             return (
                 sane(setup + run + sort),
                 false,
-                format!(" + sort({:.0}) {sort:.1}", self.result),
+                Formula::default()
+                    .text(" + sort(")
+                    .number(self.result, 0)
+                    .text(") ")
+                    .number(sort, 1),
             );
         }
         match self.limit_fraction() {
             Some(f) if can_stop && f < 1.0 => (
                 sane(setup + run * f),
                 true,
-                format!(", run × LIMIT/rows {f:.2e}"),
+                Formula::default().text(", run × LIMIT/rows ").scientific(f),
             ),
-            _ => (sane(setup + run), false, String::new()),
+            _ => (sane(setup + run), false, Formula::default()),
         }
     }
 
@@ -363,10 +430,15 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: format!(
-                "{:.0} shards × seek {:.1} + {:.0} rows × {per_row:.3}{tail}",
-                self.shards, self.model.seek_us, self.rows
-            ),
+            formula: Formula::default()
+                .number(self.shards, 0)
+                .text(" shards × seek ")
+                .number(self.model.seek_us, 1)
+                .text(" + ")
+                .number(self.rows, 0)
+                .text(" rows × ")
+                .number(per_row, 3)
+                .then(tail),
         }
     }
 
@@ -396,13 +468,13 @@ impl<'a> Planner<'a> {
 
     /// The selectivity of the constraints on `fields` alone.
     fn selectivity_of(&self, fields: &[String]) -> f64 {
-        let subset: BTreeMap<String, Constraint> = self
-            .by_field
+        let subset: BTreeMap<&str, f64> = self
+            .single
             .iter()
             .filter(|(f, _)| fields.contains(f))
-            .map(|(f, c)| (f.clone(), c.clone()))
+            .map(|(f, s)| (f.as_str(), *s))
             .collect();
-        self.estimator.constraints(&subset)
+        self.estimator.combine(&self.by_field, &subset)
     }
 
     fn primary_key(&self) -> Option<Candidate> {
@@ -429,7 +501,11 @@ impl<'a> Planner<'a> {
                 estimated_rows: self.result,
                 cost,
                 stops_early,
-                formula: format!("{keys:.0} keys × fetch {:.1}{tail}", m.fetch_us),
+                formula: Formula::default()
+                    .number(keys, 0)
+                    .text(" keys × fetch ")
+                    .number(m.fetch_us, 1)
+                    .then(tail),
             });
         }
         let read = self.rows * self.selectivity_of(&bound);
@@ -447,10 +523,15 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: format!(
-                "{seeks:.0} seeks × {:.1} + {read:.0} rows × {per_row:.3}{tail}",
-                m.seek_us
-            ),
+            formula: Formula::default()
+                .number(seeks, 0)
+                .text(" seeks × ")
+                .number(m.seek_us, 1)
+                .text(" + ")
+                .number(read, 0)
+                .text(" rows × ")
+                .number(per_row, 3)
+                .then(tail),
         })
     }
 
@@ -512,32 +593,36 @@ impl<'a> Planner<'a> {
             let (cost, stops, tail) = self.finish(setup, run, ordered, true);
             (cost, stops, Fetch::None, tail)
         } else {
-            let in_order = self.finish(setup, read + entries * m.fetch_us, ordered, true);
+            // A fetch also reads the record's bytes, as a scan does.
+            let record = self.row_bytes * m.scan_byte_us;
+            let in_order =
+                self.finish(setup, read + entries * (m.fetch_us + record), ordered, true);
             let sort_keys = m.sort(entries);
             let sorted = self.finish(
                 setup,
-                read + entries * m.sorted_fetch_us + sort_keys,
+                read + entries * (m.sorted_fetch_us + record) + sort_keys,
                 // Fetching in key order gives up the index order.
                 self.provides_order(&self.table.primary_key),
                 false,
             );
             if in_order.0 <= sorted.0 {
-                (
-                    in_order.0,
-                    in_order.1,
-                    Fetch::InIndexOrder,
-                    format!(" + {entries:.0} fetches × {:.1}{}", m.fetch_us, in_order.2),
-                )
+                let formula = Formula::default()
+                    .text(" + ")
+                    .number(entries, 0)
+                    .text(" fetches × ")
+                    .number(m.fetch_us + record, 3)
+                    .then(in_order.2);
+                (in_order.0, in_order.1, Fetch::InIndexOrder, formula)
             } else {
-                (
-                    sorted.0,
-                    sorted.1,
-                    Fetch::SortedByKey,
-                    format!(
-                        " + sort keys {sort_keys:.1} + {entries:.0} sorted fetches × {:.1}{}",
-                        m.sorted_fetch_us, sorted.2
-                    ),
-                )
+                let formula = Formula::default()
+                    .text(" + sort keys ")
+                    .number(sort_keys, 1)
+                    .text(" + ")
+                    .number(entries, 0)
+                    .text(" sorted fetches × ")
+                    .number(m.sorted_fetch_us + record, 3)
+                    .then(sorted.2);
+                (sorted.0, sorted.1, Fetch::SortedByKey, formula)
             }
         };
         Some(Candidate {
@@ -553,11 +638,18 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: format!(
-                "{seeks:.0} seeks × {:.1} + {entries:.0} entries × {per_entry:.3} ({entry_bytes:.0} B){}{tail}",
-                m.seek_us,
-                if covering { ", covering" } else { "" }
-            ),
+            formula: Formula::default()
+                .number(seeks, 0)
+                .text(" seeks × ")
+                .number(m.seek_us, 1)
+                .text(" + ")
+                .number(entries, 0)
+                .text(" entries × ")
+                .number(per_entry, 3)
+                .text(" (")
+                .number(entry_bytes, 0)
+                .text(if covering { " B), covering" } else { " B)" })
+                .then(tail),
         })
     }
 }

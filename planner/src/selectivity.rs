@@ -287,18 +287,37 @@ impl<'a> Estimator<'a> {
 
     /// A conjunction already grouped by field.
     pub fn constraints(&self, by_field: &BTreeMap<String, Constraint>) -> f64 {
-        let single: BTreeMap<&str, f64> = by_field
+        let single = self.singles(by_field);
+        self.combine(by_field, &single)
+    }
+
+    /// Each field's own selectivity.
+    pub fn singles<'f>(
+        &self,
+        by_field: &'f BTreeMap<String, Constraint>,
+    ) -> BTreeMap<&'f str, f64> {
+        by_field
             .iter()
             .map(|(f, c)| (f.as_str(), self.constraint(f, c)))
-            .collect();
+            .collect()
+    }
+
+    /// Combines the fields of `single` (each field's own selectivity, for a subset of
+    /// `by_field`'s fields) into the conjunction's.
+    pub fn combine(
+        &self,
+        by_field: &BTreeMap<String, Constraint>,
+        single: &BTreeMap<&str, f64>,
+    ) -> f64 {
         let Some(least) = single.values().copied().reduce(f64::min) else {
             return 1.0;
         };
         // The longest composite prefix whose fields are each bound to one value.
         let bound_to_one = |f: &String| {
-            by_field
-                .get(f)
-                .is_some_and(|c| !c.is_null && c.values.as_ref().is_some_and(|v| v.len() == 1))
+            single.contains_key(f.as_str())
+                && by_field
+                    .get(f)
+                    .is_some_and(|c| !c.is_null && c.values.as_ref().is_some_and(|v| v.len() == 1))
         };
         let chain = self
             .stats
@@ -324,7 +343,7 @@ impl<'a> Estimator<'a> {
                 chained.push(field);
             }
         }
-        for (field, s) in &single {
+        for (field, s) in single {
             if !chained.contains(field) {
                 sel *= s;
             }

@@ -1,0 +1,145 @@
+//! Checks for the `planner` fuzz target: arbitrary bytes become statistics, a table and a
+//! query, and `choose` must hold its promises — no panic, estimates within the table, finite
+//! non-negative costs, the cheapest candidate chosen. Bytes starting with `{` are fed to
+//! `TableStats::decode` instead, which must refuse or accept them without panicking and
+//! accept only statistics that validate.
+
+use strata_planner::*;
+
+/// Reads numbers off the input, zeros once it runs out.
+struct Bytes<'a>(&'a [u8]);
+
+impl Bytes<'_> {
+    fn byte(&mut self) -> u8 {
+        let (first, rest) = self.0.split_first().map_or((0, &[][..]), |(f, r)| (*f, r));
+        self.0 = rest;
+        first
+    }
+
+    fn fraction(&mut self) -> f64 {
+        f64::from(self.byte()) / 255.0
+    }
+
+    fn value(&mut self) -> Value {
+        match self.byte() % 5 {
+            0 => Value::Null,
+            1 => Value::Int(i64::from(self.byte() as i8)),
+            2 => Value::Float(f64::from(self.byte()) / 7.0),
+            3 => Value::Str(char::from(b'a' + self.byte() % 26).to_string()),
+            _ => Value::Bool(self.byte().is_multiple_of(2)),
+        }
+    }
+}
+
+const FIELDS: [&str; 4] = ["a", "b", "c", "d"];
+
+pub fn check(data: &[u8]) {
+    if data.first() == Some(&b'{') {
+        if let Ok(stats) = TableStats::decode(data) {
+            assert!(
+                stats.validate().is_ok(),
+                "decode accepted invalid statistics"
+            );
+        }
+        return;
+    }
+    let mut input = Bytes(data);
+    let mut stats = TableStats {
+        row_count: u64::from(input.byte()) * 1_000 + u64::from(input.byte()),
+        avg_row_bytes: f64::from(input.byte()) * 4.0,
+        ..TableStats::default()
+    };
+    for field in FIELDS {
+        if input.byte().is_multiple_of(4) {
+            continue;
+        }
+        let null_fraction = input.fraction() / 2.0;
+        let mut left = 1.0 - null_fraction;
+        let mut most_common = Vec::new();
+        for _ in 0..input.byte() % 4 {
+            let f = input.fraction() * left;
+            left -= f;
+            most_common.push((input.value(), f));
+        }
+        let bounds: Vec<Value> = (0..input.byte() % 5).map(|_| input.value()).collect();
+        let mut sorted = bounds.clone();
+        sorted.sort();
+        stats.columns.insert(
+            field.into(),
+            ColumnStats {
+                null_fraction,
+                distinct: f64::from(input.byte()) * 10.0,
+                most_common,
+                histogram: strata_planner::sketch::Histogram::from_bounds(sorted)
+                    .unwrap_or_default(),
+                min: Some(input.value()),
+                max: Some(input.value()),
+                avg_width: f64::from(input.byte()),
+            },
+        );
+    }
+    if input.byte().is_multiple_of(2) {
+        stats.prefixes.push(PrefixStats {
+            fields: vec!["a".into(), "b".into()],
+            distinct: f64::from(input.byte()) * 10.0,
+        });
+    }
+    let projection = |p: u8| match p % 3 {
+        0 => Projection::KeysOnly,
+        1 => Projection::Include(vec![FIELDS[usize::from(p) % 4].into()]),
+        _ => Projection::All,
+    };
+    let mut indexes = Vec::new();
+    for i in 0..input.byte() % 4 {
+        let first = FIELDS[usize::from(input.byte()) % 4];
+        let second = FIELDS[usize::from(input.byte()) % 4];
+        let mut index =
+            IndexInfo::new(&format!("i{i}"), &[first, second], projection(input.byte()));
+        if input.byte().is_multiple_of(5) {
+            index.scope = Scope::Global;
+        }
+        indexes.push(index);
+    }
+    let mut table = TableInfo::new("t", &["a"], indexes);
+    table.shards = u32::from(input.byte() % 8) + 1;
+    let mut query = Query::default();
+    for _ in 0..input.byte() % 6 {
+        let field = FIELDS[usize::from(input.byte()) % 4];
+        let op = match input.byte() % 8 {
+            0 => Op::Eq(input.value()),
+            1 => Op::In((0..input.byte() % 5).map(|_| input.value()).collect()),
+            2 => Op::Lt(input.value()),
+            3 => Op::Le(input.value()),
+            4 => Op::Gt(input.value()),
+            5 => Op::Ge(input.value()),
+            6 => Op::Between(input.value(), input.value()),
+            _ => Op::IsNull,
+        };
+        query.predicates.push(Predicate::new(field, op));
+    }
+    if input.byte().is_multiple_of(2) {
+        query.limit = Some(u64::from(input.byte()));
+    }
+    if input.byte().is_multiple_of(3) {
+        query.projection = Some(vec![FIELDS[usize::from(input.byte()) % 4].into()]);
+    }
+    let plan = match choose(&query, &table, &stats, &CostModel::default()) {
+        Ok(plan) => plan,
+        Err(e) => panic!("an unhinted query must plan: {e}"),
+    };
+    let rows = stats.row_count as f64;
+    for c in &plan.candidates {
+        assert!(c.cost.is_finite() && c.cost >= 0.0, "{c:?}");
+        assert!(
+            c.estimated_rows >= 0.0 && c.estimated_rows <= rows + 1e-6,
+            "{c:?}"
+        );
+    }
+    let least = plan
+        .candidates
+        .iter()
+        .map(|c| c.cost)
+        .fold(f64::INFINITY, f64::min);
+    assert_eq!(plan.chosen.cost, least);
+    let _ = plan.to_string();
+}

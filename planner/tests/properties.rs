@@ -1,0 +1,120 @@
+//! Properties of estimates and plans over statistics built from random rows.
+
+use proptest::prelude::*;
+use strata_planner::*;
+
+const FIELDS: [&str; 3] = ["a", "b", "c"];
+
+/// Rows of three small-domain fields with skew, and some NULLs.
+fn rows() -> impl Strategy<Value = Vec<[Option<i64>; 3]>> {
+    let cell = prop_oneof![
+        3 => Just(Some(0i64)),
+        6 => (0i64..20).prop_map(Some),
+        1 => Just(None),
+    ];
+    proptest::collection::vec([cell.clone(), cell.clone(), cell], 1..300)
+}
+
+fn stats_of(rows: &[[Option<i64>; 3]]) -> TableStats {
+    let fields: Vec<String> = FIELDS.iter().map(|f| f.to_string()).collect();
+    let prefixes = vec![
+        vec!["a".to_string(), "b".to_string()],
+        vec!["a".to_string(), "b".to_string(), "c".to_string()],
+    ];
+    let mut b = TableStatsBuilder::new(&fields, &prefixes);
+    for row in rows {
+        let values: Vec<Value> = row
+            .iter()
+            .map(|c| c.map_or(Value::Null, Value::Int))
+            .collect();
+        b.add_row(
+            |f| FIELDS.iter().position(|x| *x == f).map(|i| &values[i]),
+            40,
+        );
+    }
+    b.finish()
+}
+
+fn predicate() -> impl Strategy<Value = Predicate> {
+    let field = prop::sample::select(FIELDS.to_vec());
+    let value = (-2i64..22).prop_map(Value::Int);
+    let op = prop_oneof![
+        value.clone().prop_map(Op::Eq),
+        proptest::collection::vec(value.clone(), 0..6).prop_map(Op::In),
+        value.clone().prop_map(Op::Lt),
+        value.clone().prop_map(Op::Le),
+        value.clone().prop_map(Op::Gt),
+        value.clone().prop_map(Op::Ge),
+        (value.clone(), value).prop_map(|(a, b)| Op::Between(a, b)),
+        Just(Op::IsNull),
+    ];
+    (field, op).prop_map(|(f, op)| Predicate::new(f, op))
+}
+
+fn table() -> TableInfo {
+    TableInfo::new(
+        "t",
+        &["a"],
+        vec![
+            IndexInfo::new("b", &["b"], Projection::KeysOnly),
+            IndexInfo::new("bc", &["b", "c"], Projection::Include(vec!["a".into()])),
+            IndexInfo::new("c_all", &["c"], Projection::All),
+        ],
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, ..ProptestConfig::default() })]
+
+    #[test]
+    fn estimates_stay_within_the_table(
+        rows in rows(),
+        predicates in proptest::collection::vec(predicate(), 0..5),
+    ) {
+        let stats = stats_of(&rows);
+        let sel = Estimator::new(&stats).conjunction(&predicates);
+        prop_assert!((0.0..=1.0).contains(&sel), "{sel}");
+        let estimate = sel * stats.row_count as f64;
+        prop_assert!(estimate >= 0.0 && estimate <= stats.row_count as f64);
+    }
+
+    #[test]
+    fn adding_a_conjunct_never_raises_the_estimate(
+        rows in rows(),
+        predicates in proptest::collection::vec(predicate(), 0..4),
+        extra in predicate(),
+    ) {
+        let stats = stats_of(&rows);
+        let e = Estimator::new(&stats);
+        let before = e.conjunction(&predicates);
+        let mut more = predicates.clone();
+        more.push(extra);
+        let after = e.conjunction(&more);
+        prop_assert!(after <= before + 1e-12, "{before} -> {after} adding {:?}", more.last());
+    }
+
+    #[test]
+    fn plans_are_finite_and_the_cheapest_candidate_wins(
+        rows in rows(),
+        predicates in proptest::collection::vec(predicate(), 0..5),
+        limit in proptest::option::of(1u64..50),
+        projection in proptest::option::of(proptest::collection::vec(
+            prop::sample::select(FIELDS.to_vec()), 1..3)),
+    ) {
+        let stats = stats_of(&rows);
+        let query = Query {
+            predicates,
+            limit,
+            projection: projection.map(|p| p.into_iter().map(String::from).collect()),
+            ..Query::default()
+        };
+        let plan = choose(&query, &table(), &stats, &CostModel::default()).expect("plans");
+        for c in &plan.candidates {
+            prop_assert!(c.cost.is_finite() && c.cost >= 0.0, "{c:?}");
+            prop_assert!(c.rows_read.is_finite() && c.rows_read >= 0.0, "{c:?}");
+        }
+        let least = plan.candidates.iter().map(|c| c.cost).fold(f64::INFINITY, f64::min);
+        prop_assert_eq!(plan.chosen.cost, least);
+        prop_assert!(plan.candidates.contains(&plan.chosen));
+    }
+}
