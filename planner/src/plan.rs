@@ -116,6 +116,18 @@ impl Formula {
         self
     }
 
+    /// `seeks × seek + n what × per`: the part every reading plan shares.
+    fn reads(seeks: f64, seek_us: f64, n: f64, what: &'static str, per: f64) -> Self {
+        Formula::default()
+            .number(seeks, 0)
+            .text(" seeks × ")
+            .number(seek_us, 1)
+            .text(" + ")
+            .number(n, 0)
+            .text(what)
+            .number(per, 3)
+    }
+
     fn then(mut self, rest: Formula) -> Self {
         self.0.extend(rest.0);
         self
@@ -430,15 +442,14 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: Formula::default()
-                .number(self.shards, 0)
-                .text(" shards × seek ")
-                .number(self.model.seek_us, 1)
-                .text(" + ")
-                .number(self.rows, 0)
-                .text(" rows × ")
-                .number(per_row, 3)
-                .then(tail),
+            formula: Formula::reads(
+                self.shards,
+                self.model.seek_us,
+                self.rows,
+                " rows × ",
+                per_row,
+            )
+            .then(tail),
         }
     }
 
@@ -523,15 +534,7 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: Formula::default()
-                .number(seeks, 0)
-                .text(" seeks × ")
-                .number(m.seek_us, 1)
-                .text(" + ")
-                .number(read, 0)
-                .text(" rows × ")
-                .number(per_row, 3)
-                .then(tail),
+            formula: Formula::reads(seeks, m.seek_us, read, " rows × ", per_row).then(tail),
         })
     }
 
@@ -638,14 +641,7 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: Formula::default()
-                .number(seeks, 0)
-                .text(" seeks × ")
-                .number(m.seek_us, 1)
-                .text(" + ")
-                .number(entries, 0)
-                .text(" entries × ")
-                .number(per_entry, 3)
+            formula: Formula::reads(seeks, m.seek_us, entries, " entries × ", per_entry)
                 .text(" (")
                 .number(entry_bytes, 0)
                 .text(if covering { " B), covering" } else { " B)" })
