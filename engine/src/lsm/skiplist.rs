@@ -129,17 +129,6 @@ impl<T> Arena<T> {
         });
         Some(&segment[slot])
     }
-
-    /// Bytes allocated for segments and tables, used or not.
-    fn allocated_bytes(&self) -> usize {
-        let mut bytes = size_of::<[OnceLock<Directory<T>>; DIRECTORIES]>();
-        for segments in self.directories.iter().filter_map(|d| d.get()) {
-            bytes += size_of::<[OnceLock<Segment<T>>; DIRECTORY_SEGMENTS]>();
-            bytes += segments.iter().filter(|s| s.get().is_some()).count()
-                * size_of::<[T; SEGMENT_SLOTS]>();
-        }
-        bytes
-    }
 }
 
 /// A node's slot: what a search step reads first, then the rest. With a key of up to 40
@@ -254,17 +243,11 @@ impl<K: Ord, V> SkipList<K, V> {
     }
 
     /// Bytes of the slots and links the entries use, not counting what keys and values own
-    /// outside their slots. The arenas hold at most one segment each beyond this, plus their
-    /// tables: see [`Self::allocated_bytes`].
+    /// outside their slots. The arenas hold at most one unused segment each beyond this,
+    /// plus their tables (a few KiB).
     pub fn used_bytes(&self) -> usize {
         self.len() * size_of::<Slot<K, V>>()
             + self.upper_links.load(Ordering::Relaxed) * size_of::<AtomicU32>()
-    }
-
-    /// Bytes the list's arenas hold, used or not, not counting what keys and values own
-    /// outside their slots.
-    pub fn allocated_bytes(&self) -> usize {
-        self.nodes.allocated_bytes() + self.links.allocated_bytes()
     }
 
     #[inline]
