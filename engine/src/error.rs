@@ -39,6 +39,15 @@ pub enum Corruption {
     /// A file the manifest lists is missing.
     #[error("file is missing")]
     Missing,
+    /// A key in a table or index column family does not decode (the "file" is the family).
+    #[error("key: {0}")]
+    Key(crate::table::KeyError),
+    /// A stored record or index entry does not decode.
+    #[error("record: {0}")]
+    Record(crate::table::RecordError),
+    /// A catalog entry does not decode, or names something that is not there.
+    #[error("catalog: {0}")]
+    Catalog(String),
 }
 
 /// The error type of the engine.

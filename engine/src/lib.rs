@@ -33,6 +33,7 @@
 pub mod error;
 pub mod fs;
 pub mod lsm;
+pub mod table;
 
 pub use error::{Corruption, Error, Result};
 pub use lsm::fuzzing;
@@ -41,4 +42,11 @@ pub use lsm::{
     MAX_VALUE_BYTES, Options, ReadOptions, SeqNo, Snapshot, Store, WriteBatch, WriteOptions,
     WriteStalls,
 };
+pub use strata_planner::{
+    Hint, IndexState, Op, Order, Plan, Predicate, Projection, Query, TableStats, Value,
+};
 pub use strata_wal::RecoveryMode;
+pub use table::{
+    Analysis, Db, ExecStats, IndexDef, Mutation, ProblemKind, Record, Rows, TableBatch, TableDef,
+    VerifyReport,
+};

@@ -51,6 +51,62 @@ impl Predicate {
         }
     }
 
+    /// `field < value`.
+    pub fn lt(field: &str, value: impl Into<Value>) -> Self {
+        Predicate::new(field, Op::Lt(value.into()))
+    }
+
+    /// `field <= value`.
+    pub fn le(field: &str, value: impl Into<Value>) -> Self {
+        Predicate::new(field, Op::Le(value.into()))
+    }
+
+    /// `field > value`.
+    pub fn gt(field: &str, value: impl Into<Value>) -> Self {
+        Predicate::new(field, Op::Gt(value.into()))
+    }
+
+    /// `field >= value`.
+    pub fn ge(field: &str, value: impl Into<Value>) -> Self {
+        Predicate::new(field, Op::Ge(value.into()))
+    }
+
+    /// `field BETWEEN low AND high` (both inclusive).
+    pub fn between(field: &str, low: impl Into<Value>, high: impl Into<Value>) -> Self {
+        Predicate::new(field, Op::Between(low.into(), high.into()))
+    }
+
+    /// `field IS NULL` (a missing field is NULL).
+    pub fn is_null(field: &str) -> Self {
+        Predicate::new(field, Op::IsNull)
+    }
+
+    /// Whether `value` (the field's value, `Null` when missing) satisfies this predicate.
+    /// A comparison with `NULL` on either side is never true, as in SQL; only `IS NULL`
+    /// matches it. Other values compare in [`Value`]'s total order, as in SQLite.
+    pub fn matches(&self, value: &Value) -> bool {
+        if let Op::IsNull = self.op {
+            return value.is_null();
+        }
+        if value.is_null() {
+            return false;
+        }
+        let cmp = |x: &Value| (!x.is_null()).then(|| value.cmp(x));
+        use std::cmp::Ordering::*;
+        match &self.op {
+            Op::Eq(x) => cmp(x) == Some(Equal),
+            Op::In(xs) => xs.iter().any(|x| cmp(x) == Some(Equal)),
+            Op::Lt(x) => cmp(x) == Some(Less),
+            Op::Le(x) => matches!(cmp(x), Some(Less | Equal)),
+            Op::Gt(x) => cmp(x) == Some(Greater),
+            Op::Ge(x) => matches!(cmp(x), Some(Greater | Equal)),
+            Op::Between(a, b) => {
+                matches!(cmp(a), Some(Greater | Equal)) && matches!(cmp(b), Some(Less | Equal))
+            }
+            Op::IsNull => unreachable!("handled above"),
+        }
+    }
+
     /// `field op value` for any op.
     pub fn new(field: &str, op: Op) -> Self {
         Predicate {
@@ -129,6 +185,41 @@ pub struct Query {
     pub order: Option<Order>,
     /// A forced plan.
     pub hint: Option<Hint>,
+}
+
+impl Query {
+    /// Adds a predicate (they are ANDed).
+    pub fn filter(mut self, predicate: Predicate) -> Self {
+        self.predicates.push(predicate);
+        self
+    }
+
+    /// Returns only these fields.
+    pub fn select(mut self, fields: &[&str]) -> Self {
+        self.projection = Some(fields.iter().map(|f| f.to_string()).collect());
+        self
+    }
+
+    /// Returns at most `n` rows.
+    pub fn limit(mut self, n: u64) -> Self {
+        self.limit = Some(n);
+        self
+    }
+
+    /// Orders the result by `fields`, ascending or descending.
+    pub fn order_by(mut self, fields: &[&str], descending: bool) -> Self {
+        self.order = Some(Order {
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            descending,
+        });
+        self
+    }
+
+    /// Forces a plan.
+    pub fn hint(mut self, hint: Hint) -> Self {
+        self.hint = Some(hint);
+        self
+    }
 }
 
 /// How much of the record an index entry carries.

@@ -1,0 +1,76 @@
+//! `analyze`: a full pass over a table's rows through the planner's sketches.
+//!
+//! 1. Choose the columns: the primary-key fields, every indexed and included field, and the
+//!    fields of the first rows (so predicates on unindexed fields are estimated too), at most
+//!    [`MAX_ANALYZED_FIELDS`]; and the composite prefixes of the key and of every index.
+//! 2. Feed every row at one snapshot to a `TableStatsBuilder` (distinct counts, most common
+//!    values, histograms, null fractions, widths).
+//! 3. Store the result in the catalog; the planner uses it from then on.
+
+use std::collections::BTreeSet;
+
+use strata_planner::{Projection, TableStats, TableStatsBuilder};
+
+use crate::error::Result;
+use crate::lsm::ReadOptions;
+use crate::table::db::Db;
+use crate::table::entry::record_corrupt;
+use crate::table::record::Record;
+
+/// Most fields `analyze` keeps statistics for.
+pub const MAX_ANALYZED_FIELDS: usize = 64;
+
+/// Rows whose fields are added to the analysed columns.
+const FIELD_DISCOVERY_ROWS: usize = 100;
+
+impl Db {
+    /// Collects `table`'s statistics, stores them, and returns them.
+    pub fn analyze(&self, table: &str) -> Result<TableStats> {
+        let t = self.handle(table)?;
+        let snapshot = self.store.snapshot();
+        let mut columns: Vec<String> = Vec::new();
+        let add = |f: &String, columns: &mut Vec<String>| {
+            if !columns.contains(f) && columns.len() < MAX_ANALYZED_FIELDS {
+                columns.push(f.clone());
+            }
+        };
+        for f in &t.def.primary_key {
+            add(f, &mut columns);
+        }
+        let mut prefixes: BTreeSet<Vec<String>> = BTreeSet::new();
+        for n in 2..=t.def.primary_key.len() {
+            prefixes.insert(t.def.primary_key[..n].to_vec());
+        }
+        for ix in &t.def.indexes {
+            for f in &ix.fields {
+                add(f, &mut columns);
+            }
+            if let Projection::Include(extra) = &ix.projection {
+                for f in extra {
+                    add(f, &mut columns);
+                }
+            }
+            for n in 2..=ix.fields.len() {
+                prefixes.insert(ix.fields[..n].to_vec());
+            }
+        }
+        let read = || ReadOptions::default().snapshot(&snapshot);
+        for kv in self.store.iter(&t.fact, read())?.take(FIELD_DISCOVERY_ROWS) {
+            let (_, v) = kv?;
+            let record = Record::decode(&v).map_err(|e| record_corrupt(t.fact.name(), e))?;
+            for (f, _) in record.iter() {
+                add(&f.to_owned(), &mut columns);
+            }
+        }
+        let prefixes: Vec<Vec<String>> = prefixes.into_iter().collect();
+        let mut builder = TableStatsBuilder::new(&columns, &prefixes);
+        for kv in self.store.iter(&t.fact, read())? {
+            let (k, v) = kv?;
+            let record = Record::decode(&v).map_err(|e| record_corrupt(t.fact.name(), e))?;
+            builder.add_row(|f| record.get(f), k.len() + v.len());
+        }
+        let stats = builder.finish();
+        self.put_stats(table, t.def.id, stats.clone())?;
+        Ok(stats)
+    }
+}

@@ -1,0 +1,76 @@
+//! Index backfill while writes go on.
+//!
+//! 1. The index is published `WriteOnly` before the backfill starts: from then on every
+//!    writer maintains it, because a writer reads the definition after taking its key's stripe.
+//! 2. `Backfilling`: the fact family is scanned at a snapshot for its keys, in chunks. For each
+//!    chunk the backfill takes the keys' stripes, reads each row as it is *now* (not as of the
+//!    snapshot) and puts that row's entry. A row changed since the snapshot was either changed
+//!    before the stripe was taken (the backfill sees the change) or after (the writer, which
+//!    saw the index, fixes the entry); a row deleted meanwhile is skipped; a row inserted
+//!    after the snapshot was indexed by its writer.
+//! 3. `Ready`: the planner may use it.
+//!
+//! Putting an entry twice is harmless, so a backfill interrupted by a crash starts over at
+//! open.
+
+use strata_planner::IndexState;
+
+use crate::error::{Error, Result};
+use crate::lsm::{ReadOptions, WriteBatch, WriteOptions};
+use crate::table::db::Db;
+use crate::table::entry::index_entry;
+
+/// Keys per backfill step: each step holds its keys' stripes while it reads and writes.
+/// TUNING: small enough that a writer waits at most one step (about a millisecond), large
+/// enough that the write batch amortises the commit.
+const CHUNK_KEYS: usize = 256;
+
+impl Db {
+    /// Backfills index `index` of `table` and marks it `Ready`.
+    /// REQUIRES: the DDL lock is held; the index exists.
+    pub(crate) fn backfill(&self, table: &str, index: &str) -> Result<()> {
+        self.set_index_state(table, index, IndexState::Backfilling)?;
+        let start = self.handle(table)?;
+        let id = start.def.id;
+        let snapshot = self.store.snapshot();
+        let mut cursor = self
+            .store
+            .cursor(&start.fact, ReadOptions::default().snapshot(&snapshot))?;
+        cursor.seek_to_first();
+        let mut rows = 0u64;
+        loop {
+            let mut keys: Vec<Vec<u8>> = Vec::with_capacity(CHUNK_KEYS);
+            while cursor.valid() && keys.len() < CHUNK_KEYS {
+                keys.push(cursor.key().to_vec());
+                cursor.next();
+            }
+            cursor.status()?;
+            if keys.is_empty() {
+                break;
+            }
+            let _guards = self.stripes.lock(keys.iter().map(Vec::as_slice));
+            let t = self.handle(table)?;
+            if t.def.id != id {
+                return Err(Error::NotFound(format!(
+                    "table {table:?} (dropped during backfill)"
+                )));
+            }
+            let (_, ix, cf) = t.index(index)?;
+            let mut wb = WriteBatch::new();
+            for key in &keys {
+                if let Some(record) = self.read_record(&t, key)? {
+                    let (k, v) = index_entry(ix, key, &record)?;
+                    wb.put(cf, &k, &v)?;
+                    rows += 1;
+                }
+            }
+            if !wb.is_empty() {
+                self.store.write(wb, WriteOptions::default())?;
+            }
+        }
+        // The entries must be durable before the catalog says the index is complete.
+        self.store.sync_wal()?;
+        tracing::debug!(%table, %index, rows, "backfill done");
+        self.set_index_state(table, index, IndexState::Ready)
+    }
+}

@@ -1,0 +1,224 @@
+//! The catalog: table and index definitions and their statistics, stored in the system column
+//! family `sys/catalog` (`docs/formats/catalog.md`).
+//!
+//! 1. `table/<name>` → the table's definition as JSON (its indexes and their states inside),
+//!    with a `format` number this build refuses when newer.
+//! 2. `stats/<name>` → the table's statistics in the planner's stored form.
+//! 3. `next_id` → the next table id, decimal: a dropped and recreated table gets a new id, so
+//!    a writer that read the old definition can tell.
+//!
+//! Every change is one synced write. Column families are created before the definition that
+//! names them and dropped after it is gone, so a crash between the two leaves only a family
+//! no definition names, which `Db::open` drops.
+
+use serde::{Deserialize, Serialize};
+use strata_planner::{IndexInfo, IndexState, Projection, Scope, TableInfo};
+
+use crate::error::{Error, Result};
+use crate::table::format::{
+    CATALOG_FORMAT, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_FIELD_NAME_BYTES, MAX_INDEXES,
+    MAX_KEY_FIELDS, MAX_NAME_BYTES,
+};
+
+/// A table's definition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableDef {
+    /// The catalog format it was written in.
+    pub format: u32,
+    /// A number no other table of this database had.
+    pub id: u64,
+    /// Its name.
+    pub name: String,
+    /// Primary-key fields, in order.
+    pub primary_key: Vec<String>,
+    /// Its indexes, in creation order.
+    pub indexes: Vec<IndexDef>,
+}
+
+/// An index's definition.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct IndexDef {
+    /// Its name, unique within the table.
+    pub name: String,
+    /// Indexed fields, in order.
+    pub fields: Vec<String>,
+    /// What its entries carry besides the keys.
+    pub projection: Projection,
+    /// Where it is in its life cycle.
+    pub state: IndexState,
+}
+
+impl TableDef {
+    /// The name of the fact column family.
+    pub fn fact_cf(&self) -> String {
+        fact_cf(&self.name)
+    }
+
+    /// The table as the planner sees it: only `Ready` indexes are planned, but the planner
+    /// is told of the others so a hint naming one gets a clear error.
+    pub fn planner_info(&self) -> TableInfo {
+        TableInfo {
+            name: self.name.clone(),
+            primary_key: self.primary_key.clone(),
+            shards: 1,
+            indexes: self
+                .indexes
+                .iter()
+                .map(|ix| IndexInfo {
+                    name: ix.name.clone(),
+                    fields: ix.fields.clone(),
+                    projection: ix.projection.clone(),
+                    scope: Scope::Local,
+                    state: ix.state,
+                })
+                .collect(),
+        }
+    }
+
+    /// The stored form.
+    pub fn encode(&self) -> Vec<u8> {
+        // Serialising plain structs of strings and enums cannot fail.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Parses and checks a stored definition.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<TableDef, String> {
+        #[derive(Deserialize)]
+        struct Format {
+            format: u32,
+        }
+        let format: Format = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        if format.format > CATALOG_FORMAT {
+            return Err(format!(
+                "catalog format {} is newer than this build's {CATALOG_FORMAT}",
+                format.format
+            ));
+        }
+        let def: TableDef = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        def.validate().map_err(|e| e.to_string())?;
+        Ok(def)
+    }
+
+    /// Checks names, field lists and limits.
+    pub fn validate(&self) -> Result<()> {
+        validate_name("table", &self.name)?;
+        validate_fields("primary key", &self.primary_key)?;
+        if self.indexes.len() > MAX_INDEXES {
+            return Err(Error::InvalidArgument(format!(
+                "a table has at most {MAX_INDEXES} indexes"
+            )));
+        }
+        for (i, ix) in self.indexes.iter().enumerate() {
+            validate_name("index", &ix.name)?;
+            validate_fields("index", &ix.fields)?;
+            if let Projection::Include(extra) = &ix.projection {
+                for f in extra {
+                    validate_field(f)?;
+                }
+            }
+            if self.indexes[..i].iter().any(|other| other.name == ix.name) {
+                return Err(Error::InvalidArgument(format!(
+                    "index {:?} is defined twice",
+                    ix.name
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fact column family of table `name`.
+pub fn fact_cf(table: &str) -> String {
+    format!("{FACT_CF_PREFIX}{table}")
+}
+
+/// The column family of index `index` on `table`.
+pub fn index_cf(table: &str, index: &str) -> String {
+    format!("{INDEX_CF_PREFIX}{table}/{index}")
+}
+
+/// Table and index names: 1 to 64 bytes of ASCII letters, digits and `_`, not starting with
+/// a digit — safe in column family names, file listings and the command line.
+pub fn validate_name(what: &str, name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME_BYTES
+        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        && !name.as_bytes()[0].is_ascii_digit();
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "{what} name {name:?} must be 1 to {MAX_NAME_BYTES} ASCII letters, digits or '_', \
+             not starting with a digit"
+        )))
+    }
+}
+
+/// Field names: 1 to 255 bytes, no control characters.
+pub fn validate_field(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_FIELD_NAME_BYTES || name.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "field name {name:?} must be 1 to {MAX_FIELD_NAME_BYTES} bytes without control \
+             characters"
+        )));
+    }
+    Ok(())
+}
+
+fn validate_fields(what: &str, fields: &[String]) -> Result<()> {
+    if fields.is_empty() || fields.len() > MAX_KEY_FIELDS {
+        return Err(Error::InvalidArgument(format!(
+            "{what} needs 1 to {MAX_KEY_FIELDS} fields, got {}",
+            fields.len()
+        )));
+    }
+    for (i, f) in fields.iter().enumerate() {
+        validate_field(f)?;
+        if fields[..i].contains(f) {
+            return Err(Error::InvalidArgument(format!(
+                "{what} names field {f:?} twice"
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def() -> TableDef {
+        TableDef {
+            format: CATALOG_FORMAT,
+            id: 7,
+            name: "customers".into(),
+            primary_key: vec!["id".into()],
+            indexes: vec![IndexDef {
+                name: "by_town".into(),
+                fields: vec!["town".into(), "last".into()],
+                projection: Projection::Include(vec!["first".into()]),
+                state: IndexState::Ready,
+            }],
+        }
+    }
+
+    #[test]
+    fn definitions_round_trip() {
+        let d = def();
+        assert_eq!(TableDef::decode(&d.encode()).unwrap(), d);
+    }
+
+    #[test]
+    fn newer_formats_and_bad_names_are_refused() {
+        let mut d = def();
+        d.format = CATALOG_FORMAT + 1;
+        assert!(TableDef::decode(&d.encode()).unwrap_err().contains("newer"));
+        let mut d = def();
+        d.name = "bad name".into();
+        assert!(TableDef::decode(&d.encode()).is_err());
+        assert!(TableDef::decode(b"{").is_err());
+        assert!(validate_name("table", "9lives").is_err());
+        assert!(validate_name("table", "").is_err());
+        assert!(validate_name("table", "orders_2024").is_ok());
+    }
+}

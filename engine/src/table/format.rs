@@ -1,0 +1,89 @@
+//! Every number the table layer writes to disk, and its limits. Tags are append-only: a
+//! retired value stays here, reserved, with a comment. The formats are described in
+//! `docs/formats/keys.md`, `docs/formats/records.md` and `docs/formats/catalog.md`.
+
+// Key tuple code (`key.rs`). Tags sort in `Value`'s type order; 0x00 and 0xff are never tags.
+/// `NULL` in a key.
+pub const KEY_NULL: u8 = 0x05;
+/// `false` in a key.
+pub const KEY_FALSE: u8 = 0x10;
+/// `true` in a key.
+pub const KEY_TRUE: u8 = 0x11;
+/// A number in a key: 8 bytes of ordered `f64`, then [`KEY_INT`] or [`KEY_FLOAT`].
+pub const KEY_NUMBER: u8 = 0x20;
+/// A string in a key: escaped bytes, then `00 01`.
+pub const KEY_STR: u8 = 0x30;
+/// Bytes in a key: escaped bytes, then `00 01`.
+pub const KEY_BYTES: u8 = 0x40;
+/// After a number's `f64`: an integer follows (2 bytes of distance).
+pub const KEY_INT: u8 = 0x00;
+/// After a number's `f64`: it is a float.
+pub const KEY_FLOAT: u8 = 0x01;
+
+const _: () = assert!(
+    KEY_NULL < KEY_FALSE
+        && KEY_FALSE < KEY_TRUE
+        && KEY_TRUE < KEY_NUMBER
+        && KEY_NUMBER < KEY_STR
+        && KEY_STR < KEY_BYTES
+        && KEY_INT < KEY_FLOAT
+);
+
+// Record encoding (`record.rs`).
+/// The first byte of every encoded record.
+pub const RECORD_VERSION: u8 = 1;
+/// `NULL` in a record.
+pub const VALUE_NULL: u8 = 0;
+/// `false` in a record.
+pub const VALUE_FALSE: u8 = 1;
+/// `true` in a record.
+pub const VALUE_TRUE: u8 = 2;
+/// An integer in a record: zigzag varint.
+pub const VALUE_INT: u8 = 3;
+/// A float in a record: 8 bytes, little-endian IEEE bits.
+pub const VALUE_FLOAT: u8 = 4;
+/// A string in a record: varint length, UTF-8 bytes.
+pub const VALUE_STR: u8 = 5;
+/// Bytes in a record: varint length, bytes.
+pub const VALUE_BYTES: u8 = 6;
+
+// Index entry values.
+/// The first byte of every index entry's value.
+pub const ENTRY_VERSION: u8 = 1;
+
+// The catalog (`catalog.rs`).
+/// The column family holding the catalog.
+pub const CATALOG_CF: &str = "sys/catalog";
+/// The catalog format this build writes; it refuses newer ones.
+pub const CATALOG_FORMAT: u32 = 1;
+/// Catalog keys of table definitions start with this.
+pub const CATALOG_TABLE_PREFIX: &str = "table/";
+/// Catalog keys of table statistics start with this.
+pub const CATALOG_STATS_PREFIX: &str = "stats/";
+/// The catalog key of the next table id.
+pub const CATALOG_NEXT_ID: &str = "next_id";
+/// A table's fact column family is this followed by the table's name.
+pub const FACT_CF_PREFIX: &str = "t/";
+/// An index's column family is this, the table's name, `/`, the index's name.
+pub const INDEX_CF_PREFIX: &str = "i/";
+
+// Limits (`docs/formats/records.md` lists them).
+/// Most fields in a record.
+pub const MAX_FIELDS: usize = 1024;
+/// Longest field name, in bytes.
+pub const MAX_FIELD_NAME_BYTES: usize = 255;
+/// Longest table or index name, in bytes.
+pub const MAX_NAME_BYTES: usize = 64;
+/// Largest encoded record. An `All` index stores the record again, and one write batch carries
+/// the fact and every index entry; a batch over the store's limit is refused whole.
+pub const MAX_RECORD_BYTES: usize = 4 << 20;
+/// Largest encoded primary key.
+pub const MAX_PRIMARY_KEY_BYTES: usize = 4 << 10;
+/// Largest index entry key (index values then primary key).
+pub const MAX_INDEX_KEY_BYTES: usize = 16 << 10;
+/// Most fields in a primary key or an index.
+pub const MAX_KEY_FIELDS: usize = 16;
+/// Most indexes on a table.
+pub const MAX_INDEXES: usize = 64;
+
+const _: () = assert!(MAX_INDEX_KEY_BYTES <= crate::lsm::MAX_KEY_BYTES);

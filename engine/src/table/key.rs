@@ -1,0 +1,398 @@
+//! The order-preserving tuple code for keys (`docs/formats/keys.md`).
+//!
+//! A key is the concatenation of its values' encodings. Each encoding is a tag byte, then a
+//! payload that sorts as the value does, then — for strings and bytes — a terminator, so:
+//!
+//! 1. `encode(a) < encode(b)` bytewise exactly when `a < b` in [`Value`]'s order;
+//! 2. no encoding is a prefix of another (prefix-free), so a tuple's encoding followed by
+//!    anything sorts by the tuple first: `tuple(index values) ‖ tuple(primary key)` orders
+//!    index entries by value, then key, and a prefix scan finds every row with a value.
+//!
+//! Numbers share one tag because `Int(1) < Float(1.5) < Int(2)`: the payload is the value
+//! rounded to `f64` (sign-flipped IEEE bits, which sort as `f64::total_cmp`), then a byte
+//! saying int (0) or float (1), then for an int its distance from the rounded value (never more
+//! than 1,024 in magnitude), which orders the integers above 2^53 that round alike.
+
+use std::cmp::Ordering;
+
+use crate::table::format::{
+    KEY_BYTES, KEY_FALSE, KEY_FLOAT, KEY_INT, KEY_NULL, KEY_NUMBER, KEY_STR, KEY_TRUE,
+};
+use strata_planner::Value;
+
+/// Why key bytes do not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum KeyError {
+    /// The bytes end inside a value.
+    #[error("key ends inside a value")]
+    Truncated,
+    /// A byte where a value starts is not a tag.
+    #[error("unknown value tag {0:#04x}")]
+    UnknownTag(u8),
+    /// An escape in a string or bytes value is not `00 ff` or the `00 01` terminator.
+    #[error("bad escape in a string or bytes value")]
+    BadEscape,
+    /// A string value is not UTF-8.
+    #[error("string value is not UTF-8")]
+    NotUtf8,
+    /// A number's parts do not describe one value the encoder would write.
+    #[error("number is not in canonical form")]
+    BadNumber,
+    /// The key holds a different number of values than expected.
+    #[error("key holds {actual} values, expected {expected}")]
+    Arity {
+        /// Values expected.
+        expected: usize,
+        /// Values found.
+        actual: usize,
+    },
+}
+
+/// `f64` bits that sort bytewise as `f64::total_cmp`.
+fn ordered_f64(x: f64) -> [u8; 8] {
+    let bits = x.to_bits();
+    let flipped = if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | (1 << 63)
+    };
+    flipped.to_be_bytes()
+}
+
+fn unordered_f64(bytes: [u8; 8]) -> f64 {
+    let flipped = u64::from_be_bytes(bytes);
+    let bits = if flipped >> 63 == 1 {
+        flipped & !(1 << 63)
+    } else {
+        !flipped
+    };
+    f64::from_bits(bits)
+}
+
+/// Appends the encoding of `value` to `out`.
+pub fn encode_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.push(KEY_NULL),
+        Value::Bool(false) => out.push(KEY_FALSE),
+        Value::Bool(true) => out.push(KEY_TRUE),
+        Value::Int(i) => {
+            let rounded = *i as f64;
+            // `rounded` is integral and at most 2^63 in magnitude, so it converts exactly.
+            let distance = i128::from(*i) - rounded as i128;
+            debug_assert!(
+                distance.abs() <= 1024,
+                "an f64 near an i64 is within 1024 of it"
+            );
+            out.push(KEY_NUMBER);
+            out.extend(ordered_f64(rounded));
+            out.push(KEY_INT);
+            out.extend(((distance + 0x8000) as u16).to_be_bytes());
+        }
+        Value::Float(x) => {
+            out.push(KEY_NUMBER);
+            out.extend(ordered_f64(*x));
+            out.push(KEY_FLOAT);
+        }
+        Value::Str(s) => {
+            out.push(KEY_STR);
+            escape(s.as_bytes(), out);
+        }
+        Value::Bytes(b) => {
+            out.push(KEY_BYTES);
+            escape(b, out);
+        }
+    }
+}
+
+/// `00` becomes `00 ff`; the end is `00 01`. A shorter value's terminator sorts before any
+/// byte a longer one continues with, and an escaped zero after it.
+fn escape(bytes: &[u8], out: &mut Vec<u8>) {
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend([0x00, 0x01]);
+}
+
+/// The encoding of a tuple.
+pub fn encode_key<'v>(values: impl IntoIterator<Item = &'v Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for v in values {
+        encode_value(v, &mut out);
+    }
+    out
+}
+
+/// Decodes one value from the front of `bytes`: the value and the bytes it used.
+pub fn decode_value(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
+    let (&tag, rest) = bytes.split_first().ok_or(KeyError::Truncated)?;
+    match tag {
+        KEY_NULL => Ok((Value::Null, 1)),
+        KEY_FALSE => Ok((Value::Bool(false), 1)),
+        KEY_TRUE => Ok((Value::Bool(true), 1)),
+        KEY_NUMBER => {
+            let bits: [u8; 8] = rest
+                .get(..8)
+                .and_then(|b| b.try_into().ok())
+                .ok_or(KeyError::Truncated)?;
+            let rounded = unordered_f64(bits);
+            match rest.get(8) {
+                Some(&KEY_FLOAT) => Ok((Value::Float(rounded), 10)),
+                Some(&KEY_INT) => {
+                    let distance: [u8; 2] = rest
+                        .get(9..11)
+                        .and_then(|b| b.try_into().ok())
+                        .ok_or(KeyError::Truncated)?;
+                    let distance = i128::from(u16::from_be_bytes(distance)) - 0x8000;
+                    if !rounded.is_finite() || rounded.fract() != 0.0 {
+                        return Err(KeyError::BadNumber);
+                    }
+                    let value = i64::try_from(rounded as i128 + distance)
+                        .map_err(|_| KeyError::BadNumber)?;
+                    // Canonical: the encoder would have written exactly these bytes.
+                    if (value as f64).to_bits() != rounded.to_bits() {
+                        return Err(KeyError::BadNumber);
+                    }
+                    Ok((Value::Int(value), 12))
+                }
+                Some(_) => Err(KeyError::BadNumber),
+                None => Err(KeyError::Truncated),
+            }
+        }
+        KEY_STR => {
+            let (raw, used) = unescape(rest)?;
+            let s = String::from_utf8(raw).map_err(|_| KeyError::NotUtf8)?;
+            Ok((Value::Str(s), 1 + used))
+        }
+        KEY_BYTES => {
+            let (raw, used) = unescape(rest)?;
+            Ok((Value::Bytes(raw), 1 + used))
+        }
+        other => Err(KeyError::UnknownTag(other)),
+    }
+}
+
+fn unescape(bytes: &[u8]) -> Result<(Vec<u8>, usize), KeyError> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    loop {
+        let b = *bytes.get(i).ok_or(KeyError::Truncated)?;
+        if b != 0 {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match bytes.get(i + 1) {
+            Some(0xff) => {
+                out.push(0);
+                i += 2;
+            }
+            Some(0x01) => return Ok((out, i + 2)),
+            Some(_) => return Err(KeyError::BadEscape),
+            None => return Err(KeyError::Truncated),
+        }
+    }
+}
+
+/// Decodes `count` values from the front of `bytes`: the values and the bytes they used.
+pub fn decode_prefix(bytes: &[u8], count: usize) -> Result<(Vec<Value>, usize), KeyError> {
+    let mut values = Vec::with_capacity(count);
+    let mut at = 0;
+    for _ in 0..count {
+        let rest = bytes.get(at..).ok_or(KeyError::Truncated)?;
+        let (v, used) = decode_value(rest)?;
+        values.push(v);
+        at += used;
+    }
+    Ok((values, at))
+}
+
+/// Decodes a whole key of exactly `count` values.
+pub fn decode_key(bytes: &[u8], count: usize) -> Result<Vec<Value>, KeyError> {
+    let (values, used) = decode_prefix(bytes, count)?;
+    if used != bytes.len() {
+        let extra = decode_all(&bytes[used..]).map_or(1, |v| v.len());
+        return Err(KeyError::Arity {
+            expected: count,
+            actual: count + extra,
+        });
+    }
+    Ok(values)
+}
+
+/// Decodes every value in `bytes`.
+pub fn decode_all(bytes: &[u8]) -> Result<Vec<Value>, KeyError> {
+    let mut values = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let (v, used) = decode_value(&bytes[at..])?;
+        values.push(v);
+        at += used;
+    }
+    Ok(values)
+}
+
+/// Compares two tuples the way their encodings compare: element by element in [`Value`]'s
+/// order, a proper prefix first.
+pub fn compare_tuples(a: &[Value], b: &[Value]) -> Ordering {
+    a.iter().cmp(b.iter())
+}
+
+/// The smallest byte string greater than every string starting with `prefix`; `None` when
+/// there is none (the prefix is empty or all `ff`).
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::Int),
+            prop_oneof![
+                Just(i64::MAX),
+                Just(i64::MIN),
+                Just(1 << 53),
+                Just((1 << 53) + 1),
+                Just(-(1 << 53) - 1),
+                -3i64..3
+            ]
+            .prop_map(Value::Int),
+            any::<f64>().prop_map(Value::Float),
+            prop_oneof![
+                Just(0.0),
+                Just(-0.0),
+                Just(f64::NAN),
+                Just(-f64::NAN),
+                Just(f64::INFINITY),
+                Just(f64::NEG_INFINITY),
+                Just(9_007_199_254_740_992.0),
+                Just(9.223_372_036_854_776e18),
+                Just(1.5),
+                Just(-2.5)
+            ]
+            .prop_map(Value::Float),
+            "[a\\x00\\x01\\xff]{0,4}".prop_map(Value::Str),
+            proptest::collection::vec(
+                prop_oneof![Just(0u8), Just(1), Just(0xff), any::<u8>()],
+                0..5
+            )
+            .prop_map(Value::Bytes),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+
+        #[test]
+        fn values_sort_as_their_encodings(a in value(), b in value()) {
+            let (ea, eb) = (encode_key([&a]), encode_key([&b]));
+            prop_assert_eq!(ea.cmp(&eb), a.cmp(&b), "{:?} vs {:?}", a, b);
+            let (da, used) = decode_value(&ea).unwrap();
+            prop_assert_eq!(used, ea.len());
+            prop_assert_eq!(da.cmp(&a), Ordering::Equal);
+            prop_assert_eq!(encode_key([&da]), ea);
+        }
+
+        #[test]
+        fn tuples_sort_as_their_encodings(
+            a in proptest::collection::vec(value(), 0..4),
+            b in proptest::collection::vec(value(), 0..4),
+        ) {
+            let (ea, eb) = (encode_key(&a), encode_key(&b));
+            prop_assert_eq!(ea.cmp(&eb), compare_tuples(&a, &b));
+            prop_assert_eq!(decode_key(&ea, a.len()).unwrap(), a.clone());
+            // Prefix-free: a tuple followed by anything stays on the tuple's side of another.
+            if compare_tuples(&a, &b) == Ordering::Less && !b.starts_with(&a) {
+                let mut longer = ea.clone();
+                longer.extend([0xff; 4]);
+                prop_assert!(longer < eb);
+            }
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            if let Ok(values) = decode_all(&bytes) {
+                prop_assert_eq!(encode_key(&values), bytes);
+            }
+        }
+    }
+
+    #[test]
+    fn edge_cases_sort_as_documented() {
+        let ordered = [
+            Value::Null,
+            Value::Bool(false),
+            Value::Bool(true),
+            Value::Float(f64::NEG_INFINITY),
+            Value::Int(i64::MIN),
+            Value::Int(-1),
+            Value::Float(-0.5),
+            Value::Float(-0.0),
+            Value::Int(0),
+            Value::Float(0.0),
+            Value::Float(0.5),
+            Value::Int(1),
+            Value::Int(1 << 53),
+            Value::Int((1 << 53) + 1),
+            Value::Float(9_007_199_254_740_992.0),
+            Value::Int((1 << 53) + 2),
+            Value::Int(i64::MAX),
+            Value::Float(f64::INFINITY),
+            Value::Str(String::new()),
+            Value::Str("\0".into()),
+            Value::Str("\0\0".into()),
+            Value::Str("\u{1}".into()),
+            Value::Str("a".into()),
+            Value::Str("a\0".into()),
+            Value::Str("ab".into()),
+            Value::Bytes(vec![]),
+            Value::Bytes(vec![0]),
+            Value::Bytes(vec![0xff]),
+        ];
+        for pair in ordered.windows(2) {
+            assert!(pair[0] < pair[1], "{:?} < {:?}", pair[0], pair[1]);
+            assert!(
+                encode_key([&pair[0]]) < encode_key([&pair[1]]),
+                "{:?} encodes below {:?}",
+                pair[0],
+                pair[1]
+            );
+        }
+    }
+
+    #[test]
+    fn damaged_keys_are_errors() {
+        assert_eq!(decode_value(&[]), Err(KeyError::Truncated));
+        assert_eq!(decode_value(&[0x99]), Err(KeyError::UnknownTag(0x99)));
+        assert_eq!(decode_value(&[KEY_STR, b'a', 0]), Err(KeyError::Truncated));
+        assert_eq!(decode_value(&[KEY_STR, 0, 7]), Err(KeyError::BadEscape));
+        assert_eq!(decode_value(&[KEY_STR, 0xc3, 0, 1]), Err(KeyError::NotUtf8));
+        let mut int = encode_key([&Value::Int(5)]);
+        int[10] ^= 1; // a distance the encoder would not write
+        assert_eq!(decode_value(&int), Err(KeyError::BadNumber));
+        let two = encode_key([&Value::Int(1), &Value::Int(2)]);
+        assert_eq!(
+            decode_key(&two, 1),
+            Err(KeyError::Arity {
+                expected: 1,
+                actual: 2
+            })
+        );
+    }
+}

@@ -1,0 +1,397 @@
+//! Records — property bags of named values — and their stored form (`docs/formats/records.md`).
+//!
+//! ```text
+//! record := version:u8 (= 1)  count:varint  field{count}     fields in strictly ascending name order
+//! field  := name_len:varint  name:utf8  value
+//! value  := 0 NULL | 1 false | 2 true | 3 zigzag-varint int | 4 f64 (8 bytes LE)
+//!         | 5 len:varint utf8 | 6 len:varint bytes
+//! ```
+//!
+//! The decoder takes only what the encoder writes: known version and tags, sorted unique
+//! names, canonical varints, no bytes left over. Anything else is an error, never a panic.
+
+use std::collections::BTreeMap;
+
+use strata_planner::Value;
+
+use crate::table::format::{
+    MAX_FIELD_NAME_BYTES, MAX_FIELDS, RECORD_VERSION, VALUE_BYTES, VALUE_FALSE, VALUE_FLOAT,
+    VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
+};
+
+/// A row: field name → value. Fields are free, as in an Azure Table entity; the table names
+/// only its primary-key fields. A missing field reads as `NULL`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Record {
+    fields: BTreeMap<String, Value>,
+}
+
+/// Builds a [`Record`]: `record! { "id" => 1, "town" => "Redmond" }`. Values go through
+/// `Value::from`, so integers, floats, booleans, strings, byte vectors and `Option`s work.
+#[macro_export]
+macro_rules! record {
+    () => { $crate::Record::new() };
+    ($($name:expr => $value:expr),+ $(,)?) => {{
+        let mut record = $crate::Record::new();
+        $( record.set($name, $value); )+
+        record
+    }};
+}
+
+impl Record {
+    /// An empty record.
+    pub fn new() -> Self {
+        Record::default()
+    }
+
+    /// Sets `name` to `value`, returning the value it replaces.
+    pub fn set(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
+        self.fields.insert(name.into(), value.into())
+    }
+
+    /// The value of `name`, if the record has it.
+    pub fn get(&self, name: &str) -> Option<&Value> {
+        self.fields.get(name)
+    }
+
+    /// The value of `name`, `NULL` when missing.
+    pub fn value(&self, name: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        self.fields.get(name).unwrap_or(&NULL)
+    }
+
+    /// Removes `name`, returning its value.
+    pub fn remove(&mut self, name: &str) -> Option<Value> {
+        self.fields.remove(name)
+    }
+
+    /// The fields in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.fields.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    /// Number of fields.
+    pub fn len(&self) -> usize {
+        self.fields.len()
+    }
+
+    /// Whether there are no fields.
+    pub fn is_empty(&self) -> bool {
+        self.fields.is_empty()
+    }
+
+    /// Only the named fields (those the record has).
+    pub fn project<'f>(&self, names: impl IntoIterator<Item = &'f String>) -> Record {
+        let mut out = Record::new();
+        for name in names {
+            if let Some(v) = self.fields.get(name) {
+                out.fields.insert(name.clone(), v.clone());
+            }
+        }
+        out
+    }
+
+    /// The stored form.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.fields.len() * 16);
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the stored form to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        out.push(RECORD_VERSION);
+        put_varint(out, self.fields.len() as u64);
+        for (name, value) in &self.fields {
+            put_varint(out, name.len() as u64);
+            out.extend(name.as_bytes());
+            encode_value(value, out);
+        }
+    }
+
+    /// Parses a stored record.
+    pub fn decode(bytes: &[u8]) -> Result<Record, RecordError> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.byte()?;
+        if version != RECORD_VERSION {
+            return Err(RecordError::Version(version));
+        }
+        let count = r.varint()?;
+        if count > MAX_FIELDS as u64 {
+            return Err(RecordError::TooManyFields(count));
+        }
+        let mut fields = BTreeMap::new();
+        let mut last: Option<&str> = None;
+        for _ in 0..count {
+            let len = r.len(MAX_FIELD_NAME_BYTES)?;
+            let name = std::str::from_utf8(r.take(len)?).map_err(|_| RecordError::NotUtf8)?;
+            if last.is_some_and(|last| last >= name) {
+                return Err(RecordError::FieldOrder);
+            }
+            last = Some(name);
+            let value = r.value()?;
+            fields.insert(name.to_owned(), value);
+        }
+        if r.at != bytes.len() {
+            return Err(RecordError::TrailingBytes);
+        }
+        Ok(Record { fields })
+    }
+}
+
+impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Record {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        Record {
+            fields: iter
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        }
+    }
+}
+
+impl From<BTreeMap<String, Value>> for Record {
+    fn from(fields: BTreeMap<String, Value>) -> Self {
+        Record { fields }
+    }
+}
+
+impl std::fmt::Display for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("{")?;
+        for (i, (k, v)) in self.fields.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{k}: {v}")?;
+        }
+        f.write_str("}")
+    }
+}
+
+/// Why record bytes do not decode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RecordError {
+    /// A version this build does not know.
+    #[error("unknown record version {0}")]
+    Version(u8),
+    /// The bytes end early.
+    #[error("record ends early")]
+    Truncated,
+    /// More fields than a record may have.
+    #[error("record claims {0} fields")]
+    TooManyFields(u64),
+    /// A length over its limit.
+    #[error("length {0} is over its limit")]
+    TooLong(u64),
+    /// A varint longer than ten bytes, or not in its shortest form.
+    #[error("malformed varint")]
+    Varint,
+    /// A name or string is not UTF-8.
+    #[error("text is not UTF-8")]
+    NotUtf8,
+    /// Names are not in strictly ascending order.
+    #[error("field names out of order or repeated")]
+    FieldOrder,
+    /// A value tag this build does not know.
+    #[error("unknown value tag {0}")]
+    UnknownTag(u8),
+    /// Bytes after the last field.
+    #[error("bytes after the record")]
+    TrailingBytes,
+}
+
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn encode_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.push(VALUE_NULL),
+        Value::Bool(false) => out.push(VALUE_FALSE),
+        Value::Bool(true) => out.push(VALUE_TRUE),
+        Value::Int(i) => {
+            out.push(VALUE_INT);
+            put_varint(out, ((i << 1) ^ (i >> 63)) as u64);
+        }
+        Value::Float(x) => {
+            out.push(VALUE_FLOAT);
+            out.extend(x.to_bits().to_le_bytes());
+        }
+        Value::Str(s) => {
+            out.push(VALUE_STR);
+            put_varint(out, s.len() as u64);
+            out.extend(s.as_bytes());
+        }
+        Value::Bytes(b) => {
+            out.push(VALUE_BYTES);
+            put_varint(out, b.len() as u64);
+            out.extend(b);
+        }
+    }
+}
+
+/// A cursor over bytes being decoded.
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn byte(&mut self) -> Result<u8, RecordError> {
+        let b = *self.bytes.get(self.at).ok_or(RecordError::Truncated)?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        let end = self.at.checked_add(n).ok_or(RecordError::Truncated)?;
+        let slice = self.bytes.get(self.at..end).ok_or(RecordError::Truncated)?;
+        self.at = end;
+        Ok(slice)
+    }
+
+    pub(crate) fn varint(&mut self) -> Result<u64, RecordError> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let b = self.byte()?;
+            let bits = u64::from(b & 0x7f);
+            if i == 9 && b > 1 {
+                return Err(RecordError::Varint);
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                // Shortest form only: a final zero byte after the first is padding.
+                if i > 0 && b == 0 {
+                    return Err(RecordError::Varint);
+                }
+                return Ok(v);
+            }
+        }
+        Err(RecordError::Varint)
+    }
+
+    /// A length, checked against `max` and against the bytes left.
+    fn len(&mut self, max: usize) -> Result<usize, RecordError> {
+        let len = self.varint()?;
+        if len > max as u64 {
+            return Err(RecordError::TooLong(len));
+        }
+        Ok(len as usize)
+    }
+
+    fn value(&mut self) -> Result<Value, RecordError> {
+        match self.byte()? {
+            VALUE_NULL => Ok(Value::Null),
+            VALUE_FALSE => Ok(Value::Bool(false)),
+            VALUE_TRUE => Ok(Value::Bool(true)),
+            VALUE_INT => {
+                let z = self.varint()?;
+                Ok(Value::Int(((z >> 1) as i64) ^ -((z & 1) as i64)))
+            }
+            VALUE_FLOAT => {
+                let bits: [u8; 8] = self
+                    .take(8)?
+                    .try_into()
+                    .map_err(|_| RecordError::Truncated)?;
+                Ok(Value::Float(f64::from_bits(u64::from_le_bytes(bits))))
+            }
+            VALUE_STR => {
+                let len = self.len(self.bytes.len())?;
+                let s = std::str::from_utf8(self.take(len)?).map_err(|_| RecordError::NotUtf8)?;
+                Ok(Value::Str(s.to_owned()))
+            }
+            VALUE_BYTES => {
+                let len = self.len(self.bytes.len())?;
+                Ok(Value::Bytes(self.take(len)?.to_vec()))
+            }
+            other => Err(RecordError::UnknownTag(other)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::Int),
+            any::<f64>().prop_map(Value::Float),
+            ".{0,6}".prop_map(Value::Str),
+            proptest::collection::vec(any::<u8>(), 0..6).prop_map(Value::Bytes),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn records_round_trip(fields in proptest::collection::btree_map("[a-z_]{1,6}", value(), 0..8)) {
+            let record = Record::from(fields);
+            let bytes = record.encode();
+            let back = Record::decode(&bytes).unwrap();
+            prop_assert_eq!(back.encode(), bytes);
+        }
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
+            if let Ok(record) = Record::decode(&bytes) {
+                prop_assert_eq!(record.encode(), bytes);
+            }
+        }
+    }
+
+    #[test]
+    fn the_macro_builds_records() {
+        let r = crate::record! { "id" => 1, "town" => "Redmond", "score" => 2.5, "vip" => true,
+        "photo" => vec![1u8, 2], "nick" => None::<&str> };
+        assert_eq!(r.get("id"), Some(&Value::Int(1)));
+        assert_eq!(r.get("town"), Some(&Value::from("Redmond")));
+        assert_eq!(r.get("nick"), Some(&Value::Null));
+        assert_eq!(r.value("missing"), &Value::Null);
+        assert_eq!(r.len(), 6);
+        assert_eq!(Record::decode(&r.encode()).unwrap(), r);
+    }
+
+    #[test]
+    fn damaged_records_are_errors() {
+        let r = crate::record! { "a" => 1, "b" => "x" };
+        let bytes = r.encode();
+        assert_eq!(
+            Record::decode(&bytes[..bytes.len() - 1]),
+            Err(RecordError::Truncated)
+        );
+        let mut v = bytes.clone();
+        v[0] = 9;
+        assert_eq!(Record::decode(&v), Err(RecordError::Version(9)));
+        let mut extra = bytes.clone();
+        extra.push(0);
+        assert_eq!(Record::decode(&extra), Err(RecordError::TrailingBytes));
+        // Two fields named "a": out of order.
+        let dup = [RECORD_VERSION, 2, 1, b'a', VALUE_NULL, 1, b'a', VALUE_NULL];
+        assert_eq!(Record::decode(&dup), Err(RecordError::FieldOrder));
+        // A padded varint.
+        let padded = [RECORD_VERSION, 0x80, 0x00];
+        assert_eq!(Record::decode(&padded), Err(RecordError::Varint));
+        let huge = [
+            RECORD_VERSION,
+            1,
+            1,
+            b'a',
+            VALUE_STR,
+            0xff,
+            0xff,
+            0xff,
+            0xff,
+            0x0f,
+        ];
+        assert!(Record::decode(&huge).is_err());
+    }
+}

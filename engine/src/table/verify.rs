@@ -1,0 +1,242 @@
+//! `verify` and `repair`: does every index hold exactly the entries its table's rows give?
+//!
+//! At one snapshot, for each `Ready` index:
+//! 1. every fact row's expected entry is looked up: absent is *missing*; present with other
+//!    bytes (an `Include`d or `All` payload that differs) is *stale*;
+//! 2. every index entry's row is looked up: absent is *dangling*; present but giving a
+//!    different entry key (the entry was left behind by an update) is *stale*.
+//!
+//! `repair` re-derives each reported entry from the row as it is now, under the row's key
+//! stripe (as a writer would): it deletes entries the row does not give and puts the one it
+//! does.
+
+use strata_planner::{IndexState, Value};
+
+use crate::error::Result;
+use crate::lsm::{ReadOptions, WriteBatch, WriteOptions};
+use crate::table::db::{Db, Table};
+use crate::table::entry::{decode_entry, index_entry, key_corrupt, record_corrupt};
+use crate::table::key::decode_key;
+use crate::table::record::Record;
+
+/// What is wrong with one index entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProblemKind {
+    /// A row has no entry.
+    Missing,
+    /// An entry names a row that does not exist.
+    Dangling,
+    /// An entry does not match its row (old values, or an outdated payload).
+    Stale,
+}
+
+/// One inconsistency.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Problem {
+    /// What is wrong.
+    pub kind: ProblemKind,
+    /// The row's primary key.
+    pub primary_key: Vec<Value>,
+    /// The index entry's key (for a missing entry, the key it should have).
+    #[serde(skip)]
+    pub entry_key: Vec<u8>,
+    /// The encoded primary key.
+    #[serde(skip)]
+    pub(crate) pk_bytes: Vec<u8>,
+}
+
+/// The check of one index.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct IndexReport {
+    /// The index.
+    pub index: String,
+    /// Its state; only `Ready` indexes are checked (the others are still being built).
+    pub state: IndexState,
+    /// Entries read.
+    pub entries: u64,
+    /// Every inconsistency found.
+    pub problems: Vec<Problem>,
+}
+
+impl IndexReport {
+    /// Problems of one kind.
+    pub fn count(&self, kind: ProblemKind) -> usize {
+        self.problems.iter().filter(|p| p.kind == kind).count()
+    }
+}
+
+/// The check of a table.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct VerifyReport {
+    /// The table.
+    pub table: String,
+    /// Rows in the fact family.
+    pub rows: u64,
+    /// One report per index.
+    pub indexes: Vec<IndexReport>,
+}
+
+impl VerifyReport {
+    /// Whether no index has a problem.
+    pub fn is_clean(&self) -> bool {
+        self.indexes.iter().all(|ix| ix.problems.is_empty())
+    }
+
+    /// Problems over all indexes.
+    pub fn problem_count(&self) -> usize {
+        self.indexes.iter().map(|ix| ix.problems.len()).sum()
+    }
+}
+
+impl std::fmt::Display for VerifyReport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        writeln!(f, "table {}: {} rows", self.table, self.rows)?;
+        for ix in &self.indexes {
+            writeln!(
+                f,
+                "  index {} ({:?}): {} entries, {} missing, {} dangling, {} stale",
+                ix.index,
+                ix.state,
+                ix.entries,
+                ix.count(ProblemKind::Missing),
+                ix.count(ProblemKind::Dangling),
+                ix.count(ProblemKind::Stale)
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What `repair` changed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct RepairReport {
+    /// Entries written.
+    pub entries_put: u64,
+    /// Entries deleted.
+    pub entries_deleted: u64,
+}
+
+fn decode_record(t: &Table, bytes: &[u8]) -> Result<Record> {
+    Record::decode(bytes).map_err(|e| record_corrupt(t.fact.name(), e))
+}
+
+impl Db {
+    /// Checks every `Ready` index of `table` against its rows at one snapshot.
+    pub fn verify(&self, table: &str) -> Result<VerifyReport> {
+        let t = self.handle(table)?;
+        let snapshot = self.store.snapshot();
+        let at = || ReadOptions::default().snapshot(&snapshot);
+        let mut rows = 0u64;
+        let mut reports = Vec::new();
+        for (ix, cf) in t.def.indexes.iter().zip(&t.indexes) {
+            let mut report = IndexReport {
+                index: ix.name.clone(),
+                state: ix.state,
+                entries: 0,
+                problems: Vec::new(),
+            };
+            if ix.state != IndexState::Ready {
+                reports.push(report);
+                continue;
+            }
+            // 1. Rows to entries.
+            rows = 0;
+            for kv in self.store.iter(&t.fact, at())? {
+                let (pk, value) = kv?;
+                rows += 1;
+                let record = decode_record(&t, &value)?;
+                let (k, v) = index_entry(ix, &pk, &record)?;
+                let problem = match self.store.get_at(cf, &k, &snapshot)? {
+                    None => Some(ProblemKind::Missing),
+                    Some(found) if found[..] != v[..] => Some(ProblemKind::Stale),
+                    Some(_) => None,
+                };
+                if let Some(kind) = problem {
+                    let primary_key = decode_key(&pk, t.def.primary_key.len())
+                        .map_err(|e| key_corrupt(t.fact.name(), e))?;
+                    report.problems.push(Problem {
+                        kind,
+                        primary_key,
+                        entry_key: k,
+                        pk_bytes: pk.to_vec(),
+                    });
+                }
+            }
+            // 2. Entries to rows.
+            for kv in self.store.iter(cf, at())? {
+                let (k, v) = kv?;
+                report.entries += 1;
+                let entry = decode_entry(&t.def, ix, cf.name(), &k, &v)?;
+                let kind = match self.store.get_at(&t.fact, &entry.pk_bytes, &snapshot)? {
+                    None => Some(ProblemKind::Dangling),
+                    Some(bytes) => {
+                        let record = decode_record(&t, &bytes)?;
+                        let (expected, _) = index_entry(ix, &entry.pk_bytes, &record)?;
+                        (expected[..] != k[..]).then_some(ProblemKind::Stale)
+                    }
+                };
+                if let Some(kind) = kind {
+                    report.problems.push(Problem {
+                        kind,
+                        primary_key: entry.primary_key,
+                        entry_key: k.to_vec(),
+                        pk_bytes: entry.pk_bytes,
+                    });
+                }
+            }
+            reports.push(report);
+        }
+        if t.def.indexes.iter().all(|ix| ix.state != IndexState::Ready) {
+            rows = 0;
+            for kv in self.store.iter(&t.fact, at())? {
+                kv?;
+                rows += 1;
+            }
+        }
+        Ok(VerifyReport {
+            table: table.to_owned(),
+            rows,
+            indexes: reports,
+        })
+    }
+
+    /// Verifies `table` and fixes every problem found: each affected entry is re-derived from
+    /// its row as it is now, under the row's lock, so concurrent writers are safe.
+    pub fn repair(&self, table: &str) -> Result<RepairReport> {
+        let report = self.verify(table)?;
+        let mut done = RepairReport::default();
+        for ixr in &report.indexes {
+            for chunk in ixr.problems.chunks(256) {
+                let _guards = self
+                    .stripes
+                    .lock(chunk.iter().map(|p| p.pk_bytes.as_slice()));
+                let t = self.handle(table)?;
+                let Ok((_, ix, cf)) = t.index(&ixr.index) else {
+                    break; // dropped meanwhile: nothing to repair
+                };
+                let mut wb = WriteBatch::new();
+                for p in chunk {
+                    let expected = match self.read_record(&t, &p.pk_bytes)? {
+                        Some(record) => Some(index_entry(ix, &p.pk_bytes, &record)?),
+                        None => None,
+                    };
+                    if expected.as_ref().is_none_or(|(k, _)| *k != p.entry_key)
+                        && p.kind != ProblemKind::Missing
+                    {
+                        wb.delete(cf, &p.entry_key)?;
+                        done.entries_deleted += 1;
+                    }
+                    if let Some((k, v)) = expected {
+                        wb.put(cf, &k, &v)?;
+                        done.entries_put += 1;
+                    }
+                }
+                if !wb.is_empty() {
+                    self.store.write(wb, WriteOptions::synced())?;
+                }
+            }
+        }
+        Ok(done)
+    }
+}

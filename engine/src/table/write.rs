@@ -1,0 +1,306 @@
+//! Writes with synchronous index maintenance.
+//!
+//! For a batch of row mutations on one table:
+//! 1. Check every record (key fields present and of a key type, names, sizes) and encode its
+//!    primary key. Nothing is locked or written until all pass.
+//! 2. Lock the stripes of every key, in stripe order (so two batches cannot deadlock), then
+//!    read the table's definition: a writer that locks after an index became `WriteOnly` is
+//!    guaranteed to see it, which is what makes the backfill correct (`backfill.rs`).
+//! 3. Read each key's current record, apply the mutations in order to an overlay, and diff
+//!    each index's entry for the first and the final record of each key.
+//! 4. Commit the fact changes and every index diff as one atomic `WriteBatch`.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
+
+use strata_planner::Value;
+
+use crate::error::{Error, Result};
+use crate::lsm::{WriteBatch, WriteOptions};
+use crate::table::catalog::validate_field;
+use crate::table::db::{Db, Table};
+use crate::table::entry::{encode_primary_key, index_entry, record_corrupt, record_key};
+use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
+use crate::table::record::Record;
+
+/// Number of key lock stripes.
+/// TUNING: a power of two well above the writer threads of an embedded database, so two
+/// writers of different keys rarely share one (RocksDB's point-lock manager uses 16 stripes
+/// of hash maps; a plain mutex per stripe needs more of them).
+const STRIPES: usize = 1024;
+
+/// Mutexes guarding the read-modify-write of a row and its index entries.
+pub(crate) struct Stripes(Vec<Mutex<()>>);
+
+impl Stripes {
+    pub(crate) fn new() -> Self {
+        Stripes((0..STRIPES).map(|_| Mutex::new(())).collect())
+    }
+
+    /// Locks the stripes of `keys`, in stripe order.
+    pub(crate) fn lock<'k>(
+        &self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+    ) -> Vec<MutexGuard<'_, ()>> {
+        let mut ids: Vec<usize> = keys
+            .into_iter()
+            .map(|k| (strata_planner::value::hash_bytes(k) % STRIPES as u64) as usize)
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids.into_iter()
+            .map(|i| self.0[i].lock().unwrap_or_else(|p| p.into_inner()))
+            .collect()
+    }
+}
+
+/// One row change.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Mutation {
+    /// Add a row; fails the whole batch if its key exists.
+    Insert(Record),
+    /// Add or replace a row.
+    Upsert(Record),
+    /// Remove the row with this primary key (one value per key field), if it exists.
+    Delete(Vec<Value>),
+}
+
+/// Row changes to one table, applied in order and committed atomically (no isolation from
+/// concurrent readers beyond that: this is a batch, not a transaction).
+#[derive(Clone, Debug, Default)]
+pub struct TableBatch {
+    mutations: Vec<Mutation>,
+}
+
+impl TableBatch {
+    /// An empty batch.
+    pub fn new() -> Self {
+        TableBatch::default()
+    }
+
+    /// Adds an insert.
+    pub fn insert(&mut self, record: Record) -> &mut Self {
+        self.mutations.push(Mutation::Insert(record));
+        self
+    }
+
+    /// Adds an upsert.
+    pub fn upsert(&mut self, record: Record) -> &mut Self {
+        self.mutations.push(Mutation::Upsert(record));
+        self
+    }
+
+    /// Adds a delete.
+    pub fn delete(&mut self, key: Vec<Value>) -> &mut Self {
+        self.mutations.push(Mutation::Delete(key));
+        self
+    }
+
+    /// Number of mutations.
+    pub fn len(&self) -> usize {
+        self.mutations.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.mutations.is_empty()
+    }
+}
+
+/// Checks a record a caller wants stored and drops its `NULL` fields (a missing field reads
+/// as `NULL`, so storing one would only make two spellings of the same row).
+fn normalise(mut record: Record) -> Result<Record> {
+    let nulls: Vec<String> = record
+        .iter()
+        .filter(|(_, v)| v.is_null())
+        .map(|(k, _)| k.to_owned())
+        .collect();
+    for k in nulls {
+        record.remove(&k);
+    }
+    if record.len() > MAX_FIELDS {
+        return Err(Error::InvalidArgument(format!(
+            "a record has at most {MAX_FIELDS} fields, got {}",
+            record.len()
+        )));
+    }
+    for (name, _) in record.iter() {
+        validate_field(name)?;
+    }
+    Ok(record)
+}
+
+/// What a batch does to one key.
+struct KeyChange {
+    key: Vec<u8>,
+    before: Option<Record>,
+    after: Option<Record>,
+}
+
+impl Db {
+    /// Inserts `record` into `table`; a row with its key must not exist.
+    pub fn insert(&self, table: &str, record: Record) -> Result<()> {
+        let mut batch = TableBatch::new();
+        batch.insert(record);
+        self.write(table, batch, WriteOptions::default())
+    }
+
+    /// Inserts or replaces `record`.
+    pub fn upsert(&self, table: &str, record: Record) -> Result<()> {
+        let mut batch = TableBatch::new();
+        batch.upsert(record);
+        self.write(table, batch, WriteOptions::default())
+    }
+
+    /// Deletes the row whose primary key is `key`; deleting a missing row does nothing.
+    pub fn delete(&self, table: &str, key: &[Value]) -> Result<()> {
+        let mut batch = TableBatch::new();
+        batch.delete(key.to_vec());
+        self.write(table, batch, WriteOptions::default())
+    }
+
+    /// Applies `batch` to `table`: every row and index change commits in one atomic write, or
+    /// none does (a failed check, a duplicate insert or an I/O error writes nothing).
+    pub fn write(&self, table: &str, batch: TableBatch, options: WriteOptions) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let first = self.handle(table)?;
+        // 1. Check and encode, before any lock.
+        let mut planned: Vec<(Vec<u8>, Option<Record>, bool)> = Vec::with_capacity(batch.len());
+        for m in batch.mutations {
+            match m {
+                Mutation::Insert(r) => {
+                    let r = normalise(r)?;
+                    planned.push((record_key(&first.def, &r)?, Some(r), true));
+                }
+                Mutation::Upsert(r) => {
+                    let r = normalise(r)?;
+                    planned.push((record_key(&first.def, &r)?, Some(r), false));
+                }
+                Mutation::Delete(key) => {
+                    let values: Vec<&Value> = key.iter().collect();
+                    planned.push((encode_primary_key(&first.def, &values)?, None, false));
+                }
+            }
+        }
+        let mut encoded: Vec<Vec<u8>> = Vec::with_capacity(planned.len());
+        for (_, r, _) in &planned {
+            encoded.push(r.as_ref().map(Record::encode).unwrap_or_default());
+            let len = encoded.last().map_or(0, Vec::len);
+            if len > MAX_RECORD_BYTES {
+                return Err(Error::TooLarge {
+                    what: "record",
+                    len,
+                    max: MAX_RECORD_BYTES,
+                });
+            }
+        }
+
+        // 2. Lock, then read the definition.
+        let _guards = self
+            .stripes
+            .lock(planned.iter().map(|(k, _, _)| k.as_slice()));
+        let t = self.handle(table)?;
+        if t.def.id != first.def.id {
+            return Err(Error::Conflict(format!(
+                "table {table:?} was dropped and recreated during the write"
+            )));
+        }
+
+        // 3. Apply to an overlay of the current records.
+        let mut changes: Vec<KeyChange> = Vec::new();
+        let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
+        let mut bytes_of: HashMap<usize, Vec<u8>> = HashMap::new();
+        for ((key, record, insert), enc) in planned.into_iter().zip(encoded) {
+            let i = match slot.get(&key) {
+                Some(&i) => i,
+                None => {
+                    let before = self.read_record(&t, &key)?;
+                    changes.push(KeyChange {
+                        key: key.clone(),
+                        after: before.clone(),
+                        before,
+                    });
+                    slot.insert(key, changes.len() - 1);
+                    changes.len() - 1
+                }
+            };
+            if insert && changes[i].after.is_some() {
+                return Err(Error::Conflict(format!(
+                    "table {table:?} has a row with key {}",
+                    display_key(&t, record.as_ref())
+                )));
+            }
+            changes[i].after = record;
+            bytes_of.insert(i, enc);
+        }
+
+        // 4. One batch for facts and index diffs.
+        let mut wb = WriteBatch::new();
+        for (i, c) in changes.iter().enumerate() {
+            if c.before.is_none() && c.after.is_none() {
+                continue;
+            }
+            match (&c.after, bytes_of.get(&i)) {
+                (Some(_), Some(enc)) => wb.put(&t.fact, &c.key, enc)?,
+                (None, _) => wb.delete(&t.fact, &c.key)?,
+                (Some(_), None) => {}
+            }
+            diff_indexes(&t, &c.key, c.before.as_ref(), c.after.as_ref(), &mut wb)?;
+        }
+        if wb.is_empty() {
+            return Ok(());
+        }
+        self.store.write(wb, options).map(drop)
+    }
+
+    /// The current record at `key` in `t`'s fact family.
+    pub(crate) fn read_record(&self, t: &Table, key: &[u8]) -> Result<Option<Record>> {
+        match self.store.get(&t.fact, key)? {
+            None => Ok(None),
+            Some(bytes) => Record::decode(&bytes)
+                .map(Some)
+                .map_err(|e| record_corrupt(t.fact.name(), e)),
+        }
+    }
+}
+
+fn display_key(t: &Table, record: Option<&Record>) -> String {
+    let Some(r) = record else {
+        return String::new();
+    };
+    let parts: Vec<String> = t
+        .def
+        .primary_key
+        .iter()
+        .map(|f| r.value(f).to_string())
+        .collect();
+    format!("({})", parts.join(", "))
+}
+
+/// Adds to `wb` what turns every index entry of `before` into that of `after`.
+pub(crate) fn diff_indexes(
+    t: &Table,
+    key: &[u8],
+    before: Option<&Record>,
+    after: Option<&Record>,
+    wb: &mut WriteBatch,
+) -> Result<()> {
+    for (ix, cf) in t.def.indexes.iter().zip(&t.indexes) {
+        let old = before.map(|r| index_entry(ix, key, r)).transpose()?;
+        let new = after.map(|r| index_entry(ix, key, r)).transpose()?;
+        if old == new {
+            continue;
+        }
+        if let Some((old_key, _)) = &old
+            && new.as_ref().is_none_or(|(k, _)| k != old_key)
+        {
+            wb.delete(cf, old_key)?;
+        }
+        if let Some((k, v)) = &new {
+            wb.put(cf, k, v)?;
+        }
+    }
+    Ok(())
+}
