@@ -1,0 +1,462 @@
+//! The table layer: records and keys through the API, the catalog across reopen, write
+//! errors that write nothing, projections, backfill under concurrent writes, verify/repair.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use strata::table::catalog::index_cf;
+use strata::table::format::MAX_RECORD_BYTES;
+use strata::{
+    Db, Error, Hint, IndexState, Options, Predicate, ProblemKind, Projection, Query, Record,
+    TableBatch, Value, WriteOptions, record,
+};
+
+fn open(dir: &std::path::Path) -> Db {
+    Db::open(dir, Options::default()).unwrap()
+}
+
+fn rows(db: &Db, table: &str, q: &Query) -> Vec<Record> {
+    db.query(table, q)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn customers(db: &Db) {
+    db.create_table("customers", &["id"]).unwrap();
+    for (id, first, last, town) in [
+        (1, "Ada", "Lovelace", "Redmond"),
+        (2, "Bob", "Smith", "Seattle"),
+        (3, "Cy", "Jones", "Redmond"),
+        (4, "Di", "Smith", "Redmond"),
+        (5, "Ed", "Brown", "Bellevue"),
+    ] {
+        db.insert(
+            "customers",
+            record! { "id" => id, "first" => first, "last" => last, "town" => town },
+        )
+        .unwrap();
+    }
+}
+
+#[test]
+fn rows_are_written_read_replaced_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    customers(&db);
+    let got = db.get("customers", &[Value::Int(3)]).unwrap().unwrap();
+    assert_eq!(got.get("last"), Some(&"Jones".into()));
+
+    db.upsert(
+        "customers",
+        record! { "id" => 3, "last" => "Jonas", "town" => "Seattle" },
+    )
+    .unwrap();
+    let got = db.get("customers", &[Value::Int(3)]).unwrap().unwrap();
+    assert_eq!(
+        got.get("first"),
+        None,
+        "an upsert replaces the whole record"
+    );
+    assert_eq!(got.get("town"), Some(&"Seattle".into()));
+
+    db.delete("customers", &[Value::Int(3)]).unwrap();
+    assert_eq!(db.get("customers", &[Value::Int(3)]).unwrap(), None);
+    db.delete("customers", &[Value::Int(3)]).unwrap(); // deleting a missing row is fine
+
+    // A NULL field is the same as a missing one.
+    db.upsert("customers", record! { "id" => 9, "town" => Value::Null })
+        .unwrap();
+    assert_eq!(
+        db.get("customers", &[Value::Int(9)])
+            .unwrap()
+            .unwrap()
+            .len(),
+        1
+    );
+}
+
+#[test]
+fn bad_writes_are_clear_errors_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    db.create_table("orders", &["customer", "number"]).unwrap();
+    db.create_index("orders", "by_item", &["item"], Projection::All)
+        .unwrap();
+    db.insert(
+        "orders",
+        record! { "customer" => "a", "number" => 1, "item" => "pen" },
+    )
+    .unwrap();
+    let before = db.verify("orders").unwrap();
+
+    let cases: Vec<(Record, &str)> = vec![
+        (record! { "customer" => "a", "item" => "ink" }, "missing"),
+        (
+            record! { "customer" => "a", "number" => Value::Null },
+            "missing or NULL",
+        ),
+        (record! { "customer" => "a", "number" => 1.5 }, "float"),
+        (
+            record! { "customer" => "a", "number" => 1, "item" => "dup" },
+            "has a row",
+        ),
+        (
+            record! { "customer" => "a", "number" => 2, "" => 1 },
+            "field name",
+        ),
+    ];
+    for (r, what) in cases {
+        let e = db.insert("orders", r.clone()).unwrap_err();
+        assert!(e.to_string().contains(what), "{r}: {e}");
+    }
+    let huge = record! { "customer" => "a", "number" => 3, "blob" => vec![0u8; MAX_RECORD_BYTES] };
+    assert!(matches!(
+        db.insert("orders", huge),
+        Err(Error::TooLarge { what: "record", .. })
+    ));
+    let long_key = record! { "customer" => "x".repeat(5000), "number" => 1 };
+    assert!(matches!(
+        db.insert("orders", long_key),
+        Err(Error::TooLarge { .. })
+    ));
+    assert!(matches!(
+        db.get("orders", &[Value::from("a")]),
+        Err(Error::InvalidArgument(_))
+    ));
+
+    // A batch with one bad row writes none of its rows.
+    let mut batch = TableBatch::new();
+    batch
+        .insert(record! { "customer" => "b", "number" => 1, "item" => "cup" })
+        .insert(record! { "customer" => "a", "number" => 1 });
+    assert!(matches!(
+        db.write("orders", batch, WriteOptions::default()),
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(
+        db.get("orders", &[Value::from("b"), Value::Int(1)])
+            .unwrap(),
+        None
+    );
+    assert_eq!(db.verify("orders").unwrap(), before);
+
+    // Unknown names and bad names.
+    assert!(matches!(
+        db.insert("nope", record! { "id" => 1 }),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        db.drop_index("orders", "nope"),
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        db.create_table("orders", &["id"]),
+        Err(Error::Conflict(_))
+    ));
+    assert!(matches!(
+        db.create_index("orders", "by_item", &["x"], Projection::KeysOnly),
+        Err(Error::Conflict(_))
+    ));
+    assert!(matches!(
+        db.create_table("bad name", &["id"]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        db.create_table("t", &[]),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        db.create_table("t", &["a", "a"]),
+        Err(Error::InvalidArgument(_))
+    ));
+    let hinted = Query::default().hint(Hint::Index("nope".into()));
+    assert!(matches!(
+        db.query("orders", &hinted),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn a_batch_applies_its_mutations_in_order_atomically() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    db.create_table("t", &["id"]).unwrap();
+    db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+        .unwrap();
+    let mut batch = TableBatch::new();
+    batch
+        .insert(record! { "id" => 1, "v" => "a" })
+        .upsert(record! { "id" => 1, "v" => "b" })
+        .insert(record! { "id" => 2, "v" => "b" })
+        .delete(vec![Value::Int(2)])
+        .insert(record! { "id" => 2, "v" => "c" });
+    db.write("t", batch, WriteOptions::synced()).unwrap();
+    let q = |v: &str| {
+        Query::default()
+            .filter(Predicate::eq("v", v))
+            .hint(Hint::Index("by_v".into()))
+    };
+    assert!(rows(&db, "t", &q("a")).is_empty());
+    assert_eq!(
+        rows(&db, "t", &q("b")),
+        vec![record! { "id" => 1, "v" => "b" }]
+    );
+    assert_eq!(
+        rows(&db, "t", &q("c")),
+        vec![record! { "id" => 2, "v" => "c" }]
+    );
+    assert!(db.verify("t").unwrap().is_clean());
+}
+
+#[test]
+fn the_catalog_and_statistics_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path());
+        customers(&db);
+        db.create_index(
+            "customers",
+            "by_town_last",
+            &["town", "last"],
+            Projection::Include(vec!["first".into()]),
+        )
+        .unwrap();
+        db.create_index("customers", "gone", &["first"], Projection::All)
+            .unwrap();
+        db.drop_index("customers", "gone").unwrap();
+        db.create_table("dropped", &["id"]).unwrap();
+        db.drop_table("dropped").unwrap();
+        db.analyze("customers").unwrap();
+        db.close().unwrap();
+    }
+    let db = open(dir.path());
+    let names: Vec<String> = db.tables().into_iter().map(|t| t.name).collect();
+    assert_eq!(names, ["customers"]);
+    let def = db.table("customers").unwrap();
+    assert_eq!(def.indexes.len(), 1);
+    assert_eq!(def.indexes[0].fields, ["town", "last"]);
+    assert_eq!(def.indexes[0].state, IndexState::Ready);
+    assert_eq!(db.table_stats("customers").unwrap().unwrap().row_count, 5);
+    assert!(
+        !db.store()
+            .column_families()
+            .iter()
+            .any(|f| f.contains("gone") || f.contains("dropped"))
+    );
+    // A dropped table's name can be used again, empty.
+    db.create_table("dropped", &["id"]).unwrap();
+    assert!(rows(&db, "dropped", &Query::default()).is_empty());
+    let q = Query::default()
+        .filter(Predicate::eq("town", "Redmond"))
+        .filter(Predicate::eq("last", "Smith"))
+        .select(&["first"]);
+    assert_eq!(
+        rows(&db, "customers", &q),
+        vec![record! { "first" => "Di" }]
+    );
+}
+
+#[test]
+fn a_family_left_by_a_crash_before_its_definition_is_dropped_at_open() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = open(dir.path());
+        customers(&db);
+        // What a crash between creating an index's family and recording it leaves.
+        db.store()
+            .create_column_family(&index_cf("customers", "half"))
+            .unwrap();
+        db.close().unwrap();
+    }
+    let db = open(dir.path());
+    assert!(db.store().cf(&index_cf("customers", "half")).is_err());
+    db.create_index("customers", "half", &["town"], Projection::KeysOnly)
+        .unwrap();
+    assert!(db.verify("customers").unwrap().is_clean());
+}
+
+#[test]
+fn every_projection_answers_through_its_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    customers(&db);
+    db.create_index("customers", "keys", &["town"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index(
+        "customers",
+        "incl",
+        &["town"],
+        Projection::Include(vec!["first".into()]),
+    )
+    .unwrap();
+    db.create_index("customers", "all", &["town"], Projection::All)
+        .unwrap();
+    let base = Query::default().filter(Predicate::eq("town", "Redmond"));
+    let expect: Vec<Record> = rows(&db, "customers", &base.clone().hint(Hint::Scan));
+    assert_eq!(expect.len(), 3);
+    for ix in ["keys", "incl", "all"] {
+        let q = base.clone().hint(Hint::Index(ix.into()));
+        assert_eq!(rows(&db, "customers", &q), expect, "{ix}");
+        let plan = db.explain("customers", &q).unwrap();
+        assert_eq!(plan.chosen.index.as_deref(), Some(ix));
+        let firsts = q.clone().select(&["id", "first"]);
+        let plan = db.explain("customers", &firsts).unwrap();
+        let covering = matches!(
+            plan.chosen.access,
+            strata_planner::Access::Index { covering: true, .. }
+        );
+        assert_eq!(covering, ix != "keys", "{ix}: {plan}");
+        let got = rows(&db, "customers", &firsts);
+        assert_eq!(got.len(), 3);
+        assert!(got.iter().all(|r| r.len() == 2), "{got:?}");
+    }
+    // ORDER BY and LIMIT.
+    let q = Query::default()
+        .filter(Predicate::eq("town", "Redmond"))
+        .order_by(&["last"], true)
+        .limit(2)
+        .select(&["last"]);
+    assert_eq!(
+        rows(&db, "customers", &q),
+        vec![
+            record! { "last" => "Smith" },
+            record! { "last" => "Lovelace" }
+        ]
+    );
+    let a = db
+        .explain_analyze("customers", &base.clone().hint(Hint::Index("keys".into())))
+        .unwrap();
+    assert_eq!(
+        (a.actual.rows_read, a.actual.fetches, a.actual.rows_returned),
+        (3, 3, 3)
+    );
+    let text = a.to_string();
+    assert!(
+        text.contains("actual:") && text.contains("3 rows returned"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_backfill_under_concurrent_writes_ends_consistent() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    db.create_table("t", &["id"]).unwrap();
+    let mut batch = TableBatch::new();
+    for id in 0..20_000i64 {
+        batch.insert(record! { "id" => id, "v" => id % 97, "w" => format!("w{}", id % 13) });
+    }
+    db.write("t", batch, WriteOptions::default()).unwrap();
+    let stop = AtomicBool::new(false);
+    let writes = std::thread::scope(|s| {
+        let writers: Vec<_> = (0..3i64)
+            .map(|w| {
+                let (db, stop) = (&db, &stop);
+                s.spawn(move || {
+                    let mut n = 0u64;
+                    let mut x = w as u64 + 1;
+                    while !stop.load(Ordering::Relaxed) || n < 2_000 {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        let id = (x % 25_000) as i64;
+                        match x % 3 {
+                            0 => db.delete("t", &[Value::Int(id)]).unwrap(),
+                            _ => db
+                                .upsert(
+                                    "t",
+                                    record! { "id" => id, "v" => (x % 1000) as i64, "w" => "new" },
+                                )
+                                .unwrap(),
+                        }
+                        n += 1;
+                    }
+                    n
+                })
+            })
+            .collect();
+        db.create_index("t", "by_v", &["v"], Projection::Include(vec!["w".into()]))
+            .unwrap();
+        stop.store(true, Ordering::Relaxed);
+        writers.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
+    });
+    assert!(writes >= 6_000);
+    let report = db.verify("t").unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.indexes[0].state, IndexState::Ready);
+    assert_eq!(report.indexes[0].entries, report.rows);
+}
+
+#[test]
+fn verify_finds_missing_dangling_and_stale_entries_and_repair_fixes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    customers(&db);
+    db.create_index(
+        "customers",
+        "by_town",
+        &["town"],
+        Projection::Include(vec!["first".into()]),
+    )
+    .unwrap();
+    assert!(db.verify("customers").unwrap().is_clean());
+    let cf = db.store().cf(&index_cf("customers", "by_town")).unwrap();
+    let store = db.store();
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = store
+        .iter(&cf, Default::default())
+        .unwrap()
+        .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+        .collect::<Result<_, _>>()
+        .unwrap();
+    // Missing: remove one entry. Dangling: an entry for a row that does not exist. Stale: an
+    // entry whose payload is outdated.
+    store.delete(&cf, &entries[0].0).unwrap();
+    let dangling = strata::table::key::encode_key([&Value::from("Redmond"), &Value::Int(99)]);
+    store.put(&cf, &dangling, &entries[1].1).unwrap();
+    let mut outdated = entries[2].1.clone();
+    let m = outdated.len();
+    outdated[m - 1] ^= 0x01;
+    store.put(&cf, &entries[2].0, &outdated).unwrap();
+
+    let report = db.verify("customers").unwrap();
+    let ix = &report.indexes[0];
+    assert_eq!(
+        (
+            ix.count(ProblemKind::Missing),
+            ix.count(ProblemKind::Dangling),
+            ix.count(ProblemKind::Stale)
+        ),
+        (1, 1, 1),
+        "{report}"
+    );
+    let fixed = db.repair("customers").unwrap();
+    assert_eq!((fixed.entries_deleted, fixed.entries_put), (1, 2));
+    let report = db.verify("customers").unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.indexes[0].entries, 5);
+}
+
+#[test]
+fn corrupt_rows_and_entries_are_errors_not_panics() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    customers(&db);
+    db.create_index("customers", "by_town", &["town"], Projection::KeysOnly)
+        .unwrap();
+    let fact = db.store().cf("t/customers").unwrap();
+    let ix = db.store().cf(&index_cf("customers", "by_town")).unwrap();
+    db.store().put(&ix, b"\x99garbage", b"\x01\x00").unwrap();
+    let by_index = Query::default().hint(Hint::Index("by_town".into()));
+    let got: Result<Vec<_>, _> = db.query("customers", &by_index).unwrap().collect();
+    assert!(matches!(got, Err(e) if e.is_corruption()));
+    assert!(db.verify("customers").unwrap_err().is_corruption());
+    let key = strata::table::key::encode_key([&Value::Int(2)]);
+    db.store().put(&fact, &key, b"\x07nonsense").unwrap();
+    assert!(
+        db.get("customers", &[Value::Int(2)])
+            .unwrap_err()
+            .is_corruption()
+    );
+    let got: Result<Vec<_>, _> = db.query("customers", &Query::default()).unwrap().collect();
+    assert!(matches!(got, Err(e) if e.is_corruption()));
+}
