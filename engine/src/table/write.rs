@@ -163,7 +163,11 @@ impl Db {
     /// none does (a failed check, a duplicate insert or an I/O error writes nothing).
     pub fn write(&self, table: &str, batch: TableBatch, options: WriteOptions) -> Result<()> {
         if batch.is_empty() {
-            return Ok(());
+            return if options.sync {
+                self.store.sync_wal()
+            } else {
+                Ok(())
+            };
         }
         let first = self.handle(table)?;
         // 1. Check and encode, before any lock.
@@ -250,7 +254,13 @@ impl Db {
             diff_indexes(&t, &c.key, c.before.as_ref(), c.after.as_ref(), &mut wb)?;
         }
         if wb.is_empty() {
-            return Ok(());
+            // Nothing changed (say, deletes of missing rows); a synced write still promises
+            // that every earlier write is durable.
+            return if options.sync {
+                self.store.sync_wal()
+            } else {
+                Ok(())
+            };
         }
         self.store.write(wb, options).map(drop)
     }
