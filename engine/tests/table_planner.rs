@@ -11,8 +11,10 @@ fn low_selectivity_indexes_are_rejected_and_rare_values_use_theirs() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
     db.create_table("people", &["id"]).unwrap();
-    db.create_index("people", "by_gender", &["gender"], Projection::KeysOnly).unwrap();
-    db.create_index("people", "by_status", &["status"], Projection::KeysOnly).unwrap();
+    db.create_index("people", "by_gender", &["gender"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index("people", "by_status", &["status"], Projection::KeysOnly)
+        .unwrap();
     let mut rare = 0u64;
     for chunk in 0..ROWS / 5_000 {
         let mut batch = TableBatch::new();
@@ -35,10 +37,19 @@ fn low_selectivity_indexes_are_rejected_and_rare_values_use_theirs() {
     let explain = |q: Query| db.explain("people", &q).unwrap();
     let gender = explain(Query::default().filter(Predicate::eq("gender", "F")));
     assert_eq!(gender.chosen.plan, "scan", "{gender}");
-    assert!(gender.candidates.iter().any(|c| c.index.as_deref() == Some("by_gender")));
+    assert!(
+        gender
+            .candidates
+            .iter()
+            .any(|c| c.index.as_deref() == Some("by_gender"))
+    );
 
     let closed = explain(Query::default().filter(Predicate::eq("status", "closed")));
-    assert_eq!(closed.chosen.index.as_deref(), Some("by_status"), "{closed}");
+    assert_eq!(
+        closed.chosen.index.as_deref(),
+        Some("by_status"),
+        "{closed}"
+    );
     let active = explain(Query::default().filter(Predicate::eq("status", "active")));
     assert_eq!(active.chosen.plan, "scan", "{active}");
 
@@ -46,8 +57,13 @@ fn low_selectivity_indexes_are_rejected_and_rare_values_use_theirs() {
     let q = Query::default().filter(Predicate::eq("status", "closed"));
     let analysis = db.explain_analyze("people", &q).unwrap();
     assert_eq!(analysis.actual.rows_returned, rare);
-    assert_eq!(analysis.actual.rows_read, rare, "the index reads only the rare rows");
-    let scan = db.explain_analyze("people", &q.clone().hint(Hint::Scan)).unwrap();
+    assert_eq!(
+        analysis.actual.rows_read, rare,
+        "the index reads only the rare rows"
+    );
+    let scan = db
+        .explain_analyze("people", &q.clone().hint(Hint::Scan))
+        .unwrap();
     assert_eq!(scan.actual.rows_returned, rare);
     assert_eq!(scan.actual.rows_read, ROWS as u64);
 }

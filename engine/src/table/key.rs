@@ -150,8 +150,11 @@ pub fn decode_value(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
                     if !rounded.is_finite() || rounded.fract() != 0.0 {
                         return Err(KeyError::BadNumber);
                     }
-                    let value = i64::try_from(rounded as i128 + distance)
-                        .map_err(|_| KeyError::BadNumber)?;
+                    // `as` saturates for huge floats, so the sum is checked too.
+                    let value = (rounded as i128)
+                        .checked_add(distance)
+                        .and_then(|v| i64::try_from(v).ok())
+                        .ok_or(KeyError::BadNumber)?;
                     // Canonical: the encoder would have written exactly these bytes.
                     if (value as f64).to_bits() != rounded.to_bits() {
                         return Err(KeyError::BadNumber);
@@ -386,6 +389,11 @@ mod tests {
         let mut int = encode_key([&Value::Int(5)]);
         int[10] ^= 1; // a distance the encoder would not write
         assert_eq!(decode_value(&int), Err(KeyError::BadNumber));
+        // The fuzzer's first find: an "integer" near f64::MAX overflowed the decoder.
+        let mut huge = vec![KEY_NUMBER];
+        huge.extend(ordered_f64(f64::MAX));
+        huge.extend([KEY_INT, 0xff, 0xff]);
+        assert_eq!(decode_value(&huge), Err(KeyError::BadNumber));
         let two = encode_key([&Value::Int(1), &Value::Int(2)]);
         assert_eq!(
             decode_key(&two, 1),
