@@ -21,11 +21,15 @@ fn low_selectivity_indexes_are_rejected_and_rare_values_use_theirs() {
         for id in chunk * 5_000..(chunk + 1) * 5_000 {
             // A multiplicative hash spreads the rare rows over the key space.
             let h = (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
-            let status = if h % 100 == 0 { "closed" } else { "active" };
+            let status = if h.is_multiple_of(100) {
+                "closed"
+            } else {
+                "active"
+            };
             rare += u64::from(status == "closed");
             batch.insert(record! {
                 "id" => id,
-                "gender" => if h % 2 == 0 { "F" } else { "M" },
+                "gender" => if h.is_multiple_of(2) { "F" } else { "M" },
                 "status" => status,
                 "name" => format!("person {id}"),
             });

@@ -116,7 +116,7 @@ enum Source {
     Ranges {
         cf: ColumnFamily,
         ranges: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
-        cursor: Option<Cursor>,
+        cursor: Option<Box<Cursor>>,
     },
     /// Primary keys to look up, in order.
     Keys(VecDeque<Vec<u8>>),
@@ -523,7 +523,7 @@ impl<'a> Rows<'a> {
             }
             let mut c = self.db.store.cursor(cf, options)?;
             c.seek_to_first();
-            *cursor = Some(c);
+            *cursor = Some(Box::new(c));
         }
     }
 
