@@ -203,7 +203,7 @@ impl ReadOptions {
 
 /// The smallest key greater than every key starting with `prefix`; `None` when there is none
 /// (the prefix is empty or all 0xff).
-pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

@@ -67,6 +67,16 @@ pub(crate) struct Table {
 }
 
 impl Table {
+    /// This table with `def` (and `indexes`, when given) in place of its own.
+    fn with(&self, def: TableDef, indexes: Option<Vec<ColumnFamily>>) -> Table {
+        Table {
+            def,
+            fact: self.fact.clone(),
+            indexes: indexes.unwrap_or_else(|| self.indexes.clone()),
+            stats: self.stats.clone(),
+        }
+    }
+
     pub(crate) fn index(&self, name: &str) -> Result<(usize, &IndexDef, &ColumnFamily)> {
         self.def
             .indexes
@@ -359,12 +369,7 @@ impl Db {
         )?;
         let mut indexes = current.indexes.clone();
         indexes.push(cf);
-        self.publish(Table {
-            def,
-            fact: current.fact.clone(),
-            indexes,
-            stats: current.stats.clone(),
-        });
+        self.publish(current.with(def, Some(indexes)));
         self.backfill(table, name)
     }
 
@@ -384,12 +389,7 @@ impl Db {
             &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode())],
             &[],
         )?;
-        self.publish(Table {
-            def,
-            fact: current.fact.clone(),
-            indexes: current.indexes.clone(),
-            stats: current.stats.clone(),
-        });
+        self.publish(current.with(def, None));
         Ok(())
     }
 
@@ -406,12 +406,7 @@ impl Db {
             &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode())],
             &[],
         )?;
-        self.publish(Table {
-            def,
-            fact: current.fact.clone(),
-            indexes,
-            stats: current.stats.clone(),
-        });
+        self.publish(current.with(def, Some(indexes)));
         self.store.drop_column_family(&cf)
     }
 
@@ -428,12 +423,9 @@ impl Db {
             &[(format!("{CATALOG_STATS_PREFIX}{table}"), stats.encode())],
             &[],
         )?;
-        self.publish(Table {
-            def: current.def.clone(),
-            fact: current.fact.clone(),
-            indexes: current.indexes.clone(),
-            stats: Some(stats),
-        });
+        let mut table = current.with(current.def.clone(), None);
+        table.stats = Some(stats);
+        self.publish(table);
         Ok(())
     }
 

@@ -244,18 +244,9 @@ pub fn compare_tuples(a: &[Value], b: &[Value]) -> Ordering {
     a.iter().cmp(b.iter())
 }
 
-/// The smallest byte string greater than every string starting with `prefix`; `None` when
-/// there is none (the prefix is empty or all `ff`).
-pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
+/// The smallest byte string greater than every string starting with `prefix` (the store's
+/// own helper, which its prefix bounds use); `None` when there is none.
+pub use crate::lsm::options::prefix_successor;
 
 #[cfg(test)]
 mod tests {
