@@ -72,6 +72,10 @@ fn write_table_seed_corpora() {
             Value::Float(9_007_199_254_740_992.0),
         ],
         vec![Value::Int(1 << 53)],
+        // Round to 2^53 + 4 from below and above: both kinds of integer with a distance.
+        vec![Value::Int((1 << 53) + 3), Value::Int(-7)],
+        vec![Value::Float(9_007_199_254_740_996.0)],
+        vec![Value::Int((1 << 53) + 5), Value::Int(i64::MIN)],
     ];
     for (i, pair) in tuples.windows(2).enumerate() {
         let (a, b) = (encode_key(&pair[0]), encode_key(&pair[1]));

@@ -112,6 +112,20 @@ fn bytes_scalar(bytes: &[u8]) -> f64 {
     u64::from_be_bytes(word) as f64 / 18_446_744_073_709_551_616.0
 }
 
+/// Compares an integer with a float by value, exactly: first by the integer rounded to `f64`
+/// (rounding keeps order), then, when that equals the float, by what the rounding lost. An
+/// integer equal to a float sorts just before it, so the two stay distinct values.
+fn int_float_cmp(a: i64, b: f64) -> Ordering {
+    let rounded = a as f64;
+    rounded.total_cmp(&b).then_with(|| {
+        // `rounded` is integral and at most 2^63 in magnitude: it converts exactly.
+        match i128::from(a).cmp(&(rounded as i128)) {
+            Ordering::Equal => Ordering::Less,
+            lost => lost,
+        }
+    })
+}
+
 impl Ord for Value {
     fn cmp(&self, other: &Self) -> Ordering {
         match (self, other) {
@@ -119,8 +133,8 @@ impl Ord for Value {
             (Value::Bool(a), Value::Bool(b)) => a.cmp(b),
             (Value::Int(a), Value::Int(b)) => a.cmp(b),
             (Value::Float(a), Value::Float(b)) => a.total_cmp(b),
-            (Value::Int(a), Value::Float(b)) => (*a as f64).total_cmp(b).then(Ordering::Less),
-            (Value::Float(a), Value::Int(b)) => a.total_cmp(&(*b as f64)).then(Ordering::Greater),
+            (Value::Int(a), Value::Float(b)) => int_float_cmp(*a, *b),
+            (Value::Float(a), Value::Int(b)) => int_float_cmp(*b, *a).reverse(),
             (Value::Str(a), Value::Str(b)) => a.cmp(b),
             (Value::Bytes(a), Value::Bytes(b)) => a.cmp(b),
             _ => self.rank().cmp(&other.rank()),
@@ -314,6 +328,22 @@ mod tests {
         for pair in ordered.windows(2) {
             assert!(pair[0] < pair[1], "{:?} < {:?}", pair[0], pair[1]);
         }
+    }
+
+    #[test]
+    fn integers_beyond_2_pow_53_compare_with_floats_exactly() {
+        // 2^53 + 1 rounds to 2^53 as an f64, yet it is the larger number.
+        let big = 1i64 << 53;
+        assert!(Value::Int(big + 1) > Value::Float(big as f64));
+        assert!(Value::Float(big as f64) < Value::Int(big + 1));
+        assert!(Value::Int(big) < Value::Float(big as f64));
+        // 2^53 + 3 rounds up to 2^53 + 4: it is still below that float.
+        assert!(Value::Int(big + 3) < Value::Float((big + 4) as f64));
+        assert!(Value::Int(i64::MAX) < Value::Float(i64::MAX as f64));
+        assert!(Value::Int(i64::MIN) < Value::Float(i64::MIN as f64));
+        assert!(Value::Int(i64::MIN + 1) > Value::Float(i64::MIN as f64));
+        assert!(Value::Int(0) > Value::Float(f64::NEG_INFINITY));
+        assert!(Value::Int(i64::MAX) < Value::Float(f64::INFINITY));
     }
 
     #[test]

@@ -9,16 +9,21 @@ pub const KEY_NULL: u8 = 0x05;
 pub const KEY_FALSE: u8 = 0x10;
 /// `true` in a key.
 pub const KEY_TRUE: u8 = 0x11;
-/// A number in a key: 8 bytes of ordered `f64`, then [`KEY_INT`] or [`KEY_FLOAT`].
+/// A number in a key: 8 bytes of ordered `f64`, then a kind byte ([`KEY_INT_BELOW`],
+/// [`KEY_INT`], [`KEY_FLOAT`] or [`KEY_INT_ABOVE`]).
 pub const KEY_NUMBER: u8 = 0x20;
 /// A string in a key: escaped bytes, then `00 01`.
 pub const KEY_STR: u8 = 0x30;
 /// Bytes in a key: escaped bytes, then `00 01`.
 pub const KEY_BYTES: u8 = 0x40;
-/// After a number's `f64`: an integer follows (2 bytes of distance).
-pub const KEY_INT: u8 = 0x00;
-/// After a number's `f64`: it is a float.
-pub const KEY_FLOAT: u8 = 0x01;
+/// After a number's `f64`: an integer below that `f64` (2 bytes of distance follow).
+pub const KEY_INT_BELOW: u8 = 0x00;
+/// After a number's `f64`: an integer equal to it (every integer of magnitude up to 2^53).
+pub const KEY_INT: u8 = 0x01;
+/// After a number's `f64`: a float (an equal integer sorts before it).
+pub const KEY_FLOAT: u8 = 0x02;
+/// After a number's `f64`: an integer above that `f64` (2 bytes of distance follow).
+pub const KEY_INT_ABOVE: u8 = 0x03;
 
 const _: () = assert!(
     KEY_NULL < KEY_FALSE
@@ -26,7 +31,9 @@ const _: () = assert!(
         && KEY_TRUE < KEY_NUMBER
         && KEY_NUMBER < KEY_STR
         && KEY_STR < KEY_BYTES
+        && KEY_INT_BELOW < KEY_INT
         && KEY_INT < KEY_FLOAT
+        && KEY_FLOAT < KEY_INT_ABOVE
 );
 
 // Record encoding (`record.rs`).

@@ -9,14 +9,18 @@
 //!    index entries by value, then key, and a prefix scan finds every row with a value.
 //!
 //! Numbers share one tag because `Int(1) < Float(1.5) < Int(2)`: the payload is the value
-//! rounded to `f64` (sign-flipped IEEE bits, which sort as `f64::total_cmp`), then a byte
-//! saying int (0) or float (1), then for an int its distance from the rounded value (never more
-//! than 1,024 in magnitude), which orders the integers above 2^53 that round alike.
+//! rounded to `f64` (sign-flipped IEEE bits, which sort as `f64::total_cmp`), then a kind byte:
+//! an integer below that `f64`, an integer equal to it (every integer up to 2^53 in
+//! magnitude), a float, or an integer above it. An integer below or above is followed by 2
+//! bytes of distance (never more than 1,024), which order the integers beyond 2^53 that round
+//! alike. The common integer takes 10 bytes, so a key of two of
+//! them fits the memtable's inline key.
 
 use std::cmp::Ordering;
 
 use crate::table::format::{
-    KEY_BYTES, KEY_FALSE, KEY_FLOAT, KEY_INT, KEY_NULL, KEY_NUMBER, KEY_STR, KEY_TRUE,
+    KEY_BYTES, KEY_FALSE, KEY_FLOAT, KEY_INT, KEY_INT_ABOVE, KEY_INT_BELOW, KEY_NULL, KEY_NUMBER,
+    KEY_STR, KEY_TRUE,
 };
 use strata_planner::Value;
 
@@ -86,8 +90,14 @@ pub fn encode_value(value: &Value, out: &mut Vec<u8>) {
             );
             out.push(KEY_NUMBER);
             out.extend(ordered_f64(rounded));
-            out.push(KEY_INT);
-            out.extend(((distance + 0x8000) as u16).to_be_bytes());
+            match distance.cmp(&0) {
+                Ordering::Equal => out.push(KEY_INT),
+                Ordering::Less => out.push(KEY_INT_BELOW),
+                Ordering::Greater => out.push(KEY_INT_ABOVE),
+            }
+            if distance != 0 {
+                out.extend(((distance + 0x8000) as u16).to_be_bytes());
+            }
         }
         Value::Float(x) => {
             out.push(KEY_NUMBER);
@@ -139,31 +149,37 @@ pub fn decode_value(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
                 .and_then(|b| b.try_into().ok())
                 .ok_or(KeyError::Truncated)?;
             let rounded = unordered_f64(bits);
-            match rest.get(8) {
-                Some(&KEY_FLOAT) => Ok((Value::Float(rounded), 10)),
-                Some(&KEY_INT) => {
+            let kind = *rest.get(8).ok_or(KeyError::Truncated)?;
+            let (distance, used) = match kind {
+                KEY_FLOAT => return Ok((Value::Float(rounded), 10)),
+                KEY_INT => (0, 10),
+                KEY_INT_BELOW | KEY_INT_ABOVE => {
                     let distance: [u8; 2] = rest
                         .get(9..11)
                         .and_then(|b| b.try_into().ok())
                         .ok_or(KeyError::Truncated)?;
                     let distance = i128::from(u16::from_be_bytes(distance)) - 0x8000;
-                    if !rounded.is_finite() || rounded.fract() != 0.0 {
+                    // Canonical: the kind byte agrees with the distance's sign.
+                    if (kind == KEY_INT_BELOW) != (distance < 0) || distance == 0 {
                         return Err(KeyError::BadNumber);
                     }
-                    // `as` saturates for huge floats, so the sum is checked too.
-                    let value = (rounded as i128)
-                        .checked_add(distance)
-                        .and_then(|v| i64::try_from(v).ok())
-                        .ok_or(KeyError::BadNumber)?;
-                    // Canonical: the encoder would have written exactly these bytes.
-                    if (value as f64).to_bits() != rounded.to_bits() {
-                        return Err(KeyError::BadNumber);
-                    }
-                    Ok((Value::Int(value), 12))
+                    (distance, 12)
                 }
-                Some(_) => Err(KeyError::BadNumber),
-                None => Err(KeyError::Truncated),
+                _ => return Err(KeyError::BadNumber),
+            };
+            if !rounded.is_finite() || rounded.fract() != 0.0 {
+                return Err(KeyError::BadNumber);
             }
+            // `as` saturates for huge floats, so the sum is checked too.
+            let value = (rounded as i128)
+                .checked_add(distance)
+                .and_then(|v| i64::try_from(v).ok())
+                .ok_or(KeyError::BadNumber)?;
+            // Canonical: the encoder would have written exactly these bytes.
+            if (value as f64).to_bits() != rounded.to_bits() {
+                return Err(KeyError::BadNumber);
+            }
+            Ok((Value::Int(value), used))
         }
         KEY_STR => {
             let (raw, used) = unescape(rest)?;
@@ -343,9 +359,15 @@ mod tests {
             Value::Float(0.5),
             Value::Int(1),
             Value::Int(1 << 53),
-            Value::Int((1 << 53) + 1),
             Value::Float(9_007_199_254_740_992.0),
+            // Rounds to 2^53, so only its distance puts it above the float.
+            Value::Int((1 << 53) + 1),
             Value::Int((1 << 53) + 2),
+            // Both round to 2^53 + 4: one is below it, one above, the float between.
+            Value::Int((1 << 53) + 3),
+            Value::Int((1 << 53) + 4),
+            Value::Float(9_007_199_254_740_996.0),
+            Value::Int((1 << 53) + 5),
             Value::Int(i64::MAX),
             Value::Float(f64::INFINITY),
             Value::Str(String::new()),
@@ -371,20 +393,61 @@ mod tests {
     }
 
     #[test]
+    fn integers_up_to_2_pow_53_take_ten_bytes() {
+        for i in [0, -1, 7, 1 << 53, -(1 << 53), 123_456_789] {
+            assert_eq!(encode_key([&Value::Int(i)]).len(), 10, "{i}");
+        }
+        for i in [(1 << 53) + 1, i64::MAX, i64::MIN + 1] {
+            assert_eq!(encode_key([&Value::Int(i)]).len(), 12, "{i}");
+        }
+        // i64::MIN is -2^63, an f64 exactly.
+        assert_eq!(encode_key([&Value::Int(i64::MIN)]).len(), 10);
+        assert_eq!(encode_key([&Value::Float(1.5)]).len(), 10);
+    }
+
+    #[test]
     fn damaged_keys_are_errors() {
         assert_eq!(decode_value(&[]), Err(KeyError::Truncated));
         assert_eq!(decode_value(&[0x99]), Err(KeyError::UnknownTag(0x99)));
         assert_eq!(decode_value(&[KEY_STR, b'a', 0]), Err(KeyError::Truncated));
         assert_eq!(decode_value(&[KEY_STR, 0, 7]), Err(KeyError::BadEscape));
         assert_eq!(decode_value(&[KEY_STR, 0xc3, 0, 1]), Err(KeyError::NotUtf8));
-        let mut int = encode_key([&Value::Int(5)]);
-        int[10] ^= 1; // a distance the encoder would not write
-        assert_eq!(decode_value(&int), Err(KeyError::BadNumber));
+        // An exact integer written with a distance, and distances whose sign disagrees with
+        // the kind byte: bytes the encoder would not write.
+        let mut five = vec![KEY_NUMBER];
+        five.extend(ordered_f64(5.0));
+        for tail in [
+            [KEY_INT_BELOW, 0x80, 0x00],
+            [KEY_INT_ABOVE, 0x80, 0x00],
+            [KEY_INT_BELOW, 0x80, 0x01],
+            [KEY_INT_ABOVE, 0x7f, 0xff],
+        ] {
+            let mut bytes = five.clone();
+            bytes.extend(tail);
+            assert_eq!(decode_value(&bytes), Err(KeyError::BadNumber), "{tail:?}");
+        }
+        // 5 is exact, so 5 + 1 does not round to 5.0.
+        let mut off = five.clone();
+        off.extend([KEY_INT_ABOVE, 0x80, 0x01]);
+        assert_eq!(decode_value(&off), Err(KeyError::BadNumber));
+        assert_eq!(decode_value(&[KEY_NUMBER, 0xc0]), Err(KeyError::Truncated));
+        assert_eq!(
+            decode_value(&[&five[..], &[KEY_INT_ABOVE, 0x80]].concat()),
+            Err(KeyError::Truncated)
+        );
+        assert_eq!(
+            decode_value(&[&five[..], &[0x04]].concat()),
+            Err(KeyError::BadNumber)
+        );
         // The fuzzer's first find: an "integer" near f64::MAX overflowed the decoder.
         let mut huge = vec![KEY_NUMBER];
         huge.extend(ordered_f64(f64::MAX));
-        huge.extend([KEY_INT, 0xff, 0xff]);
+        huge.extend([KEY_INT_ABOVE, 0xff, 0xff]);
         assert_eq!(decode_value(&huge), Err(KeyError::BadNumber));
+        let mut huge_exact = vec![KEY_NUMBER];
+        huge_exact.extend(ordered_f64(f64::MAX));
+        huge_exact.push(KEY_INT);
+        assert_eq!(decode_value(&huge_exact), Err(KeyError::BadNumber));
         let two = encode_key([&Value::Int(1), &Value::Int(2)]);
         assert_eq!(
             decode_key(&two, 1),
