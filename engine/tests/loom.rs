@@ -145,3 +145,33 @@ fn skip_list_readers_see_whole_sorted_entries_and_everything_published() {
         assert_eq!(all, [10, 20, 30]);
     });
 }
+
+/// Two writers inserting into the same two lists, naming them in opposite orders, neither
+/// deadlock nor lose an entry, and a reader of either list sees it sorted throughout.
+#[test]
+fn skip_list_interleaved_inserts_into_several_lists_neither_deadlock_nor_lose_entries() {
+    model(|| {
+        let lists = Arc::new([SkipList::<u32, u32>::new(), SkipList::<u32, u32>::new()]);
+        let writers: Vec<_> = [(0usize, 20u32), (1, 10)]
+            .into_iter()
+            .map(|(first, key)| {
+                let lists = lists.clone();
+                thread::spawn(move || {
+                    let (a, b) = (&lists[first], &lists[1 - first]);
+                    SkipList::insert_each(vec![(a, key, key + 1), (b, key + 5, key + 6)])
+                        .expect("room");
+                })
+            })
+            .collect();
+        let seen: Vec<u32> = lists[0].iter().map(|(k, _)| *k).collect();
+        assert!(seen.windows(2).all(|w| w[0] < w[1]), "sorted: {seen:?}");
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let all: Vec<Vec<(u32, u32)>> = lists
+            .iter()
+            .map(|l| l.iter().map(|(k, v)| (*k, *v)).collect())
+            .collect();
+        assert_eq!(all, [vec![(15, 16), (20, 21)], vec![(10, 11), (25, 26)]]);
+    });
+}

@@ -23,12 +23,13 @@ use strata_wal::LogWriter;
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::SeqNo;
-use crate::lsm::batch::{WriteBatch, decode_batch};
+use crate::lsm::batch::{BatchEntry, WriteBatch, decode_batch};
 use crate::lsm::cf::{CfShared, validate_name};
 use crate::lsm::commit::Request;
 use crate::lsm::edit::VersionEdit;
 use crate::lsm::format::{DEFAULT_CF_ID, FileKind};
 use crate::lsm::manifest::{file_path, log_number};
+
 use crate::lsm::memtable::{MAX_ENTRIES, Memtable};
 use crate::lsm::store::{Shared, WalState};
 use crate::lsm::sync::lock;
@@ -125,9 +126,10 @@ impl Shared {
             .filter_map(|id| Some((*id, Arc::clone(&cfs.get(id)?.current().active))))
             .collect();
         drop(cfs);
+        let mut batches = Vec::with_capacity(sealed.len());
         for (i, bytes) in sealed {
-            let batch = match decode_batch(&bytes) {
-                Ok(batch) => batch,
+            match decode_batch(&bytes) {
+                Ok(batch) => batches.push((i, batch)),
                 Err(what) => {
                     // Our own encoding failed to decode: a bug, reported rather than hidden.
                     let error = self.fail(Error::Corruption {
@@ -137,19 +139,43 @@ impl Shared {
                     });
                     return results.into_iter().map(|_| Err(error.clone())).collect();
                 }
+            }
+        }
+        // Entries go in in waves of distinct memtables, each wave's searches interleaved
+        // (`Memtable::insert_each`): a row and its index entries are one wave. The order of
+        // inserts does not matter: every entry has its own seqno, and none is visible before
+        // the group is published.
+        let mut wave: Vec<(&Memtable, &BatchEntry)> = Vec::new();
+        let entries = batches.iter().flat_map(|(_, batch)| &batch.entries);
+        for entry in entries.map(Some).chain([None]) {
+            let mem = entry.and_then(|entry| {
+                memtables
+                    .iter()
+                    .find(|(id, _)| *id == entry.cf_id)
+                    .map(|(_, mem)| (mem.as_ref(), entry))
+            });
+            let ends_wave = match mem {
+                Some((mem, _)) => wave.iter().any(|(m, _)| std::ptr::eq(*m, mem)),
+                None => entry.is_none(),
             };
-            for entry in &batch.entries {
-                if let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id)
-                    && mem.insert(entry).is_err()
-                {
+            if ends_wave && !wave.is_empty() {
+                let inserted = match wave.as_slice() {
+                    [(mem, entry)] => mem.insert(entry),
+                    _ => Memtable::insert_each(&wave),
+                };
+                if inserted.is_err() {
                     // `make_room` sealed every memtable that could not take the whole group.
                     let error = self.fail(Error::InvalidArgument(format!(
                         "a memtable is full at {MAX_ENTRIES} entries"
                     )));
                     return results.into_iter().map(|_| Err(error.clone())).collect();
                 }
+                wave.clear();
             }
-            results[i] = Ok(batch.last_seqno());
+            wave.extend(mem);
+        }
+        for (i, batch) in &batches {
+            results[*i] = Ok(batch.last_seqno());
         }
         self.seq.publish(self.seq.allocated());
         results
