@@ -393,6 +393,24 @@ mod tests {
     }
 
     #[test]
+    fn the_worked_examples_of_the_format_page_hold() {
+        let entry = encode_key([&Value::from("Red\0"), &Value::Int(-2)]);
+        let mut want = vec![0x30, b'R', b'e', b'd', 0x00, 0xff, 0x00, 0x01, 0x20, 0x3f];
+        want.extend([0xff; 7]);
+        want.push(0x01);
+        assert_eq!(entry, want);
+        let max = encode_key([&Value::Int(i64::MAX)]);
+        assert_eq!(
+            max,
+            [0x20, 0xc3, 0xe0, 0, 0, 0, 0, 0, 0, 0x00, 0x7f, 0xff],
+            "{max:02x?}"
+        );
+        let float = encode_key([&Value::Float(9.223_372_036_854_776e18)]);
+        assert_eq!(float, [0x20, 0xc3, 0xe0, 0, 0, 0, 0, 0, 0, 0x02]);
+        assert!(max < float);
+    }
+
+    #[test]
     fn integers_up_to_2_pow_53_take_ten_bytes() {
         for i in [0, -1, 7, 1 << 53, -(1 << 53), 123_456_789] {
             assert_eq!(encode_key([&Value::Int(i)]).len(), 10, "{i}");
