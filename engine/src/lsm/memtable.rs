@@ -207,6 +207,9 @@ impl Memtable {
     /// distinct. On `Full` some entries may be inserted and others not: the caller fails
     /// the store, as after a failed `insert`.
     pub(crate) fn insert_each(entries: &[(&Memtable, &BatchEntry)]) -> Result<(), skiplist::Full> {
+        if let [(mem, entry)] = entries {
+            return mem.insert(entry);
+        }
         SkipList::insert_each(
             entries
                 .iter()

@@ -29,7 +29,6 @@ use crate::lsm::commit::Request;
 use crate::lsm::edit::VersionEdit;
 use crate::lsm::format::{DEFAULT_CF_ID, FileKind};
 use crate::lsm::manifest::{file_path, log_number};
-
 use crate::lsm::memtable::{MAX_ENTRIES, Memtable};
 use crate::lsm::store::{Shared, WalState};
 use crate::lsm::sync::lock;
@@ -146,33 +145,26 @@ impl Shared {
         // inserts does not matter: every entry has its own seqno, and none is visible before
         // the group is published.
         let mut wave: Vec<(&Memtable, &BatchEntry)> = Vec::new();
-        let entries = batches.iter().flat_map(|(_, batch)| &batch.entries);
-        for entry in entries.map(Some).chain([None]) {
-            let mem = entry.and_then(|entry| {
-                memtables
-                    .iter()
-                    .find(|(id, _)| *id == entry.cf_id)
-                    .map(|(_, mem)| (mem.as_ref(), entry))
-            });
-            let ends_wave = match mem {
-                Some((mem, _)) => wave.iter().any(|(m, _)| std::ptr::eq(*m, mem)),
-                None => entry.is_none(),
+        let mut inserted = Ok(());
+        for entry in batches.iter().flat_map(|(_, batch)| &batch.entries) {
+            let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id) else {
+                continue;
             };
-            if ends_wave && !wave.is_empty() {
-                let inserted = match wave.as_slice() {
-                    [(mem, entry)] => mem.insert(entry),
-                    _ => Memtable::insert_each(&wave),
-                };
-                if inserted.is_err() {
-                    // `make_room` sealed every memtable that could not take the whole group.
-                    let error = self.fail(Error::InvalidArgument(format!(
-                        "a memtable is full at {MAX_ENTRIES} entries"
-                    )));
-                    return results.into_iter().map(|_| Err(error.clone())).collect();
-                }
+            if wave.iter().any(|(m, _)| std::ptr::eq(*m, mem.as_ref())) {
+                inserted = inserted.and_then(|()| Memtable::insert_each(&wave));
                 wave.clear();
             }
-            wave.extend(mem);
+            wave.push((mem, entry));
+        }
+        if inserted
+            .and_then(|()| Memtable::insert_each(&wave))
+            .is_err()
+        {
+            // `make_room` sealed every memtable that could not take the whole group.
+            let error = self.fail(Error::InvalidArgument(format!(
+                "a memtable is full at {MAX_ENTRIES} entries"
+            )));
+            return results.into_iter().map(|_| Err(error.clone())).collect();
         }
         for (i, batch) in &batches {
             results[*i] = Ok(batch.last_seqno());
