@@ -43,10 +43,11 @@ pub use lsm::{
     WriteStalls,
 };
 pub use strata_planner::{
-    Hint, IndexState, Op, Order, Plan, Predicate, Projection, Query, TableStats, Value,
+    Consistency, Hint, IndexState, Op, Order, Plan, Predicate, Projection, Query, Scope,
+    TableStats, Value,
 };
 pub use strata_wal::RecoveryMode;
 pub use table::{
-    Analysis, Db, ExecStats, IndexDef, Mutation, ProblemKind, Record, Rows, TableBatch, TableDef,
-    VerifyReport,
+    Analysis, Db, ExecStats, IndexDef, IndexLag, IndexOptions, Maintenance, Mutation, ProblemKind,
+    Record, Rows, TableBatch, TableDef, VerifyReport,
 };

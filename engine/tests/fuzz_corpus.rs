@@ -11,6 +11,8 @@ mod corpus;
 mod key_codec;
 #[path = "../../fuzz/checks/manifest.rs"]
 mod manifest;
+#[path = "../../fuzz/checks/outbox.rs"]
+mod outbox;
 #[path = "../../fuzz/checks/record.rs"]
 mod record;
 #[path = "../../fuzz/checks/write_batch.rs"]
@@ -51,14 +53,20 @@ fn the_record_corpus_passes_the_fuzz_checks() {
     replay("record", record::check);
 }
 
-/// Writes the seed corpora of the table formats: keys, records, entries, definitions.
 #[test]
-#[ignore = "regenerates fuzz/corpus/{key_codec,record}; run by hand"]
+fn the_outbox_corpus_passes_the_fuzz_checks() {
+    replay("outbox", outbox::check);
+}
+
+/// Writes the seed corpora of the table formats: keys, records, entries, definitions, outbox
+/// entries.
+#[test]
+#[ignore = "regenerates fuzz/corpus/{key_codec,record,outbox}; run by hand"]
 fn write_table_seed_corpora() {
     use strata::table::catalog::{IndexDef, TableDef};
     use strata::table::entry::index_entry;
     use strata::table::key::encode_key;
-    use strata::{IndexState, Projection, Value, record};
+    use strata::{IndexState, Maintenance, Projection, Scope, Value, record};
 
     let keys = corpus("key_codec");
     std::fs::create_dir_all(&keys).expect("dir");
@@ -98,12 +106,15 @@ fn write_table_seed_corpora() {
     .enumerate()
     {
         let index = IndexDef {
+            id: 2,
             name: "ix".into(),
             fields: vec!["f".into()],
             projection,
             state: IndexState::Ready,
+            scope: Scope::Local,
+            maintenance: Maintenance::Sync,
         };
-        let (k, v) = index_entry(&index, &pk, &r).expect("entry");
+        let (k, v) = index_entry(&index, 0, &pk, &r).expect("entry");
         // The check splits its input in halves: pad the shorter part so the key is the first.
         let mut input = k.clone();
         if v.len() >= k.len() {
@@ -116,9 +127,73 @@ fn write_table_seed_corpora() {
             id: 3,
             name: "customers".into(),
             primary_key: vec!["id".into()],
+            shards: 1,
             indexes: vec![index],
         };
         std::fs::write(records.join(format!("seed-table-{i}")), def.encode()).expect("write");
+    }
+
+    use strata::table::outbox::{OutboxEntry, OutboxOp};
+    let outbox = corpus("outbox");
+    std::fs::create_dir_all(&outbox).expect("dir");
+    let pk = encode_key([&Value::Int(7)]);
+    let old = {
+        let mut k = encode_key([&Value::from("Redmond")]);
+        k.extend(&pk);
+        k
+    };
+    let new = {
+        let mut k = encode_key([&Value::from("Seattle")]);
+        k.extend(&pk);
+        k
+    };
+    let entries = [
+        OutboxEntry {
+            table_id: 3,
+            written_micros: 1_795_000_000_000_000,
+            ops: vec![
+                OutboxOp {
+                    index_id: 4,
+                    shard: 2,
+                    key: old,
+                    value: None,
+                },
+                OutboxOp {
+                    index_id: 4,
+                    shard: 0,
+                    key: new,
+                    value: Some(vec![1, 1]),
+                },
+            ],
+        },
+        OutboxEntry {
+            table_id: 9,
+            written_micros: 0,
+            ops: Vec::new(),
+        },
+        OutboxEntry {
+            table_id: 300,
+            written_micros: 1,
+            ops: vec![OutboxOp {
+                index_id: 301,
+                shard: 255,
+                key: vec![0x20; 40],
+                value: Some(r.encode()),
+            }],
+        },
+        OutboxEntry {
+            table_id: 5,
+            written_micros: u64::MAX,
+            ops: vec![OutboxOp {
+                index_id: u64::MAX,
+                shard: u32::MAX,
+                key: Vec::new(),
+                value: None,
+            }],
+        },
+    ];
+    for (i, e) in entries.iter().enumerate() {
+        std::fs::write(outbox.join(format!("seed-entry-{i}")), e.encode()).expect("write");
     }
 }
 

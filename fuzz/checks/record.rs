@@ -9,7 +9,7 @@
 
 use strata::table::catalog::{IndexDef, TableDef};
 use strata::table::entry::decode_entry;
-use strata::{IndexState, Projection, Record};
+use strata::{IndexState, Maintenance, Projection, Record, Scope};
 
 pub fn check(data: &[u8]) {
     if let Ok(record) = Record::decode(data) {
@@ -21,6 +21,7 @@ pub fn check(data: &[u8]) {
         id: 1,
         name: "t".into(),
         primary_key: vec!["id".into()],
+        shards: 1,
         indexes: Vec::new(),
     };
     let (key, value) = data.split_at(data.len() / 2);
@@ -30,10 +31,13 @@ pub fn check(data: &[u8]) {
         Projection::All,
     ] {
         let index = IndexDef {
+            id: 2,
             name: "ix".into(),
             fields: vec!["f".into()],
             projection,
             state: IndexState::Ready,
+            scope: Scope::Local,
+            maintenance: Maintenance::Sync,
         };
         let _ = decode_entry(&table, &index, "i/t/ix", key, value);
         let _ = decode_entry(&table, &index, "i/t/ix", &[], data);

@@ -42,7 +42,8 @@ pub mod value;
 pub use cost::CostModel;
 pub use plan::{Access, Candidate, Fetch, Formula, Plan, PlanError, choose, explain};
 pub use query::{
-    Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope, TableInfo,
+    Consistency, Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope,
+    TableInfo,
 };
 pub use selectivity::Estimator;
 pub use stats::{ColumnStats, PrefixStats, StatsError, TableStats, TableStatsBuilder};

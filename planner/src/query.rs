@@ -185,6 +185,22 @@ pub struct Query {
     pub order: Option<Order>,
     /// A forced plan.
     pub hint: Option<Hint>,
+    /// How reads through an asynchronously maintained index treat changes the indexer has
+    /// not applied yet (sync indexes are never behind, so it does not matter for them).
+    #[serde(default)]
+    pub consistency: Consistency,
+}
+
+/// What a read through an asynchronously maintained index may miss.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Consistency {
+    /// Read the index as it is, and re-check every row it names against the table: never a
+    /// wrong row, but a row changed very recently may be missing (the default, as for
+    /// DynamoDB's global secondary indexes).
+    #[default]
+    Eventual,
+    /// Also fold in the changes still waiting in the outbox: the result equals a full scan's.
+    Strong,
 }
 
 impl Query {
@@ -218,6 +234,12 @@ impl Query {
     /// Forces a plan.
     pub fn hint(mut self, hint: Hint) -> Self {
         self.hint = Some(hint);
+        self
+    }
+
+    /// Sets the consistency of reads through async indexes.
+    pub fn consistency(mut self, consistency: Consistency) -> Self {
+        self.consistency = consistency;
         self
     }
 }

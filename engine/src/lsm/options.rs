@@ -72,6 +72,14 @@ pub struct Options {
     pub max_sealed_memtables: usize,
     /// How long a delayed write group waits (default 1 ms, as LevelDB).
     pub slowdown_delay: std::time::Duration,
+    /// Tables only ([`crate::Db`]): where shard store `n` (from 1) lives is `shard_dirs[n - 1]`
+    /// when given, else the database directory's `shard-<n>` (default: none given). Shard 0 is
+    /// the database directory. Give the same list at every open.
+    pub shard_dirs: Vec<std::path::PathBuf>,
+    /// Tables only: once this many outbox entries wait for the indexer, writes to tables with
+    /// async indexes wait until it is below again (default 100 000; at least 1), as a table
+    /// whose global index cannot keep up is throttled. `Db::index_lag` counts the waits.
+    pub max_pending_index_entries: u64,
 }
 
 impl Default for Options {
@@ -96,6 +104,8 @@ impl Default for Options {
             l0_stop_trigger: 36,
             max_sealed_memtables: 4,
             slowdown_delay: std::time::Duration::from_millis(1),
+            shard_dirs: Vec::new(),
+            max_pending_index_entries: 100_000,
         }
     }
 }
@@ -141,6 +151,9 @@ impl Options {
         }
         if self.max_sealed_memtables == 0 {
             return invalid("max_sealed_memtables must be at least 1".into());
+        }
+        if self.max_pending_index_entries == 0 {
+            return invalid("max_pending_index_entries must be at least 1".into());
         }
         Ok(())
     }

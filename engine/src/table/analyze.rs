@@ -3,7 +3,7 @@
 //! 1. Choose the columns: the primary-key fields, every indexed and included field, and the
 //!    fields of the first rows (so predicates on unindexed fields are estimated too), at most
 //!    [`MAX_ANALYZED_FIELDS`]; and the composite prefixes of the key and of every index.
-//! 2. Feed every row at one snapshot to a `TableStatsBuilder` (distinct counts, most common
+//! 2. Feed every row of every shard (at one snapshot per shard) to a `TableStatsBuilder` (distinct counts, most common
 //!    values, histograms, null fractions, widths).
 //! 3. Store the result in the catalog; the planner uses it from then on.
 
@@ -27,7 +27,7 @@ impl Db {
     /// Collects `table`'s statistics, stores them, and returns them.
     pub fn analyze(&self, table: &str) -> Result<TableStats> {
         let t = self.handle(table)?;
-        let snapshot = self.store.snapshot();
+        let snapshots: Vec<_> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
         let mut columns: Vec<String> = Vec::new();
         let add = |f: &String, columns: &mut Vec<String>| {
             if !columns.contains(f) && columns.len() < MAX_ANALYZED_FIELDS {
@@ -54,20 +54,25 @@ impl Db {
                 prefixes.insert(ix.fields[..n].to_vec());
             }
         }
-        let read = || ReadOptions::default().snapshot(&snapshot);
-        for kv in self.store.iter(&t.fact, read())?.take(FIELD_DISCOVERY_ROWS) {
+        let read = |s: usize| ReadOptions::default().snapshot(&snapshots[s]);
+        let first = &t.shards[0];
+        let discovery = first.store.store.iter(&first.fact, read(0))?;
+        for kv in discovery.take(FIELD_DISCOVERY_ROWS) {
             let (_, v) = kv?;
-            let record = Record::decode(&v).map_err(|e| record_corrupt(t.fact.name(), e))?;
+            let record = Record::decode(&v).map_err(|e| record_corrupt(first.fact.name(), e))?;
             for (f, _) in record.iter() {
                 add(&f.to_owned(), &mut columns);
             }
         }
         let prefixes: Vec<Vec<String>> = prefixes.into_iter().collect();
         let mut builder = TableStatsBuilder::new(&columns, &prefixes);
-        for kv in self.store.iter(&t.fact, read())? {
-            let (k, v) = kv?;
-            let record = Record::decode(&v).map_err(|e| record_corrupt(t.fact.name(), e))?;
-            builder.add_row(|f| record.get(f), k.len() + v.len());
+        for (s, shard) in t.shards.iter().enumerate() {
+            for kv in shard.store.store.iter(&shard.fact, read(s))? {
+                let (k, v) = kv?;
+                let record =
+                    Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), e))?;
+                builder.add_row(|f| record.get(f), k.len() + v.len());
+            }
         }
         let stats = builder.finish();
         self.put_stats(table, t.def.id, stats.clone())?;

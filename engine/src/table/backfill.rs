@@ -11,7 +11,13 @@
 //! 3. `Ready`: the planner may use it.
 //!
 //! Putting an entry twice is harmless, so a backfill interrupted by a crash starts over at
-//! open.
+//! open. Each shard's rows are read in turn; an entry goes to the shard that holds it (the
+//! row's, or for a global index the one its leading value hashes to). For an async index the
+//! backfill writes entries directly while writers queue theirs in the outbox: a pending
+//! outbox entry was written before the backfill read the row, so it ends at that row's
+//! state too, and applying it after the backfill's put changes nothing.
+
+use std::collections::BTreeMap;
 
 use strata_planner::IndexState;
 
@@ -32,44 +38,57 @@ impl Db {
         self.set_index_state(table, index, IndexState::Backfilling)?;
         let start = self.handle(table)?;
         let id = start.def.id;
-        let snapshot = self.store.snapshot();
-        let mut cursor = self
-            .store
-            .cursor(&start.fact, ReadOptions::default().snapshot(&snapshot))?;
-        cursor.seek_to_first();
         let mut rows = 0u64;
-        loop {
-            let mut keys: Vec<Vec<u8>> = Vec::with_capacity(CHUNK_KEYS);
-            while cursor.valid() && keys.len() < CHUNK_KEYS {
-                keys.push(cursor.key().to_vec());
-                cursor.next();
-            }
-            cursor.status()?;
-            if keys.is_empty() {
-                break;
-            }
-            let _guards = self.stripes.lock(keys.iter().map(Vec::as_slice));
-            let t = self.handle(table)?;
-            if t.def.id != id {
-                return Err(Error::NotFound(format!(
-                    "table {table:?} (dropped during backfill)"
-                )));
-            }
-            let (_, ix, cf) = t.index(index)?;
-            let mut wb = WriteBatch::new();
-            for key in &keys {
-                if let Some(record) = self.read_record(&t, key)? {
-                    let (k, v) = index_entry(ix, key, &record)?;
-                    wb.put(cf, &k, &v)?;
-                    rows += 1;
+        for (s, shard) in start.shards.iter().enumerate() {
+            let snapshot = shard.store.store.snapshot();
+            let mut cursor = shard
+                .store
+                .store
+                .cursor(&shard.fact, ReadOptions::default().snapshot(&snapshot))?;
+            cursor.seek_to_first();
+            loop {
+                let mut keys: Vec<Vec<u8>> = Vec::with_capacity(CHUNK_KEYS);
+                while cursor.valid() && keys.len() < CHUNK_KEYS {
+                    keys.push(cursor.key().to_vec());
+                    cursor.next();
                 }
-            }
-            if !wb.is_empty() {
-                self.store.write(wb, WriteOptions::default())?;
+                cursor.status()?;
+                if keys.is_empty() {
+                    break;
+                }
+                let _guards = self.stripes.lock(keys.iter().map(Vec::as_slice));
+                let t = self.handle(table)?;
+                if t.def.id != id {
+                    return Err(Error::NotFound(format!(
+                        "table {table:?} (dropped during backfill)"
+                    )));
+                }
+                let (i, ix) = t.index(index)?;
+                let mut batches: BTreeMap<usize, WriteBatch> = BTreeMap::new();
+                for key in &keys {
+                    if let Some(record) = self.read_record(&t, key)? {
+                        let (k, v) = index_entry(ix, s, key, &record)?;
+                        let target = t.entry_shard(ix, s, &k);
+                        batches.entry(target).or_default().put(
+                            &t.shards[target].indexes[i],
+                            &k,
+                            &v,
+                        )?;
+                        rows += 1;
+                    }
+                }
+                for (target, wb) in batches {
+                    t.shards[target]
+                        .store
+                        .store
+                        .write(wb, WriteOptions::default())?;
+                }
             }
         }
         // The entries must be durable before the catalog says the index is complete.
-        self.store.sync_wal()?;
+        for shard in &start.shards {
+            shard.store.store.sync_wal()?;
+        }
         tracing::debug!(%table, %index, rows, "backfill done");
         self.set_index_state(table, index, IndexState::Ready)
     }

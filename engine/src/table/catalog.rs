@@ -17,7 +17,7 @@ use strata_planner::{IndexInfo, IndexState, Projection, Scope, TableInfo};
 use crate::error::{Error, Result};
 use crate::table::format::{
     CATALOG_FORMAT, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_FIELD_NAME_BYTES, MAX_INDEXES,
-    MAX_KEY_FIELDS, MAX_NAME_BYTES,
+    MAX_KEY_FIELDS, MAX_NAME_BYTES, MAX_SHARDS,
 };
 
 /// A table's definition.
@@ -31,13 +31,82 @@ pub struct TableDef {
     pub name: String,
     /// Primary-key fields, in order.
     pub primary_key: Vec<String>,
+    /// Number of shards, 1 to [`MAX_SHARDS`]: a row lives in shard
+    /// `hash(encoded primary key) mod shards` (`docs/formats/records.md`).
+    #[serde(default = "one_shard")]
+    pub shards: u32,
     /// Its indexes, in creation order.
     pub indexes: Vec<IndexDef>,
+}
+
+fn one_shard() -> u32 {
+    1
+}
+
+fn local() -> Scope {
+    Scope::Local
+}
+
+/// How an index is kept up to date with its table's rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Maintenance {
+    /// In the same atomic batch as the row: the index is never behind.
+    #[default]
+    Sync,
+    /// Through the fact shard's outbox, applied by the background indexer: writes are cheaper
+    /// and the index may lag (`Db::index_lag`, `Db::wait_for_indexes`).
+    Async,
+}
+
+/// Where an index lives and how it is maintained, for [`crate::Db::create_index_with`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexOptions {
+    /// Local (beside each shard's rows) or global (partitioned by the index's leading field).
+    pub scope: Scope,
+    /// Sync or async.
+    pub maintenance: Maintenance,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        IndexOptions::local()
+    }
+}
+
+impl IndexOptions {
+    /// A local index maintained in the row's batch (the default).
+    pub fn local() -> Self {
+        IndexOptions {
+            scope: Scope::Local,
+            maintenance: Maintenance::Sync,
+        }
+    }
+
+    /// A local index maintained through the outbox.
+    pub fn local_async() -> Self {
+        IndexOptions {
+            scope: Scope::Local,
+            maintenance: Maintenance::Async,
+        }
+    }
+
+    /// A global index: partitioned by its leading field across the table's shards, maintained
+    /// through the outbox.
+    pub fn global() -> Self {
+        IndexOptions {
+            scope: Scope::Global,
+            maintenance: Maintenance::Async,
+        }
+    }
 }
 
 /// An index's definition.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct IndexDef {
+    /// A number no other table or index of this database had: outbox entries name the index
+    /// by it, so one dropped and recreated under the same name is never confused with it.
+    #[serde(default)]
+    pub id: u64,
     /// Its name, unique within the table.
     pub name: String,
     /// Indexed fields, in order.
@@ -46,6 +115,19 @@ pub struct IndexDef {
     pub projection: Projection,
     /// Where it is in its life cycle.
     pub state: IndexState,
+    /// Local or global.
+    #[serde(default = "local")]
+    pub scope: Scope,
+    /// Sync or async.
+    #[serde(default)]
+    pub maintenance: Maintenance,
+}
+
+impl IndexDef {
+    /// Whether its entries can be behind the rows (maintained through the outbox).
+    pub fn is_async(&self) -> bool {
+        self.maintenance == Maintenance::Async
+    }
 }
 
 impl TableDef {
@@ -55,20 +137,30 @@ impl TableDef {
     }
 
     /// The table as the planner sees it: only `Ready` indexes are planned, but the planner
-    /// is told of the others so a hint naming one gets a clear error.
+    /// is told of the others so a hint naming one gets a clear error. An async index is shown
+    /// as keys-only: its entries may be behind, so every read through it fetches the row and
+    /// re-checks it, whatever the entry carries.
     pub fn planner_info(&self) -> TableInfo {
         TableInfo {
             name: self.name.clone(),
             primary_key: self.primary_key.clone(),
-            shards: 1,
+            shards: self.shards,
             indexes: self
                 .indexes
                 .iter()
                 .map(|ix| IndexInfo {
                     name: ix.name.clone(),
                     fields: ix.fields.clone(),
-                    projection: ix.projection.clone(),
-                    scope: Scope::Local,
+                    projection: if ix.is_async() {
+                        Projection::KeysOnly
+                    } else {
+                        ix.projection.clone()
+                    },
+                    scope: if self.shards > 1 {
+                        ix.scope
+                    } else {
+                        Scope::Local
+                    },
                     state: ix.state,
                 })
                 .collect(),
@@ -103,6 +195,12 @@ impl TableDef {
     pub fn validate(&self) -> Result<()> {
         validate_name("table", &self.name)?;
         validate_fields("primary key", &self.primary_key)?;
+        if !(1..=MAX_SHARDS).contains(&self.shards) {
+            return Err(Error::InvalidArgument(format!(
+                "a table has 1 to {MAX_SHARDS} shards, got {}",
+                self.shards
+            )));
+        }
         if self.indexes.len() > MAX_INDEXES {
             return Err(Error::InvalidArgument(format!(
                 "a table has at most {MAX_INDEXES} indexes"
@@ -115,6 +213,13 @@ impl TableDef {
                 for f in extra {
                     validate_field(f)?;
                 }
+            }
+            if ix.scope == Scope::Global && self.shards > 1 && !ix.is_async() {
+                return Err(Error::InvalidArgument(format!(
+                    "index {:?} is global on a table of {} shards: its entries live in other \
+                     shards than their rows, so it must be maintained asynchronously",
+                    ix.name, self.shards
+                )));
             }
             if self.indexes[..i].iter().any(|other| other.name == ix.name) {
                 return Err(Error::InvalidArgument(format!(
@@ -193,11 +298,15 @@ mod tests {
             id: 7,
             name: "customers".into(),
             primary_key: vec!["id".into()],
+            shards: 3,
             indexes: vec![IndexDef {
+                id: 8,
                 name: "by_town".into(),
                 fields: vec!["town".into(), "last".into()],
                 projection: Projection::Include(vec!["first".into()]),
                 state: IndexState::Ready,
+                scope: Scope::Global,
+                maintenance: Maintenance::Async,
             }],
         }
     }
@@ -220,5 +329,28 @@ mod tests {
         assert!(validate_name("table", "9lives").is_err());
         assert!(validate_name("table", "").is_err());
         assert!(validate_name("table", "orders_2024").is_ok());
+        let mut d = def();
+        d.shards = 0;
+        assert!(d.validate().is_err());
+        let mut d = def();
+        d.indexes[0].maintenance = Maintenance::Sync;
+        assert!(
+            d.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("asynchronously")
+        );
+        d.shards = 1;
+        assert!(d.validate().is_ok(), "one shard: a global index is local");
+    }
+
+    #[test]
+    fn definitions_without_shard_fields_read_as_one_shard_local_sync() {
+        let json = br#"{"format":1,"id":3,"name":"t","primary_key":["id"],
+            "indexes":[{"name":"by_x","fields":["x"],"projection":"KeysOnly","state":"Ready"}]}"#;
+        let d = TableDef::decode(json).unwrap();
+        assert_eq!(d.shards, 1);
+        assert_eq!(d.indexes[0].scope, Scope::Local);
+        assert_eq!(d.indexes[0].maintenance, Maintenance::Sync);
     }
 }

@@ -1,8 +1,10 @@
-//! `Db`: tables and index tables over one LSM store, and their catalog.
+//! `Db`: tables and index tables over shard stores, their catalog, and the indexer thread.
 //!
-//! 1. `open` opens the store, reads the catalog, drops column families no definition names (a
-//!    crash between creating a family and recording it), and finishes any index backfill a
-//!    crash interrupted.
+//! 1. `open` opens shard store 0 (the directory itself), reads the catalog from it, opens the
+//!    other shard stores the tables need, drops in each the column families no definition
+//!    names (a crash between creating a family and recording it), counts each store's outbox,
+//!    starts the indexer, and finishes any index backfill a crash interrupted. Shard store `n`
+//!    holds shard `n` of every table with more than `n` shards.
 //! 2. DDL (`create_table`, `create_index`, the drops) is serialised by one mutex; each change
 //!    is one synced catalog write, ordered against the family's creation or removal so a
 //!    crash never leaves a definition naming a family that is not there.
@@ -10,19 +12,23 @@
 //!    `Arc<Table>`s; a change publishes a new `Arc`.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use strata_planner::{CostModel, IndexState, Projection, TableStats, Value};
+use strata_planner::{CostModel, IndexState, Projection, Scope, TableStats, Value};
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Options, ReadOptions, Store, WriteBatch, WriteOptions};
-use crate::table::catalog::{IndexDef, TableDef, fact_cf, index_cf, validate_field, validate_name};
+use crate::table::catalog::{
+    IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
+};
 use crate::table::entry::{corrupt, encode_primary_key, record_corrupt};
 use crate::table::format::{
     CATALOG_CF, CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX,
-    FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_INDEXES,
+    FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_INDEXES, OUTBOX_CF, SHARD_DIR_PREFIX,
 };
+use crate::table::key::decode_value;
+use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::record::Record;
 use crate::table::write::Stripes;
 
@@ -46,44 +52,121 @@ use crate::table::write::Stripes;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Db {
-    pub(crate) store: Store,
+    shared: Arc<Shared>,
+    indexer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What `Db` and its indexer thread share.
+pub struct Shared {
+    dir: PathBuf,
+    pub(crate) options: Options,
+    /// Shard store 0: the database directory, which also holds the catalog.
+    pub(crate) main: Arc<ShardStore>,
+    /// Every open shard store, by number (0 is `main`).
+    pub(crate) shard_stores: RwLock<Vec<Arc<ShardStore>>>,
     catalog: ColumnFamily,
     tables: RwLock<BTreeMap<String, Arc<Table>>>,
     /// Serialises DDL. Writers never take it.
     ddl: Mutex<()>,
+    /// The indexer holds it shared while it applies entries; dropping a table or an index
+    /// holds it exclusively, so no family is dropped under the indexer's write.
+    pub(crate) gate: RwLock<()>,
     /// Per-key locks for read-modify-write of a row and its index entries.
     pub(crate) stripes: Stripes,
     pub(crate) cost_model: CostModel,
+    /// Outbox numbers and the indexer's wake-ups.
+    pub(crate) tracker: Tracker,
+}
+
+impl std::ops::Deref for Db {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// One shard store: an LSM store holding shard `number` of every table with more than
+/// `number` shards, and its outbox.
+pub(crate) struct ShardStore {
+    pub(crate) number: usize,
+    pub(crate) store: Store,
+    pub(crate) outbox: ColumnFamily,
 }
 
 /// A table's definition with its open column families.
 pub(crate) struct Table {
     pub(crate) def: TableDef,
-    pub(crate) fact: ColumnFamily,
-    /// One per `def.indexes`, in the same order.
-    pub(crate) indexes: Vec<ColumnFamily>,
+    /// One per shard.
+    pub(crate) shards: Vec<TableShard>,
     /// From the last `analyze`, if any.
     pub(crate) stats: Option<TableStats>,
 }
 
+/// A table's families in one shard store.
+#[derive(Clone)]
+pub(crate) struct TableShard {
+    pub(crate) store: Arc<ShardStore>,
+    pub(crate) fact: ColumnFamily,
+    /// One per `def.indexes`, in the same order: local indexes hold this shard's rows'
+    /// entries, global ones the entries whose leading value hashes here.
+    pub(crate) indexes: Vec<ColumnFamily>,
+}
+
 impl Table {
-    /// This table with `def` (and `indexes`, when given) in place of its own.
-    fn with(&self, def: TableDef, indexes: Option<Vec<ColumnFamily>>) -> Table {
+    /// This table with `def` (and `shards`, when given) in place of its own.
+    fn with(&self, def: TableDef, shards: Option<Vec<TableShard>>) -> Table {
         Table {
             def,
-            fact: self.fact.clone(),
-            indexes: indexes.unwrap_or_else(|| self.indexes.clone()),
+            shards: shards.unwrap_or_else(|| self.shards.clone()),
             stats: self.stats.clone(),
         }
     }
 
-    pub(crate) fn index(&self, name: &str) -> Result<(usize, &IndexDef, &ColumnFamily)> {
+    pub(crate) fn index(&self, name: &str) -> Result<(usize, &IndexDef)> {
         self.def
             .indexes
             .iter()
             .position(|ix| ix.name == name)
-            .map(|i| (i, &self.def.indexes[i], &self.indexes[i]))
+            .map(|i| (i, &self.def.indexes[i]))
             .ok_or_else(|| Error::NotFound(format!("index {name:?} on table {:?}", self.def.name)))
+    }
+
+    /// The shard holding the row whose encoded primary key is `pk`.
+    pub(crate) fn fact_shard(&self, pk: &[u8]) -> usize {
+        shard_of(pk, self.shards.len())
+    }
+
+    /// The shard holding entry `key` of index `ix` for a row of shard `fact_shard`: the row's
+    /// own for a local index, the one its leading value hashes to for a global one.
+    pub(crate) fn entry_shard(&self, ix: &IndexDef, fact_shard: usize, key: &[u8]) -> usize {
+        if ix.scope == Scope::Local || self.shards.len() == 1 {
+            return fact_shard;
+        }
+        shard_of(leading_value(key), self.shards.len())
+    }
+
+    /// Whether any index is maintained through the outbox.
+    pub(crate) fn has_async(&self) -> bool {
+        self.def.indexes.iter().any(IndexDef::is_async)
+    }
+}
+
+/// The shard of `bytes` among `n`: the planner's stable 64-bit hash, mod `n`
+/// (`docs/formats/records.md` pins it; changing it moves every row).
+pub(crate) fn shard_of(bytes: &[u8], n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    (strata_planner::value::hash_bytes(bytes) % n as u64) as usize
+}
+
+/// The encoded leading value of an index key (the whole key if it does not decode, which
+/// cannot happen for a key the table layer built).
+pub(crate) fn leading_value(key: &[u8]) -> &[u8] {
+    match decode_value(key) {
+        Ok((_, used)) => &key[..used],
+        Err(_) => key,
     }
 }
 
@@ -96,10 +179,25 @@ fn catalog_corrupt(what: String) -> Error {
     corrupt(CATALOG_CF, Corruption::Catalog(what))
 }
 
+/// The families shard store `number` must hold for `defs`.
+fn wanted_families<'d>(
+    defs: impl Iterator<Item = &'d TableDef>,
+    number: usize,
+) -> BTreeSet<String> {
+    defs.filter(|d| d.shards as usize > number)
+        .flat_map(|d| {
+            std::iter::once(d.fact_cf())
+                .chain(d.indexes.iter().map(|ix| index_cf(&d.name, &ix.name)))
+        })
+        .collect()
+}
+
 impl Db {
     /// Opens (or, with `options.create_if_missing`, creates) the database in `dir`.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
-        let store = Store::open(dir, options)?;
+        let dir = dir.as_ref().to_path_buf();
+        let main = Arc::new(open_shard_store(&dir, &options, 0)?);
+        let store = &main.store;
         let catalog = match store.cf(CATALOG_CF) {
             Ok(cf) => cf,
             Err(Error::NotFound(_)) => store.create_column_family(CATALOG_CF)?,
@@ -130,52 +228,65 @@ impl Db {
             }
         }
 
-        // Families no definition names were being created or dropped at a crash.
-        let wanted: BTreeSet<String> = defs
-            .values()
-            .flat_map(|d| {
-                std::iter::once(d.fact_cf())
-                    .chain(d.indexes.iter().map(|ix| index_cf(&d.name, &ix.name)))
-            })
-            .collect();
-        for name in store.column_families() {
-            let ours = name.starts_with(FACT_CF_PREFIX) || name.starts_with(INDEX_CF_PREFIX);
-            if ours && !wanted.contains(&name) {
-                tracing::info!(family = %name, "dropping a column family no table names");
-                store.drop_column_family(&store.cf(&name)?)?;
-            }
-        }
+        let shared = Shared {
+            dir,
+            options,
+            main: Arc::clone(&main),
+            shard_stores: RwLock::new(vec![Arc::clone(&main)]),
+            catalog,
+            tables: RwLock::new(BTreeMap::new()),
+            ddl: Mutex::new(()),
+            gate: RwLock::new(()),
+            stripes: Stripes::new(),
+            cost_model: CostModel::default(),
+            tracker: Tracker::new(),
+        };
+        shared.adopt(&main, defs.values())?;
+        let most = defs.values().map(|d| d.shards as usize).max().unwrap_or(1);
+        shared.open_shard_stores(most, defs.values())?;
 
-        let family = |name: &str| {
+        let family = |store: &Store, name: &str| {
             store.cf(name).map_err(|_| {
                 catalog_corrupt(format!(
                     "column family {name:?} the catalog names is missing"
                 ))
             })
         };
+        let stores = shared.stores();
         let mut tables = BTreeMap::new();
         for (name, def) in defs {
-            let fact = family(&def.fact_cf())?;
-            let indexes = def
-                .indexes
-                .iter()
-                .map(|ix| family(&index_cf(&def.name, &ix.name)))
-                .collect::<Result<Vec<_>>>()?;
+            let mut shards = Vec::with_capacity(def.shards as usize);
+            for shard_store in &stores[..def.shards as usize] {
+                let store = &shard_store.store;
+                shards.push(TableShard {
+                    store: Arc::clone(shard_store),
+                    fact: family(store, &def.fact_cf())?,
+                    indexes: def
+                        .indexes
+                        .iter()
+                        .map(|ix| family(store, &index_cf(&def.name, &ix.name)))
+                        .collect::<Result<Vec<_>>>()?,
+                });
+            }
             let table = Table {
                 stats: stats.remove(&name),
                 def,
-                fact,
-                indexes,
+                shards,
             };
             tables.insert(name, Arc::new(table));
         }
+        *shared.tables.write().unwrap_or_else(|p| p.into_inner()) = tables;
+
+        let shared = Arc::new(shared);
+        let indexer = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("strata-indexer".into())
+                .spawn(move || shared.run_indexer())?
+        };
         let db = Db {
-            store,
-            catalog,
-            tables: RwLock::new(tables),
-            ddl: Mutex::new(()),
-            stripes: Stripes::new(),
-            cost_model: CostModel::default(),
+            shared,
+            indexer: Some(indexer),
         };
         // Finish what a crash interrupted.
         let unfinished: Vec<(String, String)> = db
@@ -199,31 +310,19 @@ impl Db {
         Ok(db)
     }
 
-    /// The underlying key-value store (for statistics, flushes and compaction).
+    /// Shard store 0, the database directory's own store: it holds the catalog and shard 0 of
+    /// every table (for statistics, flushes and compaction).
     pub fn store(&self) -> &Store {
-        &self.store
+        &self.main.store
     }
 
-    /// Closes the database, reporting the final log sync.
-    pub fn close(self) -> Result<()> {
-        self.store.close()
-    }
-
-    fn read_tables(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Table>>> {
-        self.tables.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    fn publish(&self, table: Table) {
-        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
-        tables.insert(table.def.name.clone(), Arc::new(table));
-    }
-
-    /// The current state of table `name`.
-    pub(crate) fn handle(&self, name: &str) -> Result<Arc<Table>> {
-        self.read_tables()
-            .get(name)
-            .cloned()
-            .ok_or_else(|| Error::NotFound(format!("table {name:?}")))
+    /// Runs `f` on every open shard store, in shard order (for flushes, compaction and
+    /// statistics of sharded tables).
+    pub fn for_each_store(&self, mut f: impl FnMut(usize, &Store) -> Result<()>) -> Result<()> {
+        for s in self.stores() {
+            f(s.number, &s.store)?;
+        }
+        Ok(())
     }
 
     /// The definitions of every table, by name.
@@ -241,32 +340,63 @@ impl Db {
         Ok(self.handle(table)?.stats.clone())
     }
 
-    /// Writes catalog changes, synced.
-    fn write_catalog(&self, puts: &[(String, Vec<u8>)], deletes: &[String]) -> Result<()> {
-        let mut batch = WriteBatch::new();
-        for (k, v) in puts {
-            batch.put(&self.catalog, k.as_bytes(), v)?;
-        }
-        for k in deletes {
-            batch.delete(&self.catalog, k.as_bytes())?;
-        }
-        self.store.write(batch, WriteOptions::synced()).map(drop)
+    /// Flushes every family of every shard store.
+    pub fn flush(&self) -> Result<()> {
+        self.for_each_store(|_, store| store.flush_all())
     }
 
-    fn next_id(&self) -> Result<u64> {
-        let stored = match self.store.get(&self.catalog, CATALOG_NEXT_ID.as_bytes())? {
-            Some(v) => std::str::from_utf8(&v)
-                .ok()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| catalog_corrupt("next_id is not a number".into()))?,
-            None => 1,
+    fn stop_indexer(&mut self) {
+        self.tracker.stop();
+        if let Some(indexer) = self.indexer.take()
+            && indexer.join().is_err()
+        {
+            tracing::error!("the indexer thread panicked");
+        }
+    }
+
+    /// Closes the database, reporting the final log syncs. Outbox entries not yet applied stay
+    /// in their shards and are applied after the next open.
+    pub fn close(mut self) -> Result<()> {
+        self.stop_indexer();
+        let shared = Arc::clone(&self.shared);
+        drop(self);
+        let Ok(shared) = Arc::try_unwrap(shared) else {
+            return Ok(()); // unreachable: the indexer was the only other owner
         };
-        let used = self.read_tables().values().map(|t| t.def.id + 1).max();
-        Ok(stored.max(used.unwrap_or(1)))
+        let Shared {
+            main,
+            shard_stores,
+            tables,
+            ..
+        } = shared;
+        drop(tables);
+        drop(main);
+        let mut result = Ok(());
+        for s in shard_stores.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            if let Ok(s) = Arc::try_unwrap(s) {
+                let closed = s.store.close();
+                if result.is_ok() {
+                    result = closed;
+                }
+            }
+        }
+        result
     }
 
     /// Creates table `name` whose rows are identified by `primary_key` (one or more fields).
     pub fn create_table(&self, name: &str, primary_key: &[&str]) -> Result<()> {
+        self.create_sharded_table(name, primary_key, 1)
+    }
+
+    /// Creates table `name` with `shards` shards (1 to 256): each row lives in the shard its
+    /// primary key hashes to, and each shard is its own store, with its own log, in the
+    /// database directory's `shard-<n>` (or where `Options::shard_dirs` says).
+    pub fn create_sharded_table(
+        &self,
+        name: &str,
+        primary_key: &[&str],
+        shards: u32,
+    ) -> Result<()> {
         let _ddl = lock(&self.ddl);
         validate_name("table", name)?;
         if self.read_tables().contains_key(name) {
@@ -278,12 +408,23 @@ impl Db {
             id,
             name: name.to_owned(),
             primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
+            shards,
             indexes: Vec::new(),
         };
         def.validate()?;
-        // A family left by a crash before its table was recorded would have been dropped at
-        // open; one dropped by `drop_table` is gone.
-        let fact = self.store.create_column_family(&fact_cf(name))?;
+        let defs = self.tables();
+        self.shared
+            .open_shard_stores(shards as usize, defs.iter())?;
+        // A family left by a crash before its table was recorded was dropped when its store
+        // was opened; one dropped by `drop_table` is gone.
+        let mut table_shards = Vec::with_capacity(shards as usize);
+        for store in &self.stores()[..shards as usize] {
+            table_shards.push(TableShard {
+                store: Arc::clone(store),
+                fact: store.store.create_column_family(&fact_cf(name))?,
+                indexes: Vec::new(),
+            });
+        }
         self.write_catalog(
             &[
                 (format!("{CATALOG_TABLE_PREFIX}{name}"), def.encode()),
@@ -296,14 +437,14 @@ impl Db {
         )?;
         self.publish(Table {
             def,
-            fact,
-            indexes: Vec::new(),
+            shards: table_shards,
             stats: None,
         });
         Ok(())
     }
 
-    /// Drops table `name`, its indexes and its statistics.
+    /// Drops table `name`, its indexes and its statistics. Its outbox entries not yet applied
+    /// are discarded by the indexer.
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = lock(&self.ddl);
         let table = self.handle(name)?;
@@ -318,23 +459,41 @@ impl Db {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
-        self.store.drop_column_family(&table.fact)?;
-        for cf in &table.indexes {
-            self.store.drop_column_family(cf)?;
+        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        for shard in &table.shards {
+            shard.store.store.drop_column_family(&shard.fact)?;
+            for cf in &shard.indexes {
+                shard.store.store.drop_column_family(cf)?;
+            }
         }
         Ok(())
     }
 
-    /// Creates index `name` on `table` over `fields` (a composite index when several), whose
-    /// entries carry `projection`. On a populated table it backfills: new writes maintain the
-    /// index from the start (`WriteOnly`), existing rows are added (`Backfilling`), and only
-    /// then is it planned (`Ready`). Returns when it is ready.
+    /// Creates a local, synchronously maintained index `name` on `table` over `fields` (a
+    /// composite index when several), whose entries carry `projection`. On a populated table
+    /// it backfills: new writes maintain the index from the start (`WriteOnly`), existing
+    /// rows are added (`Backfilling`), and only then is it planned (`Ready`). Returns when it
+    /// is ready.
     pub fn create_index(
         &self,
         table: &str,
         name: &str,
         fields: &[&str],
         projection: Projection,
+    ) -> Result<()> {
+        self.create_index_with(table, name, fields, projection, IndexOptions::local())
+    }
+
+    /// [`Db::create_index`] with a choice of scope and maintenance: a global index is
+    /// partitioned across the table's shards by the hash of its leading field, and on more
+    /// than one shard must be async.
+    pub fn create_index_with(
+        &self,
+        table: &str,
+        name: &str,
+        fields: &[&str],
+        projection: Projection,
+        options: IndexOptions,
     ) -> Result<()> {
         let _ddl = lock(&self.ddl);
         let current = self.handle(table)?;
@@ -354,22 +513,38 @@ impl Db {
                 validate_field(f)?;
             }
         }
+        let id = self.next_id()?;
         let mut def = current.def.clone();
         def.indexes.push(IndexDef {
+            id,
             name: name.to_owned(),
             fields: fields.iter().map(|f| f.to_string()).collect(),
             projection,
             state: IndexState::WriteOnly,
+            scope: options.scope,
+            maintenance: options.maintenance,
         });
         def.validate()?;
-        let cf = self.store.create_column_family(&index_cf(table, name))?;
+        let mut shards = current.shards.clone();
+        for shard in &mut shards {
+            shard.indexes.push(
+                shard
+                    .store
+                    .store
+                    .create_column_family(&index_cf(table, name))?,
+            );
+        }
         self.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode())],
+            &[
+                (format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()),
+                (
+                    CATALOG_NEXT_ID.to_owned(),
+                    (id + 1).to_string().into_bytes(),
+                ),
+            ],
             &[],
         )?;
-        let mut indexes = current.indexes.clone();
-        indexes.push(cf);
-        self.publish(current.with(def, Some(indexes)));
+        self.publish(current.with(def, Some(shards)));
         self.backfill(table, name)
     }
 
@@ -382,7 +557,7 @@ impl Db {
         state: IndexState,
     ) -> Result<()> {
         let current = self.handle(table)?;
-        let (i, _, _) = current.index(index)?;
+        let (i, _) = current.index(index)?;
         let mut def = current.def.clone();
         def.indexes[i].state = state;
         self.write_catalog(
@@ -393,21 +568,29 @@ impl Db {
         Ok(())
     }
 
-    /// Drops index `index` of `table`.
+    /// Drops index `index` of `table`. Its outbox entries not yet applied are discarded by
+    /// the indexer.
     pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
         let _ddl = lock(&self.ddl);
         let current = self.handle(table)?;
-        let (i, _, _) = current.index(index)?;
+        let (i, _) = current.index(index)?;
         let mut def = current.def.clone();
         def.indexes.remove(i);
-        let mut indexes = current.indexes.clone();
-        let cf = indexes.remove(i);
+        let mut shards = current.shards.clone();
+        let dropped: Vec<(Arc<ShardStore>, ColumnFamily)> = shards
+            .iter_mut()
+            .map(|s| (Arc::clone(&s.store), s.indexes.remove(i)))
+            .collect();
         self.write_catalog(
             &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode())],
             &[],
         )?;
-        self.publish(current.with(def, Some(indexes)));
-        self.store.drop_column_family(&cf)
+        self.publish(current.with(def, Some(shards)));
+        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        for (store, cf) in dropped {
+            store.store.drop_column_family(&cf)?;
+        }
+        Ok(())
     }
 
     /// Stores `stats` as `table`'s statistics and plans with them from now on.
@@ -434,11 +617,176 @@ impl Db {
         let t = self.handle(table)?;
         let values: Vec<&Value> = key.iter().collect();
         let pk = encode_primary_key(&t.def, &values)?;
-        match self.store.get(&t.fact, &pk)? {
+        self.read_record(&t, &pk)
+    }
+}
+
+impl Drop for Db {
+    fn drop(&mut self) {
+        self.stop_indexer();
+    }
+}
+
+/// Opens shard store `number` of the database in `dir`, with its outbox family.
+fn open_shard_store(dir: &Path, options: &Options, number: usize) -> Result<ShardStore> {
+    let path = if number == 0 {
+        dir.to_path_buf()
+    } else {
+        match options.shard_dirs.get(number - 1) {
+            Some(p) => p.clone(),
+            None => dir.join(format!("{SHARD_DIR_PREFIX}{number}")),
+        }
+    };
+    let store = Store::open(&path, options.clone())?;
+    let outbox = match store.cf(OUTBOX_CF) {
+        Ok(cf) => cf,
+        Err(Error::NotFound(_)) => store.create_column_family(OUTBOX_CF)?,
+        Err(e) => return Err(e),
+    };
+    Ok(ShardStore {
+        number,
+        store,
+        outbox,
+    })
+}
+
+impl Shared {
+    /// Every open shard store, by number.
+    pub(crate) fn stores(&self) -> Vec<Arc<ShardStore>> {
+        self.shard_stores
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Opens shard stores up to `count` (exclusive) that are not open yet.
+    fn open_shard_stores<'d>(
+        &self,
+        count: usize,
+        defs: impl Iterator<Item = &'d TableDef> + Clone,
+    ) -> Result<()> {
+        loop {
+            let have = self.stores().len();
+            if have >= count {
+                return Ok(());
+            }
+            let store = Arc::new(open_shard_store(&self.dir, &self.options, have)?);
+            self.adopt(&store, defs.clone())?;
+            self.shard_stores
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .push(store);
+        }
+    }
+
+    /// Drops the families of a newly opened store that no definition names (a crash between
+    /// creating a family and recording it, or between forgetting one and dropping it), and
+    /// registers its outbox with the tracker.
+    fn adopt<'d>(
+        &self,
+        shard: &ShardStore,
+        defs: impl Iterator<Item = &'d TableDef>,
+    ) -> Result<()> {
+        let store = &shard.store;
+        let wanted = wanted_families(defs, shard.number);
+        for name in store.column_families() {
+            let ours = name.starts_with(FACT_CF_PREFIX) || name.starts_with(INDEX_CF_PREFIX);
+            if ours && !wanted.contains(&name) {
+                tracing::info!(family = %name, shard = shard.number, "dropping a column family no table names");
+                store.drop_column_family(&store.cf(&name)?)?;
+            }
+        }
+        let (mut first, mut last, mut pending) = (None, None, 0u64);
+        for kv in store.iter(&shard.outbox, ReadOptions::default())? {
+            let (k, _) = kv?;
+            let seq = outbox_seq(&k).ok_or_else(|| {
+                corrupt(
+                    OUTBOX_CF,
+                    Corruption::Catalog(format!("outbox key of {} bytes", k.len())),
+                )
+            })?;
+            first.get_or_insert(seq);
+            last = Some(seq);
+            pending += 1;
+        }
+        let next = last.map_or(0, |l| l + 1);
+        self.tracker
+            .add_shard(shard.number, first.unwrap_or(next), next, pending);
+        Ok(())
+    }
+
+    pub(crate) fn read_tables(
+        &self,
+    ) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Arc<Table>>> {
+        self.tables.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn publish(&self, table: Table) {
+        let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
+        tables.insert(table.def.name.clone(), Arc::new(table));
+    }
+
+    /// The current state of table `name`.
+    pub(crate) fn handle(&self, name: &str) -> Result<Arc<Table>> {
+        self.read_tables()
+            .get(name)
+            .cloned()
+            .ok_or_else(|| Error::NotFound(format!("table {name:?}")))
+    }
+
+    /// The table whose id is `id`, if it still exists.
+    pub(crate) fn handle_by_id(&self, id: u64) -> Option<Arc<Table>> {
+        self.read_tables()
+            .values()
+            .find(|t| t.def.id == id)
+            .cloned()
+    }
+
+    /// Writes catalog changes, synced.
+    fn write_catalog(&self, puts: &[(String, Vec<u8>)], deletes: &[String]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for (k, v) in puts {
+            batch.put(&self.catalog, k.as_bytes(), v)?;
+        }
+        for k in deletes {
+            batch.delete(&self.catalog, k.as_bytes())?;
+        }
+        self.main
+            .store
+            .write(batch, WriteOptions::synced())
+            .map(drop)
+    }
+
+    /// The next table or index id.
+    fn next_id(&self) -> Result<u64> {
+        let stored = match self
+            .main
+            .store
+            .get(&self.catalog, CATALOG_NEXT_ID.as_bytes())?
+        {
+            Some(v) => std::str::from_utf8(&v)
+                .ok()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or_else(|| catalog_corrupt("next_id is not a number".into()))?,
+            None => 1,
+        };
+        let used = self
+            .read_tables()
+            .values()
+            .flat_map(|t| std::iter::once(t.def.id).chain(t.def.indexes.iter().map(|ix| ix.id)))
+            .max()
+            .map_or(1, |m| m + 1);
+        Ok(stored.max(used))
+    }
+
+    /// The current record at `key` in `t`'s fact family.
+    pub(crate) fn read_record(&self, t: &Table, key: &[u8]) -> Result<Option<Record>> {
+        let shard = &t.shards[t.fact_shard(key)];
+        match shard.store.store.get(&shard.fact, key)? {
             None => Ok(None),
             Some(bytes) => Record::decode(&bytes)
                 .map(Some)
-                .map_err(|e| record_corrupt(t.fact.name(), e)),
+                .map_err(|e| record_corrupt(shard.fact.name(), e)),
         }
     }
 }

@@ -80,8 +80,14 @@ pub fn record_key(def: &TableDef, record: &Record) -> Result<Vec<u8>> {
     encode_primary_key(def, &values)
 }
 
-/// The entry `record` (whose encoded primary key is `pk`) has in `index`.
-pub fn index_entry(index: &IndexDef, pk: &[u8], record: &Record) -> Result<(Vec<u8>, Vec<u8>)> {
+/// The entry `record` (whose encoded primary key is `pk`, in fact shard `shard`) has in
+/// `index`.
+pub fn index_entry(
+    index: &IndexDef,
+    shard: usize,
+    pk: &[u8],
+    record: &Record,
+) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut key = Vec::with_capacity(pk.len() + 16 * index.fields.len());
     for f in &index.fields {
         encode_value(record.value(f), &mut key);
@@ -95,7 +101,7 @@ pub fn index_entry(index: &IndexDef, pk: &[u8], record: &Record) -> Result<(Vec<
         });
     }
     let mut value = vec![ENTRY_VERSION];
-    put_varint(&mut value, 0); // the shard: tables have one until shards land
+    put_varint(&mut value, shard as u64);
     match &index.projection {
         Projection::KeysOnly => {}
         Projection::Include(fields) => record.project(fields).encode_into(&mut value),
@@ -113,6 +119,8 @@ pub struct Entry {
     pub primary_key: Vec<Value>,
     /// The encoded primary key (the fact row's key).
     pub pk_bytes: Vec<u8>,
+    /// The fact row's shard.
+    pub shard: u64,
     /// What the entry carries: the included fields or the whole record.
     pub payload: Option<Record>,
 }
@@ -137,7 +145,7 @@ pub fn decode_entry(
     if version != ENTRY_VERSION {
         return Err(record_corrupt(cf, RecordError::Version(version)));
     }
-    let _shard = r.varint().map_err(|e| record_corrupt(cf, e))?;
+    let shard = r.varint().map_err(|e| record_corrupt(cf, e))?;
     let rest = &value[r.at..];
     let payload = match (&index.projection, rest.is_empty()) {
         (Projection::KeysOnly, true) => None,
@@ -150,6 +158,7 @@ pub fn decode_entry(
         values,
         primary_key,
         pk_bytes: pk_bytes.to_vec(),
+        shard,
         payload,
     })
 }

@@ -92,5 +92,20 @@ pub const MAX_INDEX_KEY_BYTES: usize = 16 << 10;
 pub const MAX_KEY_FIELDS: usize = 16;
 /// Most indexes on a table.
 pub const MAX_INDEXES: usize = 64;
+/// Most shards a table may have.
+pub const MAX_SHARDS: u32 = 256;
+
+// Shards and the outbox (`docs/formats/outbox.md`).
+/// Shard `n` (from 1) of a database lives in this subdirectory, `shard-<n>`, unless
+/// `Options::shard_dirs` names another place; shard 0 is the database directory itself.
+pub const SHARD_DIR_PREFIX: &str = "shard-";
+/// The column family holding a shard store's outbox.
+pub const OUTBOX_CF: &str = "sys/outbox";
+/// The first byte of every outbox entry's value.
+pub const OUTBOX_VERSION: u8 = 1;
+/// An outbox operation that puts an index entry.
+pub const OUTBOX_PUT: u8 = 1;
+/// An outbox operation that deletes an index entry.
+pub const OUTBOX_DELETE: u8 = 2;
 
 const _: () = assert!(MAX_INDEX_KEY_BYTES <= crate::lsm::MAX_KEY_BYTES);

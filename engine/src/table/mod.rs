@@ -2,13 +2,16 @@
 //!
 //! A table is a *fact* column family keyed by its primary key plus one column family per
 //! index, keyed by the index's fields then the primary key, whose entries carry nothing more
-//! (`KeysOnly`), some fields (`Include`) or the whole record (`All`). Writes maintain every
-//! index in the same atomic batch as the row; queries go through the planner.
+//! (`KeysOnly`), some fields (`Include`) or the whole record (`All`). A table has one or more
+//! shards, each in its own store. Writes maintain sync indexes in the same atomic batch as the
+//! row, and async (and global) ones through an outbox the indexer thread applies; queries go
+//! through the planner and run across shards in parallel.
 //!
 //! - [`record`]: `Record`, the `record!` macro, the stored record format.
 //! - [`key`]: the order-preserving tuple code for keys.
 //! - [`catalog`]: table and index definitions, stored in a system column family.
-//! - `db`, `write`, `backfill`, `query`, `verify`, `analyze`: the `Db` API.
+//! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
+//! - `db`, `write`, `indexer`, `backfill`, `query`, `verify`, `analyze`: the `Db` API.
 
 mod analyze;
 mod backfill;
@@ -16,15 +19,18 @@ pub mod catalog;
 mod db;
 pub mod entry;
 pub mod format;
+mod indexer;
 pub mod key;
+pub mod outbox;
 mod query;
 pub mod record;
 mod verify;
 mod write;
 
 pub use analyze::MAX_ANALYZED_FIELDS;
-pub use catalog::{IndexDef, TableDef};
+pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef};
 pub use db::Db;
+pub use indexer::IndexLag;
 pub use key::KeyError;
 pub use query::{Analysis, DEFAULT_ROW_BYTES, ExecStats, Rows};
 pub use record::{Record, RecordError};

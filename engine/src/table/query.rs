@@ -11,21 +11,24 @@
 //! 3. Re-check the whole predicate on every row, whatever the path; sort when the path does
 //!    not give the asked order; project; stop at `LIMIT`.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use strata_planner::selectivity::{Constraint, constraints};
-use strata_planner::{Access, Fetch, Plan, Query, TableStats, Value, choose};
+use strata_planner::{Access, Consistency, Fetch, Plan, Query, Scope, TableStats, Value, choose};
 
 use crate::error::{Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
-use crate::table::db::{Db, Table};
-use crate::table::entry::{covering_record, decode_entry, record_corrupt};
+use crate::table::db::{Db, ShardStore, Table, leading_value, shard_of};
+use crate::table::entry::{
+    Entry, covering_record, decode_entry, index_entry, key_corrupt, record_corrupt,
+};
 use crate::table::format::KEY_NULL;
-use crate::table::key::{encode_value, prefix_successor};
-use crate::table::record::Record;
+use crate::table::key::{decode_prefix, encode_value, prefix_successor};
+use crate::table::record::{Record, RecordError};
 
 /// Index entries whose records are fetched together, sorted by key.
 /// TUNING: enough keys that sorting turns random fetches into a forward walk through the
@@ -110,14 +113,19 @@ impl std::fmt::Display for Analysis {
     }
 }
 
-/// Where candidate rows come from.
+/// Key ranges `[lower, upper)`, in order; no upper bound is the end of the family.
+type KeyRanges = VecDeque<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// Where a stream's candidate rows come from.
 enum Source {
     /// Key ranges `[lower, upper)` of a family, read in order.
     Ranges {
         cf: ColumnFamily,
-        ranges: VecDeque<(Vec<u8>, Option<Vec<u8>>)>,
+        ranges: KeyRanges,
         cursor: Option<Box<Cursor>>,
     },
+    /// Key-value pairs already read (an index range merged with its pending changes).
+    Pairs(VecDeque<(Vec<u8>, Bytes)>),
     /// Primary keys to look up, in order.
     Keys(VecDeque<Vec<u8>>),
 }
@@ -132,24 +140,53 @@ enum Mode {
         ix: usize,
         covering: bool,
         fetch: Fetch,
+        /// The index is async: an entry counts only if the row it names still gives it.
+        recheck_entry: bool,
     },
 }
 
-/// The rows of a query, as an iterator. It reads at the snapshot taken when the query
-/// started. After an error it yields nothing more.
-pub struct Rows<'a> {
-    db: &'a Db,
+/// One shard's part of a query: it reads one family of one shard store and yields the rows
+/// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
+struct Stream {
     table: Arc<Table>,
+    query: Arc<Query>,
+    /// The snapshot of every fact shard, for fetches.
+    facts: Arc<[Snapshot]>,
+    /// The store this stream reads, and the snapshot it reads at.
+    store: Arc<ShardStore>,
     snapshot: Snapshot,
-    query: Query,
+    /// For fact reads, the shard whose rows these are.
+    shard: usize,
     source: Source,
     mode: Mode,
     /// Fetched candidates of a sorted batch, not yet checked.
     pending: VecDeque<Record>,
+    stats: ExecStats,
+    timed: bool,
+    done: bool,
+}
+
+/// The rows of a query, as an iterator. It reads at the snapshots taken when the query
+/// started (one per shard store). After an error it yields nothing more.
+///
+/// On a sharded table each shard is a stream; a query expected to read many rows fills the
+/// streams' buffers in parallel (scoped threads, a batch at a time), others read them in
+/// turn. Streams are merged in the query's order when the access path gives it per shard.
+pub struct Rows<'a> {
+    db: &'a Db,
+    table: Arc<Table>,
+    query: Arc<Query>,
+    streams: Vec<Stream>,
+    /// Each stream's rows read ahead, checked, not projected.
+    heads: Vec<VecDeque<Record>>,
+    /// Fields to merge the streams by, when each gives the query's order.
+    merge_by: Option<Vec<String>>,
+    parallel: bool,
+    /// Rows a stream reads ahead per fill.
+    batch: usize,
     /// Checked, sorted and projected rows, when the query had to be sorted.
     ready: Option<VecDeque<Record>>,
     stats: ExecStats,
-    timed: bool,
     done: bool,
 }
 
@@ -157,6 +194,7 @@ impl std::fmt::Debug for Rows<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Rows")
             .field("table", &self.table.def.name)
+            .field("streams", &self.streams.len())
             .field("stats", &self.stats)
             .finish()
     }
@@ -164,20 +202,24 @@ impl std::fmt::Debug for Rows<'_> {
 
 impl Db {
     /// The statistics the planner uses for `t`: the stored ones, or defaults from the store's
-    /// counts (rows = entries − tombstones; row size = bytes ÷ entries, else
+    /// counts over every shard (rows = entries − tombstones; row size = bytes ÷ entries, else
     /// [`DEFAULT_ROW_BYTES`]) with no column statistics, so every field gets the planner's
     /// default selectivities.
     fn planning_stats(&self, t: &Table) -> Result<TableStats> {
         if let Some(stats) = &t.stats {
             return Ok(stats.clone());
         }
-        let s = self.store.stats(&t.fact)?;
-        let entries = s.entries.max(1);
-        let bytes = s.table_bytes + s.memtable_bytes;
+        let (mut entries, mut deletions, mut bytes) = (0u64, 0u64, 0u64);
+        for shard in &t.shards {
+            let s = shard.store.store.stats(&shard.fact)?;
+            entries += s.entries;
+            deletions += s.deletions;
+            bytes += s.table_bytes + s.memtable_bytes;
+        }
         Ok(TableStats {
-            row_count: s.entries.saturating_sub(s.deletions),
+            row_count: entries.saturating_sub(deletions),
             avg_row_bytes: if bytes > 0 {
-                bytes as f64 / entries as f64
+                bytes as f64 / entries.max(1) as f64
             } else {
                 DEFAULT_ROW_BYTES
             },
@@ -205,7 +247,8 @@ impl Db {
     }
 
     /// Runs `query` to the end and reports the plan with what actually happened: rows read,
-    /// fetched, matched and returned, and time per step.
+    /// fetched, matched and returned, and time per step (summed over shards, which may run
+    /// at once).
     pub fn explain_analyze(&self, table: &str, query: &Query) -> Result<Analysis> {
         let start = Instant::now();
         let t = self.handle(table)?;
@@ -230,7 +273,7 @@ impl Db {
 fn ranges(
     bound: &[String],
     by_field: &std::collections::BTreeMap<String, Constraint>,
-) -> VecDeque<(Vec<u8>, Option<Vec<u8>>)> {
+) -> KeyRanges {
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut range: Option<&Constraint> = None;
     for field in bound {
@@ -319,68 +362,208 @@ fn matches(record: &Record, query: &Query) -> bool {
         .all(|p| p.matches(record.value(&p.field)))
 }
 
+/// Rows a stream reads ahead per parallel fill.
+/// TUNING: enough that a scoped thread per shard per fill (tens of microseconds) is noise
+/// beside the reading; few enough that the read-ahead of every shard fits in cache-sized
+/// memory.
+const FILL_ROWS: usize = 4096;
+
+/// A query the planner expects to read at least this many rows fills its shards' streams in
+/// parallel; smaller ones read them in turn, cheaper than starting threads.
+const PARALLEL_ROWS: f64 = 4096.0;
+
+/// The index pairs of `ranges` in `cf` at `snapshot`, with `pending` changes applied: what the
+/// index will hold once the indexer has caught up.
+fn merge_pending(
+    store: &ShardStore,
+    cf: &ColumnFamily,
+    snapshot: &Snapshot,
+    ranges: &KeyRanges,
+    pending: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+) -> Result<VecDeque<(Vec<u8>, Bytes)>> {
+    let mut pairs: BTreeMap<Vec<u8>, Bytes> = BTreeMap::new();
+    for (lower, upper) in ranges {
+        let mut options = ReadOptions::default().snapshot(snapshot);
+        if !lower.is_empty() {
+            options = options.lower_bound(lower);
+        }
+        if let Some(upper) = upper {
+            options = options.upper_bound(upper);
+        }
+        for kv in store.store.iter(cf, options)? {
+            let (k, v) = kv?;
+            if !pending.contains_key(&k[..]) {
+                pairs.insert(k.to_vec(), v);
+            }
+        }
+        let above = pending.range::<[u8], _>((Bound::Included(&lower[..]), Bound::Unbounded));
+        for (k, v) in above {
+            if upper.as_ref().is_some_and(|u| k >= u) {
+                break;
+            }
+            if let Some(v) = v {
+                pairs.insert(k.clone(), Bytes::from(v.clone()));
+            }
+        }
+    }
+    Ok(pairs.into_iter().collect())
+}
+
+fn compare_by(fields: &[String], a: &Record, b: &Record) -> std::cmp::Ordering {
+    fields
+        .iter()
+        .map(|f| a.value(f).cmp(b.value(f)))
+        .find(|o| o.is_ne())
+        .unwrap_or(std::cmp::Ordering::Equal)
+}
+
 impl<'a> Rows<'a> {
     fn new(db: &'a Db, table: Arc<Table>, query: Query, plan: &Plan, timed: bool) -> Result<Self> {
         let by_field = constraints(&query.predicates);
         let def = &table.def;
-        let whole = |cf: &ColumnFamily| Source::Ranges {
-            cf: cf.clone(),
-            ranges: VecDeque::from([(Vec::new(), None)]),
+        let n = table.shards.len();
+        // Floors before snapshots: no outbox entry the snapshots see is below its floor.
+        let floors: Vec<u64> = table
+            .shards
+            .iter()
+            .map(|s| db.tracker.floor(s.store.number))
+            .collect();
+        let facts: Arc<[Snapshot]> = table
+            .shards
+            .iter()
+            .map(|s| s.store.store.snapshot())
+            .collect();
+        let query = Arc::new(query);
+        let stream = |shard: usize, snapshot: Snapshot, source: Source, mode: Mode| Stream {
+            table: Arc::clone(&table),
+            query: Arc::clone(&query),
+            facts: Arc::clone(&facts),
+            store: Arc::clone(&table.shards[shard].store),
+            snapshot,
+            shard,
+            source,
+            mode,
+            pending: VecDeque::new(),
+            stats: ExecStats::default(),
+            timed,
+            done: false,
+        };
+        let fact_ranges = |s: usize, ranges: KeyRanges| Source::Ranges {
+            cf: table.shards[s].fact.clone(),
+            ranges,
             cursor: None,
         };
-        let (source, mode, order_fields): (Source, Mode, Option<Vec<String>>) =
-            match &plan.chosen.access {
-                Access::FullScan => (
-                    whole(&table.fact),
-                    Mode::Fact,
-                    Some(def.primary_key.clone()),
-                ),
-                Access::PrimaryKeyLookup { .. } => {
-                    let source = match point_keys(&def.primary_key, &by_field) {
-                        Some(keys) => Source::Keys(keys),
-                        None => whole(&table.fact),
-                    };
-                    (source, Mode::Fact, Some(def.primary_key.clone()))
-                }
-                Access::PrimaryKeyRange { bound_fields } => (
-                    Source::Ranges {
-                        cf: table.fact.clone(),
-                        ranges: ranges(bound_fields, &by_field),
-                        cursor: None,
-                    },
-                    Mode::Fact,
-                    Some(def.primary_key.clone()),
-                ),
-                Access::Index {
-                    index,
-                    bound_fields,
-                    covering,
-                    fetch,
-                } => {
-                    let (ix, ixdef, cf) = table.index(index)?;
-                    let order = (*fetch != Fetch::SortedByKey).then(|| {
-                        ixdef
-                            .fields
-                            .iter()
-                            .chain(&def.primary_key)
-                            .cloned()
+        let whole = || VecDeque::from([(Vec::new(), None)]);
+        let scan = || -> Vec<Stream> {
+            (0..n)
+                .map(|s| stream(s, facts[s].clone(), fact_ranges(s, whole()), Mode::Fact))
+                .collect()
+        };
+        let (streams, order_fields): (Vec<Stream>, Option<Vec<String>>) = match &plan.chosen.access
+        {
+            Access::FullScan => (scan(), Some(def.primary_key.clone())),
+            Access::PrimaryKeyLookup { .. } => {
+                let streams = match point_keys(&def.primary_key, &by_field) {
+                    Some(keys) => {
+                        let mut per: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); n];
+                        for k in keys {
+                            per[table.fact_shard(&k)].push_back(k);
+                        }
+                        per.into_iter()
+                            .enumerate()
+                            .filter(|(_, keys)| !keys.is_empty())
+                            .map(|(s, keys)| {
+                                stream(s, facts[s].clone(), Source::Keys(keys), Mode::Fact)
+                            })
                             .collect()
-                    });
-                    (
-                        Source::Ranges {
-                            cf: cf.clone(),
-                            ranges: ranges(bound_fields, &by_field),
+                    }
+                    None => scan(),
+                };
+                (streams, Some(def.primary_key.clone()))
+            }
+            Access::PrimaryKeyRange { bound_fields } => {
+                let r = ranges(bound_fields, &by_field);
+                let streams = (0..n)
+                    .map(|s| stream(s, facts[s].clone(), fact_ranges(s, r.clone()), Mode::Fact))
+                    .collect();
+                (streams, Some(def.primary_key.clone()))
+            }
+            Access::Index {
+                index,
+                bound_fields,
+                covering,
+                fetch,
+            } => {
+                let (ix, ixdef) = table.index(index)?;
+                let global = ixdef.scope == Scope::Global && n > 1;
+                let asynchronous = ixdef.is_async();
+                // A global index's ranges go to the shard their leading value hashes to,
+                // when `ranges` expanded the leading field into its values.
+                let routed = global
+                    && bound_fields.first() == ixdef.fields.first()
+                    && bound_fields
+                        .first()
+                        .and_then(|f| by_field.get(f))
+                        .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() <= MAX_SEEKS));
+                let mut per: Vec<KeyRanges> = vec![VecDeque::new(); n];
+                for r in ranges(bound_fields, &by_field) {
+                    if routed {
+                        per[shard_of(leading_value(&r.0), n)].push_back(r);
+                    } else {
+                        for shard_ranges in &mut per {
+                            shard_ranges.push_back(r.clone());
+                        }
+                    }
+                }
+                let overlay = if asynchronous && query.consistency == Consistency::Strong {
+                    Some(db.pending_changes(&table, ixdef, &facts, &floors)?)
+                } else {
+                    None
+                };
+                let mode = Mode::Index {
+                    ix,
+                    covering: *covering && !asynchronous,
+                    fetch: *fetch,
+                    recheck_entry: asynchronous,
+                };
+                let mut streams = Vec::new();
+                for (s, r) in per.into_iter().enumerate() {
+                    if r.is_empty() {
+                        continue;
+                    }
+                    let shard = &table.shards[s];
+                    // A global async index is read at a snapshot taken after the facts':
+                    // an entry gone from an outbox at the facts' snapshot was applied
+                    // before it, so it is in the index at this one.
+                    let snapshot = if global && asynchronous {
+                        shard.store.store.snapshot()
+                    } else {
+                        facts[s].clone()
+                    };
+                    let cf = shard.indexes[ix].clone();
+                    let source = match overlay.as_ref().map(|o| &o[s]) {
+                        Some(pending) if !pending.is_empty() => {
+                            Source::Pairs(merge_pending(&shard.store, &cf, &snapshot, &r, pending)?)
+                        }
+                        _ => Source::Ranges {
+                            cf,
+                            ranges: r,
                             cursor: None,
                         },
-                        Mode::Index {
-                            ix,
-                            covering: *covering,
-                            fetch: *fetch,
-                        },
-                        order,
-                    )
+                    };
+                    streams.push(stream(s, snapshot, source, mode));
                 }
-            };
+                let order = (*fetch != Fetch::SortedByKey).then(|| {
+                    ixdef
+                        .fields
+                        .iter()
+                        .chain(&def.primary_key)
+                        .cloned()
+                        .collect()
+                });
+                (streams, order)
+            }
+        };
         let needs_sort = match &query.order {
             None => false,
             Some(order) => {
@@ -389,7 +572,7 @@ impl<'a> Rows<'a> {
                         .get(f)
                         .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() == 1))
                 };
-                let provided = order_fields.is_some_and(|available| {
+                let provided = order_fields.as_ref().is_some_and(|available| {
                     let mut available = available.iter().filter(|f| !constant(f));
                     order
                         .fields
@@ -400,40 +583,49 @@ impl<'a> Rows<'a> {
                 order.descending || !provided
             }
         };
+        let merge_by = (query.order.is_some() && !needs_sort && streams.len() > 1)
+            .then_some(order_fields)
+            .flatten();
+        let parallel = streams.len() > 1 && plan.chosen.rows_read >= PARALLEL_ROWS;
+        let batch = if parallel {
+            query.limit.map_or(FILL_ROWS, |l| {
+                usize::try_from(l).unwrap_or(FILL_ROWS).clamp(1, FILL_ROWS)
+            })
+        } else {
+            1
+        };
         let mut rows = Rows {
             db,
-            snapshot: db.store.snapshot(),
+            heads: (0..streams.len()).map(|_| VecDeque::new()).collect(),
             table,
             query,
-            source,
-            mode,
-            pending: VecDeque::new(),
+            streams,
+            merge_by,
+            parallel,
+            batch,
             ready: None,
             stats: ExecStats::default(),
-            timed,
             done: false,
         };
         if needs_sort {
-            rows.sort_all()?;
+            rows.sort_all(timed)?;
         }
         Ok(rows)
     }
 
     /// Reads every matching row, sorts by the query's order, and keeps them projected.
-    fn sort_all(&mut self) -> Result<()> {
+    fn sort_all(&mut self, timed: bool) -> Result<()> {
+        if self.parallel {
+            self.batch = FILL_ROWS;
+        }
         let mut all = Vec::new();
         while let Some(r) = self.next_match()? {
             all.push(r);
         }
-        let start = self.timed.then(Instant::now);
+        let start = timed.then(Instant::now);
         if let Some(order) = &self.query.order {
             all.sort_by(|a, b| {
-                let ord = order
-                    .fields
-                    .iter()
-                    .map(|f| a.value(f).cmp(b.value(f)))
-                    .find(|o| o.is_ne())
-                    .unwrap_or(std::cmp::Ordering::Equal);
+                let ord = compare_by(&order.fields, a, b);
                 if order.descending { ord.reverse() } else { ord }
             });
         }
@@ -452,7 +644,117 @@ impl<'a> Rows<'a> {
         }
     }
 
-    /// The next row that passes the re-check (not projected).
+    /// Fills the read-ahead of streams that have none: all of them at once when parallel,
+    /// else every one (`all`) or the first.
+    fn refill(&mut self, all: bool) -> Result<()> {
+        let batch = self.batch;
+        let wanted = |s: &Stream, h: &VecDeque<Record>| h.is_empty() && !s.done;
+        let todo = self
+            .streams
+            .iter()
+            .zip(&self.heads)
+            .filter(|(s, h)| wanted(s, h))
+            .count();
+        if todo == 0 {
+            return Ok(());
+        }
+        if self.parallel && todo > 1 {
+            let results: Vec<Result<()>> = std::thread::scope(|scope| {
+                let handles: Vec<_> = self
+                    .streams
+                    .iter_mut()
+                    .zip(self.heads.iter_mut())
+                    .filter(|(s, h)| wanted(s, h))
+                    .map(|(s, h)| scope.spawn(move || s.fill(batch, h)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            });
+            for r in results {
+                r?;
+            }
+        } else {
+            for (s, h) in self.streams.iter_mut().zip(self.heads.iter_mut()) {
+                if wanted(s, h) {
+                    s.fill(batch, h)?;
+                    if !all {
+                        break;
+                    }
+                }
+            }
+        }
+        let (returned, sort) = (self.stats.rows_returned, self.stats.sort_time);
+        let mut total = ExecStats::default();
+        for s in &self.streams {
+            total.rows_read += s.stats.rows_read;
+            total.fetches += s.stats.fetches;
+            total.rows_matched += s.stats.rows_matched;
+            total.read_time += s.stats.read_time;
+            total.fetch_time += s.stats.fetch_time;
+            total.filter_time += s.stats.filter_time;
+        }
+        total.rows_returned = returned;
+        total.sort_time = sort;
+        self.stats = total;
+        Ok(())
+    }
+
+    /// The next row that passes the re-check (not projected), from whichever stream is next.
+    fn next_match(&mut self) -> Result<Option<Record>> {
+        loop {
+            if let Some(fields) = &self.merge_by {
+                let fields = fields.clone();
+                self.refill(true)?;
+                let mut best: Option<usize> = None;
+                for (i, h) in self.heads.iter().enumerate() {
+                    let Some(r) = h.front() else { continue };
+                    let better = best.is_none_or(|b| {
+                        self.heads[b]
+                            .front()
+                            .is_none_or(|current| compare_by(&fields, r, current).is_lt())
+                    });
+                    if better {
+                        best = Some(i);
+                    }
+                }
+                return Ok(best.and_then(|b| self.heads[b].pop_front()));
+            }
+            if let Some(h) = self.heads.iter_mut().find(|h| !h.is_empty()) {
+                return Ok(h.pop_front());
+            }
+            if self.streams.iter().all(|s| s.done) {
+                return Ok(None);
+            }
+            self.refill(false)?;
+        }
+    }
+
+    /// What running the query has done so far (over every shard).
+    pub fn stats(&self) -> &ExecStats {
+        &self.stats
+    }
+
+    /// The database the rows come from.
+    pub fn db(&self) -> &'a Db {
+        self.db
+    }
+}
+
+impl Stream {
+    /// Adds up to `want` matching rows to `out`; marks the stream done at its end.
+    fn fill(&mut self, want: usize, out: &mut VecDeque<Record>) -> Result<()> {
+        while out.len() < want && !self.done {
+            match self.next_match()? {
+                Some(r) => out.push_back(r),
+                None => self.done = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// The next row that passes the re-check.
     fn next_match(&mut self) -> Result<Option<Record>> {
         loop {
             let start = self.timed.then(Instant::now);
@@ -477,18 +779,20 @@ impl<'a> Rows<'a> {
         }
     }
 
-    fn fetch(&mut self, key: &[u8]) -> Result<Option<Record>> {
+    /// The row at `key` in fact shard `shard`, at the query's snapshot.
+    fn fetch(&mut self, shard: usize, key: &[u8]) -> Result<Option<Record>> {
         let start = self.timed.then(Instant::now);
         self.stats.fetches += 1;
-        let got = self
-            .db
+        let fact = &self.table.shards[shard];
+        let got = fact
             .store
-            .get_at(&self.table.fact, key, &self.snapshot)?;
+            .store
+            .get_at(&fact.fact, key, &self.facts[shard])?;
         let record = match got {
             None => None,
-            Some(bytes) => Some(
-                Record::decode(&bytes).map_err(|e| record_corrupt(self.table.fact.name(), e))?,
-            ),
+            Some(bytes) => {
+                Some(Record::decode(&bytes).map_err(|e| record_corrupt(fact.fact.name(), e))?)
+            }
         };
         if let Some(start) = start {
             self.stats.fetch_time += start.elapsed();
@@ -496,12 +800,17 @@ impl<'a> Rows<'a> {
         Ok(record)
     }
 
-    /// The next key-value pair of the ranges.
-    fn next_pair(&mut self) -> Result<Option<(Vec<u8>, bytes::Bytes)>> {
-        let Source::Ranges { cf, ranges, cursor } = &mut self.source else {
-            return Ok(None);
+    /// The next key-value pair of the source.
+    fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Bytes)>> {
+        let cf = match &mut self.source {
+            Source::Pairs(pairs) => return Ok(pairs.pop_front()),
+            Source::Keys(_) => return Ok(None),
+            Source::Ranges { cf, .. } => cf.clone(),
         };
         loop {
+            let Source::Ranges { ranges, cursor, .. } = &mut self.source else {
+                return Ok(None);
+            };
             if let Some(c) = cursor {
                 if c.valid() {
                     let pair = (c.key().to_vec(), c.value());
@@ -521,10 +830,38 @@ impl<'a> Rows<'a> {
             if let Some(upper) = &upper {
                 options = options.upper_bound(upper);
             }
-            let mut c = self.db.store.cursor(cf, options)?;
+            let mut c = self.store.store.cursor(&cf, options)?;
             c.seek_to_first();
             *cursor = Some(Box::new(c));
         }
+    }
+
+    /// The fact shard an entry names, checked.
+    fn entry_shard(&self, entry: &Entry, cf: &str) -> Result<usize> {
+        usize::try_from(entry.shard)
+            .ok()
+            .filter(|&s| s < self.table.shards.len())
+            .ok_or_else(|| record_corrupt(cf, RecordError::TooLong(entry.shard)))
+    }
+
+    /// Whether `record`, fetched for the entry at `key`, still gives that entry: for an async
+    /// index an entry may be left over from an earlier version of the row.
+    fn still_indexed(&self, ix: usize, shard: usize, key: &[u8], record: &Record) -> Result<bool> {
+        let Mode::Index {
+            recheck_entry: true,
+            ..
+        } = self.mode
+        else {
+            return Ok(true);
+        };
+        let ixdef = &self.table.def.indexes[ix];
+        let entry_pk = {
+            let (_, used) = decode_prefix(key, ixdef.fields.len())
+                .map_err(|e| key_corrupt(self.table.shards[shard].fact.name(), e))?;
+            &key[used..]
+        };
+        let (expected, _) = index_entry(ixdef, shard, entry_pk, record)?;
+        Ok(expected[..] == key[..])
     }
 
     /// The next candidate record, before the re-check.
@@ -541,7 +878,7 @@ impl<'a> Rows<'a> {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                if let Some(r) = self.fetch(&key)? {
+                if let Some(r) = self.fetch(self.shard, &key)? {
                     return Ok(Some(r));
                 }
             }
@@ -552,18 +889,20 @@ impl<'a> Rows<'a> {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
+                let fact = &self.table.shards[self.shard].fact;
                 Record::decode(&value)
                     .map(Some)
-                    .map_err(|e| record_corrupt(self.table.fact.name(), e))
+                    .map_err(|e| record_corrupt(fact.name(), e))
             }
             Mode::Index {
                 ix,
                 covering,
                 fetch,
+                ..
             } => loop {
                 let table = Arc::clone(&self.table);
                 let ixdef = &table.def.indexes[ix];
-                let cf_name = table.indexes[ix].name().to_owned();
+                let cf_name = table.shards[self.shard].indexes[ix].name().to_owned();
                 if fetch == Fetch::SortedByKey && !covering {
                     let mut keys = Vec::with_capacity(FETCH_BATCH);
                     while keys.len() < FETCH_BATCH {
@@ -571,16 +910,20 @@ impl<'a> Rows<'a> {
                             break;
                         };
                         self.stats.rows_read += 1;
-                        keys.push(decode_entry(&table.def, ixdef, &cf_name, &k, &v)?.pk_bytes);
+                        let entry = decode_entry(&table.def, ixdef, &cf_name, &k, &v)?;
+                        let shard = self.entry_shard(&entry, &cf_name)?;
+                        keys.push((shard, entry.pk_bytes, k));
                     }
                     if keys.is_empty() {
                         return Ok(None);
                     }
                     keys.sort_unstable();
-                    for k in keys {
+                    for (shard, pk, k) in keys {
                         // An entry whose row is gone at this snapshot would be dangling;
                         // `verify` reports those. Skip it here.
-                        if let Some(r) = self.fetch(&k)? {
+                        if let Some(r) = self.fetch(shard, &pk)?
+                            && self.still_indexed(ix, shard, &k, &r)?
+                        {
                             self.pending.push_back(r);
                         }
                     }
@@ -597,16 +940,14 @@ impl<'a> Rows<'a> {
                 if covering {
                     return Ok(Some(covering_record(&table.def, ixdef, entry)));
                 }
-                if let Some(r) = self.fetch(&entry.pk_bytes)? {
+                let shard = self.entry_shard(&entry, &cf_name)?;
+                if let Some(r) = self.fetch(shard, &entry.pk_bytes)?
+                    && self.still_indexed(ix, shard, &k, &r)?
+                {
                     return Ok(Some(r));
                 }
             },
         }
-    }
-
-    /// What running the query has done so far.
-    pub fn stats(&self) -> &ExecStats {
-        &self.stats
     }
 }
 

@@ -1,19 +1,22 @@
 //! `verify` and `repair`: does every index hold exactly the entries its table's rows give?
 //!
-//! At one snapshot, for each `Ready` index:
+//! At one snapshot per shard store, for each `Ready` index:
 //! 1. every fact row's expected entry is looked up: absent is *missing*; present with other
 //!    bytes (an `Include`d or `All` payload that differs) is *stale*;
 //! 2. every index entry's row is looked up: absent is *dangling*; present but giving a
-//!    different entry key (the entry was left behind by an update) is *stale*.
+//!    different entry key (the entry was left behind by an update), or sitting in another
+//!    shard than its row's (local) or its leading value's (global), is *stale*.
 //!
 //! `repair` re-derives each reported entry from the row as it is now, under the row's key
 //! stripe (as a writer would): it deletes entries the row does not give and puts the one it
 //! does.
 
+use std::collections::BTreeMap;
+
 use strata_planner::{IndexState, Value};
 
 use crate::error::Result;
-use crate::lsm::{ReadOptions, WriteBatch, WriteOptions};
+use crate::lsm::{ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use crate::table::db::{Db, Table};
 use crate::table::entry::{decode_entry, index_entry, key_corrupt, record_corrupt};
 use crate::table::key::decode_key;
@@ -44,6 +47,9 @@ pub struct Problem {
     /// The encoded primary key.
     #[serde(skip)]
     pub(crate) pk_bytes: Vec<u8>,
+    /// The shard whose index family holds (or should hold) the entry.
+    #[serde(skip)]
+    pub(crate) index_shard: usize,
 }
 
 /// The check of one index.
@@ -117,19 +123,31 @@ pub struct RepairReport {
     pub entries_deleted: u64,
 }
 
-fn decode_record(t: &Table, bytes: &[u8]) -> Result<Record> {
-    Record::decode(bytes).map_err(|e| record_corrupt(t.fact.name(), e))
+fn decode_record(t: &Table, shard: usize, bytes: &[u8]) -> Result<Record> {
+    Record::decode(bytes).map_err(|e| record_corrupt(t.shards[shard].fact.name(), e))
 }
 
 impl Db {
-    /// Checks every `Ready` index of `table` against its rows at one snapshot.
+    /// Checks every `Ready` index of `table` against its rows. A table with async indexes
+    /// first waits for the indexer to apply what was written before the call
+    /// ([`Db::wait_for_indexes`]); the check then reads each shard store at one snapshot,
+    /// so for async indexes, writes racing with it can show as problems.
     pub fn verify(&self, table: &str) -> Result<VerifyReport> {
+        if self.handle(table)?.has_async() {
+            self.wait_for_indexes()?;
+        }
         let t = self.handle(table)?;
-        let snapshot = self.store.snapshot();
-        let at = || ReadOptions::default().snapshot(&snapshot);
+        let snapshots: Vec<Snapshot> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
+        let at = |s: usize| ReadOptions::default().snapshot(&snapshots[s]);
         let mut rows = 0u64;
+        for (s, shard) in t.shards.iter().enumerate() {
+            for kv in shard.store.store.iter(&shard.fact, at(s))? {
+                kv?;
+                rows += 1;
+            }
+        }
         let mut reports = Vec::new();
-        for (ix, cf) in t.def.indexes.iter().zip(&t.indexes) {
+        for (i, ix) in t.def.indexes.iter().enumerate() {
             let mut report = IndexReport {
                 index: ix.name.clone(),
                 state: ix.state,
@@ -141,58 +159,70 @@ impl Db {
                 continue;
             }
             // 1. Rows to entries.
-            rows = 0;
-            for kv in self.store.iter(&t.fact, at())? {
-                let (pk, value) = kv?;
-                rows += 1;
-                let record = decode_record(&t, &value)?;
-                let (k, v) = index_entry(ix, &pk, &record)?;
-                let problem = match self.store.get_at(cf, &k, &snapshot)? {
-                    None => Some(ProblemKind::Missing),
-                    Some(found) if found[..] != v[..] => Some(ProblemKind::Stale),
-                    Some(_) => None,
-                };
-                if let Some(kind) = problem {
-                    let primary_key = decode_key(&pk, t.def.primary_key.len())
-                        .map_err(|e| key_corrupt(t.fact.name(), e))?;
-                    report.problems.push(Problem {
-                        kind,
-                        primary_key,
-                        entry_key: k,
-                        pk_bytes: pk.to_vec(),
-                    });
+            for (s, shard) in t.shards.iter().enumerate() {
+                for kv in shard.store.store.iter(&shard.fact, at(s))? {
+                    let (pk, value) = kv?;
+                    let record = decode_record(&t, s, &value)?;
+                    let (k, v) = index_entry(ix, s, &pk, &record)?;
+                    let target = t.entry_shard(ix, s, &k);
+                    let holder = &t.shards[target];
+                    let problem = match holder.store.store.get_at(
+                        &holder.indexes[i],
+                        &k,
+                        &snapshots[target],
+                    )? {
+                        None => Some(ProblemKind::Missing),
+                        Some(found) if found[..] != v[..] => Some(ProblemKind::Stale),
+                        Some(_) => None,
+                    };
+                    if let Some(kind) = problem {
+                        let primary_key = decode_key(&pk, t.def.primary_key.len())
+                            .map_err(|e| key_corrupt(shard.fact.name(), e))?;
+                        report.problems.push(Problem {
+                            kind,
+                            primary_key,
+                            entry_key: k,
+                            pk_bytes: pk.to_vec(),
+                            index_shard: target,
+                        });
+                    }
                 }
             }
             // 2. Entries to rows.
-            for kv in self.store.iter(cf, at())? {
-                let (k, v) = kv?;
-                report.entries += 1;
-                let entry = decode_entry(&t.def, ix, cf.name(), &k, &v)?;
-                let kind = match self.store.get_at(&t.fact, &entry.pk_bytes, &snapshot)? {
-                    None => Some(ProblemKind::Dangling),
-                    Some(bytes) => {
-                        let record = decode_record(&t, &bytes)?;
-                        let (expected, _) = index_entry(ix, &entry.pk_bytes, &record)?;
-                        (expected[..] != k[..]).then_some(ProblemKind::Stale)
+            for (u, shard) in t.shards.iter().enumerate() {
+                let cf = &shard.indexes[i];
+                for kv in shard.store.store.iter(cf, at(u))? {
+                    let (k, v) = kv?;
+                    report.entries += 1;
+                    let entry = decode_entry(&t.def, ix, cf.name(), &k, &v)?;
+                    let f = t.fact_shard(&entry.pk_bytes);
+                    let holder = &t.shards[f];
+                    let kind = match holder.store.store.get_at(
+                        &holder.fact,
+                        &entry.pk_bytes,
+                        &snapshots[f],
+                    )? {
+                        None => Some(ProblemKind::Dangling),
+                        Some(bytes) => {
+                            let record = decode_record(&t, f, &bytes)?;
+                            let (expected, _) = index_entry(ix, f, &entry.pk_bytes, &record)?;
+                            let misplaced =
+                                entry.shard != f as u64 || t.entry_shard(ix, f, &k) != u;
+                            (expected[..] != k[..] || misplaced).then_some(ProblemKind::Stale)
+                        }
+                    };
+                    if let Some(kind) = kind {
+                        report.problems.push(Problem {
+                            kind,
+                            primary_key: entry.primary_key,
+                            entry_key: k.to_vec(),
+                            pk_bytes: entry.pk_bytes,
+                            index_shard: u,
+                        });
                     }
-                };
-                if let Some(kind) = kind {
-                    report.problems.push(Problem {
-                        kind,
-                        primary_key: entry.primary_key,
-                        entry_key: k.to_vec(),
-                        pk_bytes: entry.pk_bytes,
-                    });
                 }
             }
             reports.push(report);
-        }
-        if t.def.indexes.iter().all(|ix| ix.state != IndexState::Ready) {
-            rows = 0;
-            for kv in self.store.iter(&t.fact, at())? {
-                kv?;
-                rows += 1;
-            }
         }
         Ok(VerifyReport {
             table: table.to_owned(),
@@ -202,7 +232,9 @@ impl Db {
     }
 
     /// Verifies `table` and fixes every problem found: each affected entry is re-derived from
-    /// its row as it is now, under the row's lock, so concurrent writers are safe.
+    /// its row as it is now, under the row's lock, so concurrent writers are safe. (For an
+    /// async index, an outbox entry written after the check is applied after the repair, in
+    /// order, so it still ends at the row's state.)
     pub fn repair(&self, table: &str) -> Result<RepairReport> {
         let report = self.verify(table)?;
         let mut done = RepairReport::default();
@@ -212,28 +244,44 @@ impl Db {
                     .stripes
                     .lock(chunk.iter().map(|p| p.pk_bytes.as_slice()));
                 let t = self.handle(table)?;
-                let Ok((_, ix, cf)) = t.index(&ixr.index) else {
+                let Ok((i, ix)) = t.index(&ixr.index) else {
                     break; // dropped meanwhile: nothing to repair
                 };
-                let mut wb = WriteBatch::new();
+                let mut batches: BTreeMap<usize, WriteBatch> = BTreeMap::new();
                 for p in chunk {
+                    let f = t.fact_shard(&p.pk_bytes);
                     let expected = match self.read_record(&t, &p.pk_bytes)? {
-                        Some(record) => Some(index_entry(ix, &p.pk_bytes, &record)?),
+                        Some(record) => {
+                            let (k, v) = index_entry(ix, f, &p.pk_bytes, &record)?;
+                            let target = t.entry_shard(ix, f, &k);
+                            Some((k, v, target))
+                        }
                         None => None,
                     };
-                    if expected.as_ref().is_none_or(|(k, _)| *k != p.entry_key)
-                        && p.kind != ProblemKind::Missing
-                    {
-                        wb.delete(cf, &p.entry_key)?;
+                    let keep = expected.as_ref().is_some_and(|(k, _, target)| {
+                        *k == p.entry_key && *target == p.index_shard
+                    });
+                    if !keep && p.kind != ProblemKind::Missing {
+                        batches
+                            .entry(p.index_shard)
+                            .or_default()
+                            .delete(&t.shards[p.index_shard].indexes[i], &p.entry_key)?;
                         done.entries_deleted += 1;
                     }
-                    if let Some((k, v)) = expected {
-                        wb.put(cf, &k, &v)?;
+                    if let Some((k, v, target)) = expected {
+                        batches.entry(target).or_default().put(
+                            &t.shards[target].indexes[i],
+                            &k,
+                            &v,
+                        )?;
                         done.entries_put += 1;
                     }
                 }
-                if !wb.is_empty() {
-                    self.store.write(wb, WriteOptions::synced())?;
+                for (target, wb) in batches {
+                    t.shards[target]
+                        .store
+                        .store
+                        .write(wb, WriteOptions::synced())?;
                 }
             }
         }

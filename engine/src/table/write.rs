@@ -1,4 +1,4 @@
-//! Writes with synchronous index maintenance.
+//! Writes, with index maintenance in the row's batch or through the outbox.
 //!
 //! For a batch of row mutations on one table:
 //! 1. Check every record (key fields present and of a key type, names, sizes) and encode its
@@ -8,7 +8,11 @@
 //!    guaranteed to see it, which is what makes the backfill correct (`backfill.rs`).
 //! 3. Read each key's current record, apply the mutations in order to an overlay, and diff
 //!    each index's entry for the first and the final record of each key.
-//! 4. Commit the fact changes and every index diff as one atomic `WriteBatch`.
+//! 4. Per fact shard, commit the fact changes, the sync indexes' diffs and (when an async index
+//!    changed) one outbox entry with the async indexes' diffs, as one atomic `WriteBatch`
+//!    (`outbox.rs`). A batch whose rows fall in several shards commits shard by shard: the
+//!    checks above still write nothing when they fail, but an I/O error in one shard's commit
+//!    leaves the shards before it committed.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
@@ -19,8 +23,9 @@ use crate::error::{Error, Result};
 use crate::lsm::{WriteBatch, WriteOptions};
 use crate::table::catalog::validate_field;
 use crate::table::db::{Db, Table};
-use crate::table::entry::{encode_primary_key, index_entry, record_corrupt, record_key};
+use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
+use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
 use crate::table::record::Record;
 
 /// Number of key lock stripes.
@@ -162,14 +167,15 @@ impl Db {
     /// Applies `batch` to `table`: every row and index change commits in one atomic write, or
     /// none does (a failed check, a duplicate insert or an I/O error writes nothing).
     pub fn write(&self, table: &str, batch: TableBatch, options: WriteOptions) -> Result<()> {
-        if batch.is_empty() {
-            return if options.sync {
-                self.store.sync_wal()
-            } else {
-                Ok(())
-            };
-        }
         let first = self.handle(table)?;
+        if batch.is_empty() {
+            if options.sync {
+                for shard in &first.shards {
+                    shard.store.store.sync_wal()?;
+                }
+            }
+            return Ok(());
+        }
         // 1. Check and encode, before any lock.
         let mut planned: Vec<(Vec<u8>, Option<Record>, bool)> = Vec::with_capacity(batch.len());
         for m in batch.mutations {
@@ -199,6 +205,12 @@ impl Db {
                     max: MAX_RECORD_BYTES,
                 });
             }
+        }
+
+        // Back-pressure: wait, holding nothing, while the indexer is too far behind.
+        if first.has_async() {
+            self.tracker
+                .throttle(self.options.max_pending_index_entries)?;
         }
 
         // 2. Lock, then read the definition.
@@ -240,39 +252,71 @@ impl Db {
             bytes_of.insert(i, enc);
         }
 
-        // 4. One batch for facts and index diffs.
-        let mut wb = WriteBatch::new();
+        // 4. Per shard: one batch for facts, sync index diffs and the outbox entry.
+        let mut parts: Vec<Option<(WriteBatch, OutboxEntry)>> =
+            (0..t.shards.len()).map(|_| None).collect();
         for (i, c) in changes.iter().enumerate() {
             if c.before.is_none() && c.after.is_none() {
                 continue;
             }
+            let s = t.fact_shard(&c.key);
+            let (wb, outbox) = parts[s].get_or_insert_with(|| {
+                (
+                    WriteBatch::new(),
+                    OutboxEntry {
+                        table_id: t.def.id,
+                        written_micros: 0,
+                        ops: Vec::new(),
+                    },
+                )
+            });
+            let fact = &t.shards[s].fact;
             match (&c.after, bytes_of.get(&i)) {
-                (Some(_), Some(enc)) => wb.put(&t.fact, &c.key, enc)?,
-                (None, _) => wb.delete(&t.fact, &c.key)?,
+                (Some(_), Some(enc)) => wb.put(fact, &c.key, enc)?,
+                (None, _) => wb.delete(fact, &c.key)?,
                 (Some(_), None) => {}
             }
-            diff_indexes(&t, &c.key, c.before.as_ref(), c.after.as_ref(), &mut wb)?;
+            diff_indexes(
+                &t,
+                s,
+                &c.key,
+                c.before.as_ref(),
+                c.after.as_ref(),
+                wb,
+                &mut outbox.ops,
+            )?;
         }
-        if wb.is_empty() {
+        let mut wrote = false;
+        for (s, part) in parts.into_iter().enumerate() {
+            let Some((mut wb, mut outbox)) = part else {
+                continue;
+            };
+            let store = &t.shards[s].store;
+            if outbox.ops.is_empty() {
+                if !wb.is_empty() {
+                    store.store.write(wb, options)?;
+                    wrote = true;
+                }
+                continue;
+            }
+            // Numbered under the keys' stripes: a row's next change gets a higher number.
+            outbox.written_micros = now_micros();
+            let seq = self.tracker.begin(s);
+            let result = wb
+                .put(&store.outbox, &outbox_key(seq), &outbox.encode())
+                .and_then(|()| store.store.write(wb, options).map(drop));
+            self.tracker.end(s, seq, result.is_ok());
+            result?;
+            wrote = true;
+        }
+        if !wrote && options.sync {
             // Nothing changed (say, deletes of missing rows); a synced write still promises
             // that every earlier write is durable.
-            return if options.sync {
-                self.store.sync_wal()
-            } else {
-                Ok(())
-            };
+            for shard in &t.shards {
+                shard.store.store.sync_wal()?;
+            }
         }
-        self.store.write(wb, options).map(drop)
-    }
-
-    /// The current record at `key` in `t`'s fact family.
-    pub(crate) fn read_record(&self, t: &Table, key: &[u8]) -> Result<Option<Record>> {
-        match self.store.get(&t.fact, key)? {
-            None => Ok(None),
-            Some(bytes) => Record::decode(&bytes)
-                .map(Some)
-                .map_err(|e| record_corrupt(t.fact.name(), e)),
-        }
+        Ok(())
     }
 }
 
@@ -289,24 +333,46 @@ fn display_key(t: &Table, record: Option<&Record>) -> String {
     format!("({})", parts.join(", "))
 }
 
-/// Adds to `wb` what turns every index entry of `before` into that of `after`.
+/// Adds what turns every index entry of `before` into that of `after` (a row of shard
+/// `shard`): to `wb` for sync indexes (whose entries are in the row's store), to `outbox` for
+/// async ones.
 pub(crate) fn diff_indexes(
     t: &Table,
+    shard: usize,
     key: &[u8],
     before: Option<&Record>,
     after: Option<&Record>,
     wb: &mut WriteBatch,
+    outbox: &mut Vec<OutboxOp>,
 ) -> Result<()> {
-    for (ix, cf) in t.def.indexes.iter().zip(&t.indexes) {
-        let old = before.map(|r| index_entry(ix, key, r)).transpose()?;
-        let new = after.map(|r| index_entry(ix, key, r)).transpose()?;
+    for (i, ix) in t.def.indexes.iter().enumerate() {
+        let old = before.map(|r| index_entry(ix, shard, key, r)).transpose()?;
+        let new = after.map(|r| index_entry(ix, shard, key, r)).transpose()?;
         if old == new {
             continue;
         }
-        if let Some((old_key, _)) = &old
-            && new.as_ref().is_none_or(|(k, _)| k != old_key)
-        {
-            wb.delete(cf, old_key)?;
+        let delete = old
+            .filter(|(old_key, _)| new.as_ref().is_none_or(|(k, _)| k != old_key))
+            .map(|(k, _)| k);
+        if ix.is_async() {
+            let ops = delete
+                .map(|k| (k, None))
+                .into_iter()
+                .chain(new.map(|(k, v)| (k, Some(v))));
+            for (k, v) in ops {
+                outbox.push(OutboxOp {
+                    index_id: ix.id,
+                    shard: t.entry_shard(ix, shard, &k) as u32,
+                    key: k,
+                    value: v,
+                });
+            }
+            continue;
+        }
+        // Sync: local, or global on one shard; either way the row's own store.
+        let cf = &t.shards[shard].indexes[i];
+        if let Some(k) = &delete {
+            wb.delete(cf, k)?;
         }
         if let Some((k, v)) = &new {
             wb.put(cf, k, v)?;
