@@ -11,116 +11,17 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod common;
+
+use common::Rng;
+use common::tables::{FIELDS, brute_force, random_predicate, random_record, sorted};
 use strata::fs::SimFs;
-use strata::{
-    Db, Hint, Op, Options, Predicate, Projection, Query, Record, TableBatch, Value, WriteOptions,
-    record,
-};
-
-/// xorshift64*: small and deterministic.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-const FIELDS: [&str; 5] = ["u", "skew", "s", "f", "n"];
-
-/// A field value: `u` uniform ints, `skew` 90% one value, `s` short strings, `f` floats
-/// and ints mixed, `n` often missing.
-fn value(rng: &mut Rng, field: &str) -> Value {
-    match field {
-        "u" => Value::Int(rng.below(50) as i64 - 10),
-        "skew" => {
-            if rng.below(10) < 9 {
-                Value::from("common")
-            } else {
-                Value::from(format!("rare{}", rng.below(5)))
-            }
-        }
-        "s" => {
-            let choices = ["", "a", "a\0", "ab", "b", "\0", "zz"];
-            Value::from(choices[rng.below(choices.len() as u64) as usize])
-        }
-        "f" => {
-            if rng.below(2) == 0 {
-                Value::Float(rng.below(20) as f64 / 4.0 - 2.0)
-            } else {
-                Value::Int(rng.below(6) as i64 - 2)
-            }
-        }
-        _ => {
-            if rng.below(3) == 0 {
-                Value::Null
-            } else {
-                Value::Int(rng.below(4) as i64)
-            }
-        }
-    }
-}
-
-fn random_record(rng: &mut Rng, id: i64, sub: i64) -> Record {
-    let mut r = record! { "id" => id, "sub" => sub };
-    for f in FIELDS {
-        let v = value(rng, f);
-        if !v.is_null() {
-            r.set(f, v);
-        }
-    }
-    r
-}
-
-fn random_predicate(rng: &mut Rng) -> Predicate {
-    let fields = ["u", "skew", "s", "f", "n", "id", "sub"];
-    let field = fields[rng.below(fields.len() as u64) as usize];
-    let v = |rng: &mut Rng| match field {
-        "id" => Value::Int(rng.below(60) as i64),
-        "sub" => Value::Int(rng.below(3) as i64),
-        f => value(rng, f),
-    };
-    let op = match rng.below(9) {
-        0 | 1 => Op::Eq(v(rng)),
-        2 => Op::In((0..1 + rng.below(3)).map(|_| v(rng)).collect()),
-        3 => Op::Lt(v(rng)),
-        4 => Op::Le(v(rng)),
-        5 => Op::Gt(v(rng)),
-        6 => Op::Ge(v(rng)),
-        7 => {
-            let (a, b) = (v(rng), v(rng));
-            Op::Between(a.clone().min(b.clone()), a.max(b))
-        }
-        _ => Op::IsNull,
-    };
-    Predicate::new(field, op)
-}
-
-fn brute_force(all: &BTreeMap<(i64, i64), Record>, q: &Query) -> Vec<Record> {
-    all.values()
-        .filter(|r| q.predicates.iter().all(|p| p.matches(r.value(&p.field))))
-        .map(|r| match &q.projection {
-            Some(fields) => r.project(fields),
-            None => r.clone(),
-        })
-        .collect()
-}
-
-fn sorted(mut rows: Vec<Record>) -> Vec<Record> {
-    rows.sort_by_key(|r| r.encode());
-    rows
-}
+use strata::{Db, Hint, Options, Projection, Query, Record, TableBatch, Value, WriteOptions};
 
 #[test]
 fn every_plan_returns_what_a_brute_force_filter_returns() {
     for seed in 1..=6u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let mut rng = Rng::raw(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
         db.create_table("t", &["id", "sub"]).unwrap();
@@ -228,7 +129,7 @@ fn every_plan_returns_what_a_brute_force_filter_returns() {
 #[test]
 fn after_a_crash_at_any_point_facts_and_indexes_agree() {
     for seed in 1..=8u64 {
-        let mut rng = Rng(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let mut rng = Rng::raw(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
         let fs = SimFs::new();
         let options = |fs: &SimFs| Options {
             fs: Arc::new(fs.clone()),

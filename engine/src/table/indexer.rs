@@ -118,8 +118,13 @@ impl Shared {
             }
         }
         // Other shards first, synced: their entries must be durable before the outbox
-        // entries that would redo them are deleted.
+        // entries that would redo them are deleted. And before them, the source's log: an
+        // index entry in another store must never outlive, in a crash, the row change it
+        // comes from (which may have been written unsynced).
         let mut own = batches.remove(&w.shard).unwrap_or_default();
+        if !batches.is_empty() {
+            source.store.sync_wal()?;
+        }
         for (target, wb) in batches {
             let store = stores
                 .get(target)
@@ -177,10 +182,23 @@ impl Shared {
 impl Db {
     /// Waits until every outbox entry written before this call is applied: every async and
     /// global index then reflects every write acknowledged before it. Fails if the indexer
-    /// failed (an I/O error; the entries stay in the outbox for the next open).
+    /// failed (an I/O error; the entries stay in the outbox for the next open) or is paused
+    /// with entries left to apply.
     pub fn wait_for_indexes(&self) -> Result<()> {
         let targets = self.tracker.targets();
         self.tracker.wait_applied(&targets)
+    }
+
+    /// Pauses the indexer after the step it is in, as RocksDB's `PauseBackgroundWork`: outbox
+    /// entries accumulate (and writers wait once `Options::max_pending_index_entries` are
+    /// pending) until [`Db::resume_indexer`]. For maintenance windows and tests.
+    pub fn pause_indexer(&self) {
+        self.tracker.set_paused(true);
+    }
+
+    /// Resumes a paused indexer.
+    pub fn resume_indexer(&self) {
+        self.tracker.set_paused(false);
     }
 
     /// How far the async indexes are behind: pending entries, the age of the oldest, and the

@@ -7,10 +7,11 @@
 //!    numbers and commit in that order.
 //! 2. The indexer (one background thread per database) applies each shard's entries in order:
 //!    only the prefix below the shard's *low water* — the smallest number still being written —
-//!    so a number is never skipped. It writes the index entries to their shards (synced when
-//!    that is another store, so they are durable before the outbox entry is gone), then deletes
-//!    the outbox entries in the fact shard, in the same batch as the index entries when the
-//!    index lives there.
+//!    so a number is never skipped. When an entry's index lives in another store, it first
+//!    syncs the fact shard's log (a row change written unsynced must not be lost in a crash
+//!    while its index entries survive in another store), then writes the index entries there,
+//!    synced (so they are durable before the outbox entry is gone). Last it deletes the outbox
+//!    entries in the fact shard, in the same batch as the index entries that live there.
 //! 3. Applying an entry again — after a crash between the index write and the outbox delete —
 //!    puts and deletes the same keys in the same order, so the index ends the same. Index
 //!    keys end with the primary key, and a primary key lives in one fact shard, so entries
@@ -169,6 +170,7 @@ impl Queue {
 struct State {
     queues: Vec<Queue>,
     stop: bool,
+    paused: bool,
     failed: Option<Error>,
     applied: u64,
     throttled_writes: u64,
@@ -268,29 +270,48 @@ impl Tracker {
         self.changed.notify_all();
     }
 
-    /// Blocks until some shard has entries to apply, and returns them; `None` once stopped.
+    /// The shards with entries to apply now.
+    pub fn ready_work(&self) -> Vec<Work> {
+        Self::ready(&self.lock())
+    }
+
+    fn ready(state: &State) -> Vec<Work> {
+        state
+            .queues
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.floor < q.low_water())
+            .map(|(shard, q)| Work {
+                shard,
+                floor: q.floor,
+                low: q.low_water(),
+            })
+            .collect()
+    }
+
+    /// Blocks until some shard has entries to apply (and the indexer is not paused), and
+    /// returns them; `None` once stopped.
     pub fn work(&self) -> Option<Vec<Work>> {
         let mut state = self.lock();
         loop {
             if state.stop || state.failed.is_some() {
                 return None;
             }
-            let work: Vec<Work> = state
-                .queues
-                .iter()
-                .enumerate()
-                .filter(|(_, q)| q.floor < q.low_water())
-                .map(|(shard, q)| Work {
-                    shard,
-                    floor: q.floor,
-                    low: q.low_water(),
-                })
-                .collect();
-            if !work.is_empty() {
-                return Some(work);
+            if !state.paused {
+                let work = Self::ready(&state);
+                if !work.is_empty() {
+                    return Some(work);
+                }
             }
             state = self.wait(state);
         }
+    }
+
+    /// Pauses (`true`) or resumes the indexer: paused, it applies nothing more after the
+    /// step it is in.
+    pub fn set_paused(&self, paused: bool) {
+        self.lock().paused = paused;
+        self.changed.notify_all();
     }
 
     /// The indexer applied (and deleted) `entries` entries of shard `shard`; every entry below
@@ -329,6 +350,11 @@ impl Tracker {
             if state.stop {
                 return Err(Error::InvalidArgument(
                     "the database is closing; its indexes were not caught up".into(),
+                ));
+            }
+            if state.paused {
+                return Err(Error::InvalidArgument(
+                    "the indexer is paused; resume it before waiting for the indexes".into(),
                 ));
             }
             state = self.wait(state);
@@ -449,6 +475,7 @@ mod tests {
         let b = t.begin(0);
         t.end(0, b, true);
         // `a` is still being written: nothing below it is known complete, so no work yet.
+        assert_eq!(t.ready_work(), Vec::new());
         t.end(0, a, true);
         assert_eq!(
             t.work(),

@@ -2,6 +2,8 @@
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
+pub mod tables;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -12,6 +14,11 @@ use strata::{Options, ReadOptions, Store};
 pub struct Rng(u64);
 
 impl Rng {
+    /// A generator whose state is exactly `state` (nonzero).
+    pub fn raw(state: u64) -> Self {
+        Rng(state)
+    }
+
     pub fn new(seed: u64) -> Self {
         Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
     }

@@ -1,0 +1,93 @@
+//! Helpers shared by the table layer's integration tests: random records and predicates over
+//! a small schema, and the brute-force answer a query must equal.
+
+use std::collections::BTreeMap;
+
+use strata::{Op, Predicate, Query, Record, Value, record};
+
+use super::Rng;
+
+pub const FIELDS: [&str; 5] = ["u", "skew", "s", "f", "n"];
+
+/// A field value: `u` uniform ints, `skew` 90% one value, `s` short strings, `f` floats
+/// and ints mixed, `n` often missing.
+pub fn value(rng: &mut Rng, field: &str) -> Value {
+    match field {
+        "u" => Value::Int(rng.below(50) as i64 - 10),
+        "skew" => {
+            if rng.below(10) < 9 {
+                Value::from("common")
+            } else {
+                Value::from(format!("rare{}", rng.below(5)))
+            }
+        }
+        "s" => {
+            let choices = ["", "a", "a\0", "ab", "b", "\0", "zz"];
+            Value::from(choices[rng.below(choices.len() as u64) as usize])
+        }
+        "f" => {
+            if rng.below(2) == 0 {
+                Value::Float(rng.below(20) as f64 / 4.0 - 2.0)
+            } else {
+                Value::Int(rng.below(6) as i64 - 2)
+            }
+        }
+        _ => {
+            if rng.below(3) == 0 {
+                Value::Null
+            } else {
+                Value::Int(rng.below(4) as i64)
+            }
+        }
+    }
+}
+
+pub fn random_record(rng: &mut Rng, id: i64, sub: i64) -> Record {
+    let mut r = record! { "id" => id, "sub" => sub };
+    for f in FIELDS {
+        let v = value(rng, f);
+        if !v.is_null() {
+            r.set(f, v);
+        }
+    }
+    r
+}
+
+pub fn random_predicate(rng: &mut Rng) -> Predicate {
+    let fields = ["u", "skew", "s", "f", "n", "id", "sub"];
+    let field = fields[rng.below(fields.len() as u64) as usize];
+    let v = |rng: &mut Rng| match field {
+        "id" => Value::Int(rng.below(60) as i64),
+        "sub" => Value::Int(rng.below(3) as i64),
+        f => value(rng, f),
+    };
+    let op = match rng.below(9) {
+        0 | 1 => Op::Eq(v(rng)),
+        2 => Op::In((0..1 + rng.below(3)).map(|_| v(rng)).collect()),
+        3 => Op::Lt(v(rng)),
+        4 => Op::Le(v(rng)),
+        5 => Op::Gt(v(rng)),
+        6 => Op::Ge(v(rng)),
+        7 => {
+            let (a, b) = (v(rng), v(rng));
+            Op::Between(a.clone().min(b.clone()), a.max(b))
+        }
+        _ => Op::IsNull,
+    };
+    Predicate::new(field, op)
+}
+
+pub fn brute_force(all: &BTreeMap<(i64, i64), Record>, q: &Query) -> Vec<Record> {
+    all.values()
+        .filter(|r| q.predicates.iter().all(|p| p.matches(r.value(&p.field))))
+        .map(|r| match &q.projection {
+            Some(fields) => r.project(fields),
+            None => r.clone(),
+        })
+        .collect()
+}
+
+pub fn sorted(mut rows: Vec<Record>) -> Vec<Record> {
+    rows.sort_by_key(|r| r.encode());
+    rows
+}

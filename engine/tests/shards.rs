@@ -1,0 +1,450 @@
+//! Sharded tables, global indexes and async maintenance, against a brute-force model.
+//!
+//! - Differential: tables of 1, 3 and 8 shards with local sync, local async and global
+//!   indexes of all three projections; writes go on while the indexer runs (or is paused, so
+//!   a backlog is certain). A strong read through every plan equals a brute-force filter at
+//!   every moment; an eventual read never returns a row that does not match, nor one twice;
+//!   after `wait_for_indexes`, eventual reads equal it too, and `verify` is clean.
+//! - Crash: random writes on `SimFs` with the indexer applying (or paused with a backlog); after
+//!   a crash at any moment, the reopened database holds every synced write and, once its
+//!   indexes caught up, verifies clean.
+//! - The outbox's life: lag, back-pressure, an index dropped and recreated with entries
+//!   pending, shard directories.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::Rng;
+use common::tables::{FIELDS, brute_force, random_predicate, random_record, sorted};
+use strata::fs::SimFs;
+use strata::{
+    Consistency, Db, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, TableBatch,
+    Value, WriteOptions, record,
+};
+
+type Model = BTreeMap<(i64, i64), Record>;
+
+/// Applies a random batch of upserts and deletes to the table and the model.
+fn load(db: &Db, all: &mut Model, rng: &mut Rng, n: usize) {
+    let mut batch = TableBatch::new();
+    for _ in 0..n {
+        let (id, sub) = (rng.below(60) as i64, rng.below(3) as i64);
+        if rng.below(8) == 0 {
+            batch.delete(vec![Value::Int(id), Value::Int(sub)]);
+            all.remove(&(id, sub));
+        } else {
+            let r = random_record(rng, id, sub);
+            batch.upsert(r.clone());
+            all.insert((id, sub), r);
+        }
+    }
+    db.write("t", batch, WriteOptions::default()).unwrap();
+}
+
+fn run(db: &Db, q: &Query) -> Vec<Record> {
+    db.query("t", q).unwrap().collect::<Result<_, _>>().unwrap()
+}
+
+/// Every query, through every plan: strong reads equal the model; eventual ones are a subset
+/// of it without duplicates (equal, when `caught_up`).
+fn check_queries(
+    db: &Db,
+    all: &Model,
+    names: &[String],
+    rng: &mut Rng,
+    label: &str,
+    caught_up: bool,
+) {
+    for _ in 0..40 {
+        let mut q = Query::default();
+        for _ in 0..1 + rng.below(3) {
+            q.predicates.push(random_predicate(rng));
+        }
+        let expect = sorted(brute_force(all, &q));
+        let mut hints: Vec<Option<Hint>> = vec![None, Some(Hint::Scan)];
+        hints.extend(names.iter().map(|n| Some(Hint::Index(n.clone()))));
+        for hint in hints {
+            let mut q = q.clone();
+            q.hint = hint;
+            let strong = run(db, &q.clone().consistency(Consistency::Strong));
+            assert_eq!(
+                sorted(strong),
+                expect,
+                "{label}: strong {q:?}\n{}",
+                db.explain("t", &q).unwrap()
+            );
+            let eventual = sorted(run(db, &q));
+            for pair in eventual.windows(2) {
+                assert_ne!(pair[0], pair[1], "{label}: a row twice for {q:?}");
+            }
+            for row in &eventual {
+                assert!(
+                    expect.contains(row),
+                    "{label}: eventual {q:?} returned {row:?}"
+                );
+            }
+            if caught_up {
+                assert_eq!(eventual, expect, "{label}: caught-up eventual {q:?}");
+            }
+        }
+        // Ordered with a limit: the shards' streams merge in index order.
+        let ordered = q.clone().order_by(&["u", "id", "sub"], false).limit(7);
+        let mut expect = brute_force(all, &ordered);
+        expect.sort_by_key(|r| {
+            [
+                r.value("u").clone(),
+                r.value("id").clone(),
+                r.value("sub").clone(),
+            ]
+        });
+        expect.truncate(7);
+        let got = run(db, &ordered.consistency(Consistency::Strong));
+        assert_eq!(got, expect, "{label}: ordered {q:?}");
+    }
+}
+
+#[test]
+fn strong_reads_equal_a_scan_and_eventual_reads_never_return_a_wrong_row() {
+    for (shards, seed) in [(1u32, 1u64), (3, 2), (8, 3), (3, 4)] {
+        let label = format!("{shards} shards, seed {seed}");
+        let mut rng = Rng::raw(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), Options::default()).unwrap();
+        db.create_sharded_table("t", &["id", "sub"], shards)
+            .unwrap();
+        let mut all = Model::new();
+        load(&db, &mut all, &mut rng, 80);
+        let projections = [
+            Projection::KeysOnly,
+            Projection::Include(vec!["s".into(), "n".into()]),
+            Projection::All,
+        ];
+        let kinds = [
+            IndexOptions::local(),
+            IndexOptions::local_async(),
+            IndexOptions::global(),
+            IndexOptions::global(),
+        ];
+        let mut names = Vec::new();
+        for (i, kind) in kinds.into_iter().enumerate() {
+            let n_fields = 1 + rng.below(2) as usize;
+            let mut fields: Vec<&str> = Vec::new();
+            while fields.len() < n_fields {
+                let f = FIELDS[rng.below(FIELDS.len() as u64) as usize];
+                if !fields.contains(&f) {
+                    fields.push(f);
+                }
+            }
+            let name = format!("ix{i}");
+            let projection = projections[rng.below(3) as usize].clone();
+            db.create_index_with("t", &name, &fields, projection, kind)
+                .unwrap();
+            names.push(name);
+        }
+        // With the indexer running.
+        for _ in 0..4 {
+            load(&db, &mut all, &mut rng, 30);
+            check_queries(&db, &all, &names, &mut rng, &label, false);
+        }
+        // With a certain backlog.
+        db.pause_indexer();
+        for _ in 0..3 {
+            load(&db, &mut all, &mut rng, 30);
+        }
+        assert!(db.index_lag().unwrap().pending_entries > 0, "{label}");
+        check_queries(&db, &all, &names, &mut rng, &label, false);
+        db.resume_indexer();
+        db.wait_for_indexes().unwrap();
+        assert_eq!(db.index_lag().unwrap().pending_entries, 0, "{label}");
+        check_queries(&db, &all, &names, &mut rng, &label, true);
+        if seed % 2 == 0 {
+            db.analyze("t").unwrap();
+            db.flush().unwrap();
+            check_queries(&db, &all, &names, &mut rng, &label, true);
+        }
+        let report = db.verify("t").unwrap();
+        assert!(report.is_clean(), "{label}: {report}");
+        assert_eq!(report.rows, all.len() as u64, "{label}");
+        db.close().unwrap();
+    }
+}
+
+fn sim_options(fs: &SimFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        write_buffer_bytes: 16 << 10,
+        ..Options::default()
+    }
+}
+
+fn reopen_caught_up(fs: &SimFs, label: &str) -> Db {
+    let db = Db::open("/db", sim_options(fs)).unwrap();
+    db.wait_for_indexes().unwrap();
+    let report = db.verify("t").unwrap();
+    assert!(report.is_clean(), "{label}: {report}");
+    db
+}
+
+#[test]
+fn after_a_crash_with_the_indexer_mid_way_the_indexes_catch_up_clean() {
+    for seed in 1..=6u64 {
+        let mut rng = Rng::raw(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let fs = SimFs::new();
+        let db = Db::open("/db", sim_options(&fs)).unwrap();
+        db.create_sharded_table("t", &["id", "sub"], 3).unwrap();
+        db.create_index("t", "by_u", &["u"], Projection::KeysOnly)
+            .unwrap();
+        db.create_index_with("t", "by_s", &["s"], Projection::All, IndexOptions::global())
+            .unwrap();
+        db.create_index_with(
+            "t",
+            "by_skew",
+            &["skew", "f"],
+            Projection::Include(vec!["n".into()]),
+            IndexOptions::local_async(),
+        )
+        .unwrap();
+        let mut model: BTreeMap<(i64, i64), Option<Record>> = BTreeMap::new();
+        for step in 0..40 {
+            let label = format!("seed {seed} step {step}");
+            if step % 10 == 5 {
+                db.pause_indexer();
+            } else if step % 10 == 8 {
+                db.resume_indexer();
+            }
+            let mut batch = TableBatch::new();
+            let mut written = BTreeMap::new();
+            for _ in 0..1 + rng.below(20) {
+                let (id, sub) = (rng.below(200) as i64, rng.below(2) as i64);
+                if rng.below(5) == 0 {
+                    batch.delete(vec![Value::Int(id), Value::Int(sub)]);
+                    written.insert((id, sub), None);
+                } else {
+                    let r = random_record(&mut rng, id, sub);
+                    batch.upsert(r.clone());
+                    written.insert((id, sub), Some(r));
+                }
+            }
+            let sync = rng.below(3) == 0;
+            let options = if sync {
+                WriteOptions::synced()
+            } else {
+                WriteOptions::default()
+            };
+            db.write("t", batch, options).unwrap();
+            model.extend(written.clone());
+            if sync {
+                // Every row of a synced batch survives (with the earlier writes of the shards
+                // it reached); whatever survives, the indexes catch up with it.
+                let survivor = reopen_caught_up(&fs.crashed_copy(), &label);
+                for ((id, sub), want) in &written {
+                    let got = survivor
+                        .get("t", &[Value::Int(*id), Value::Int(*sub)])
+                        .unwrap();
+                    assert_eq!(
+                        got.as_ref(),
+                        want.as_ref(),
+                        "{label}: synced row ({id}, {sub})"
+                    );
+                }
+                survivor.close().unwrap();
+            } else if rng.below(3) == 0 {
+                // The indexer may be between an index shard's write and the outbox delete.
+                reopen_caught_up(&fs.crashed_copy(), &label)
+                    .close()
+                    .unwrap();
+            }
+        }
+        db.resume_indexer();
+        db.wait_for_indexes().unwrap();
+        assert!(db.verify("t").unwrap().is_clean());
+        db.close().unwrap();
+        let db = reopen_caught_up(&fs, &format!("seed {seed} after close"));
+        for ((id, sub), want) in &model {
+            let got = db.get("t", &[Value::Int(*id), Value::Int(*sub)]).unwrap();
+            assert_eq!(
+                got.as_ref(),
+                want.as_ref(),
+                "seed {seed}: row ({id}, {sub})"
+            );
+        }
+    }
+}
+
+/// An async index's entry can be left over from an earlier version of its row (a global
+/// index's old and new entries are written to two shards one after the other); a read
+/// through it re-derives the entry from the row it fetched, so the row comes back once.
+#[test]
+fn a_leftover_async_entry_never_yields_a_row_twice() {
+    use strata::table::key::encode_key;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_table("t", &["id"]).unwrap();
+    db.create_index_with(
+        "t",
+        "by_x",
+        &["x"],
+        Projection::KeysOnly,
+        IndexOptions::local_async(),
+    )
+    .unwrap();
+    db.insert("t", record! { "id" => 1, "x" => 20 }).unwrap();
+    db.wait_for_indexes().unwrap();
+    // The entry the row had when x was 10, as if its removal had not been applied yet.
+    let mut stale = encode_key([&Value::Int(10)]);
+    stale.extend(encode_key([&Value::Int(1)]));
+    let cf = db.store().cf("i/t/by_x").unwrap();
+    db.store().put(&cf, &stale, &[1, 0]).unwrap();
+
+    let q = Query::default()
+        .filter(Predicate::new("x", strata::Op::Ge(Value::Int(0))))
+        .hint(Hint::Index("by_x".into()));
+    for consistency in [Consistency::Eventual, Consistency::Strong] {
+        let rows = run(&db, &q.clone().consistency(consistency));
+        assert_eq!(
+            rows,
+            vec![record! { "id" => 1, "x" => 20 }],
+            "{consistency:?}"
+        );
+    }
+    // `verify` sees it for what it is.
+    let report = db.verify("t").unwrap();
+    assert_eq!(report.problem_count(), 1, "{report}");
+}
+
+#[test]
+fn lag_is_observable_and_writers_wait_when_the_outbox_is_full() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        max_pending_index_entries: 5,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    db.create_sharded_table("t", &["id"], 2).unwrap();
+    db.create_index_with(
+        "t",
+        "by_x",
+        &["x"],
+        Projection::KeysOnly,
+        IndexOptions::global(),
+    )
+    .unwrap();
+    db.pause_indexer();
+    for id in 0..5 {
+        db.insert("t", record! { "id" => id, "x" => id * 10 })
+            .unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(5));
+    let lag = db.index_lag().unwrap();
+    assert_eq!(lag.pending_entries, 5);
+    assert!(
+        lag.oldest_pending.unwrap() >= Duration::from_millis(5),
+        "{lag:?}"
+    );
+    assert!(
+        db.wait_for_indexes().is_err(),
+        "waiting on a paused indexer fails"
+    );
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| db.insert("t", record! { "id" => 99, "x" => 990 }));
+        while db.index_lag().unwrap().throttled_writes == 0 {
+            std::thread::yield_now();
+        }
+        assert!(
+            !writer.is_finished(),
+            "the sixth write waits for the indexer"
+        );
+        db.resume_indexer();
+        writer.join().unwrap().unwrap();
+    });
+    db.wait_for_indexes().unwrap();
+    let lag = db.index_lag().unwrap();
+    assert_eq!((lag.pending_entries, lag.oldest_pending), (0, None));
+    assert_eq!(lag.throttled_writes, 1);
+    assert!(lag.applied_entries >= 6);
+    let q = Query::default().filter(Predicate::eq("x", 990));
+    assert_eq!(run(&db, &q).len(), 1);
+}
+
+#[test]
+fn entries_of_a_dropped_index_are_not_applied_to_its_namesake() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_sharded_table("t", &["id"], 3).unwrap();
+    db.create_index_with(
+        "t",
+        "ix",
+        &["x"],
+        Projection::KeysOnly,
+        IndexOptions::global(),
+    )
+    .unwrap();
+    db.pause_indexer();
+    for id in 0..20 {
+        db.insert("t", record! { "id" => id, "x" => id % 4, "y" => id % 5 })
+            .unwrap();
+    }
+    // Same name, other field: the pending entries name the old index's id.
+    db.drop_index("t", "ix").unwrap();
+    db.create_index_with(
+        "t",
+        "ix",
+        &["y"],
+        Projection::KeysOnly,
+        IndexOptions::global(),
+    )
+    .unwrap();
+    db.resume_indexer();
+    db.wait_for_indexes().unwrap();
+    let report = db.verify("t").unwrap();
+    assert!(report.is_clean(), "{report}");
+    assert_eq!(report.indexes[0].entries, 20);
+}
+
+#[test]
+fn shards_live_in_their_own_directories_and_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let options = || Options {
+        shard_dirs: vec![elsewhere.path().join("one")],
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.create_sharded_table("t", &["id"], 3).unwrap();
+    db.create_index_with("t", "by_x", &["x"], Projection::All, IndexOptions::global())
+        .unwrap();
+    for id in 0..300 {
+        db.insert("t", record! { "id" => id, "x" => id % 7 })
+            .unwrap();
+    }
+    db.close().unwrap();
+    assert!(elsewhere.path().join("one").join("CURRENT").exists());
+    assert!(dir.path().join("shard-2").join("CURRENT").exists());
+    assert!(
+        !dir.path().join("shard-1").exists(),
+        "shard 1 lives elsewhere"
+    );
+
+    let db = Db::open(dir.path(), options()).unwrap();
+    db.wait_for_indexes().unwrap();
+    assert!(db.verify("t").unwrap().is_clean());
+    let mut per_store = Vec::new();
+    db.for_each_store(|n, store| {
+        let cf = store.cf("t/t")?;
+        per_store.push((n, store.iter(&cf, Default::default())?.count()));
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(per_store.iter().map(|(_, c)| c).sum::<usize>(), 300);
+    assert!(
+        per_store.iter().all(|(_, c)| *c > 50),
+        "rows spread over shards: {per_store:?}"
+    );
+    let q = Query::default().filter(Predicate::eq("x", 3));
+    let plan = db.explain("t", &q).unwrap();
+    assert_eq!(plan.chosen.index.as_deref(), Some("by_x"), "{plan}");
+    assert_eq!(run(&db, &q).len(), 43);
+}
