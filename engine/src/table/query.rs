@@ -802,14 +802,11 @@ impl Stream {
 
     /// The next key-value pair of the source.
     fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Bytes)>> {
-        let cf = match &mut self.source {
-            Source::Pairs(pairs) => return Ok(pairs.pop_front()),
-            Source::Keys(_) => return Ok(None),
-            Source::Ranges { cf, .. } => cf.clone(),
-        };
         loop {
-            let Source::Ranges { ranges, cursor, .. } = &mut self.source else {
-                return Ok(None);
+            let (cf, ranges, cursor) = match &mut self.source {
+                Source::Pairs(pairs) => return Ok(pairs.pop_front()),
+                Source::Keys(_) => return Ok(None),
+                Source::Ranges { cf, ranges, cursor } => (cf, ranges, cursor),
             };
             if let Some(c) = cursor {
                 if c.valid() {
@@ -830,7 +827,7 @@ impl Stream {
             if let Some(upper) = &upper {
                 options = options.upper_bound(upper);
             }
-            let mut c = self.store.store.cursor(&cf, options)?;
+            let mut c = self.store.store.cursor(cf, options)?;
             c.seek_to_first();
             *cursor = Some(Box::new(c));
         }
@@ -902,7 +899,7 @@ impl Stream {
             } => loop {
                 let table = Arc::clone(&self.table);
                 let ixdef = &table.def.indexes[ix];
-                let cf_name = table.shards[self.shard].indexes[ix].name().to_owned();
+                let cf_name = table.shards[self.shard].indexes[ix].name();
                 if fetch == Fetch::SortedByKey && !covering {
                     let mut keys = Vec::with_capacity(FETCH_BATCH);
                     while keys.len() < FETCH_BATCH {
@@ -910,8 +907,8 @@ impl Stream {
                             break;
                         };
                         self.stats.rows_read += 1;
-                        let entry = decode_entry(&table.def, ixdef, &cf_name, &k, &v)?;
-                        let shard = self.entry_shard(&entry, &cf_name)?;
+                        let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
+                        let shard = self.entry_shard(&entry, cf_name)?;
                         keys.push((shard, entry.pk_bytes, k));
                     }
                     if keys.is_empty() {
@@ -936,11 +933,11 @@ impl Stream {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                let entry = decode_entry(&table.def, ixdef, &cf_name, &k, &v)?;
+                let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
                 if covering {
                     return Ok(Some(covering_record(&table.def, ixdef, entry)));
                 }
-                let shard = self.entry_shard(&entry, &cf_name)?;
+                let shard = self.entry_shard(&entry, cf_name)?;
                 if let Some(r) = self.fetch(shard, &entry.pk_bytes)?
                     && self.still_indexed(ix, shard, &k, &r)?
                 {
