@@ -48,6 +48,9 @@ pub enum Corruption {
     /// A catalog entry does not decode, or names something that is not there.
     #[error("catalog: {0}")]
     Catalog(String),
+    /// An outbox key is malformed, or an entry names a shard its table does not have.
+    #[error("outbox: {0}")]
+    Outbox(String),
 }
 
 /// The error type of the engine.

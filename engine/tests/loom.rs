@@ -218,7 +218,7 @@ fn outbox_entries_are_applied_in_order_once_and_waited_for() {
         let writer = || {
             let (tracker, outbox) = (tracker.clone(), outbox.clone());
             thread::spawn(move || {
-                let seq = tracker.begin(0);
+                let seq = tracker.begin(0).unwrap();
                 outbox.lock().unwrap().insert(seq);
                 tracker.end(0, seq, true);
             })
@@ -250,7 +250,7 @@ fn back_pressure_and_abandoned_numbers_never_hang() {
         let failed = {
             let tracker = tracker.clone();
             thread::spawn(move || {
-                let seq = tracker.begin(0);
+                let seq = tracker.begin(0).unwrap();
                 tracker.end(0, seq, false);
             })
         };
@@ -259,7 +259,7 @@ fn back_pressure_and_abandoned_numbers_never_hang() {
             thread::spawn(move || {
                 for _ in 0..2 {
                     tracker.throttle(1).unwrap();
-                    let seq = tracker.begin(0);
+                    let seq = tracker.begin(0).unwrap();
                     outbox.lock().unwrap().insert(seq);
                     tracker.end(0, seq, true);
                 }

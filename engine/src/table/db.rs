@@ -702,14 +702,22 @@ impl Shared {
             let seq = outbox_seq(&k).ok_or_else(|| {
                 corrupt(
                     OUTBOX_CF,
-                    Corruption::Catalog(format!("outbox key of {} bytes", k.len())),
+                    Corruption::Outbox(format!("outbox key of {} bytes", k.len())),
                 )
             })?;
             first.get_or_insert(seq);
             last = Some(seq);
             pending += 1;
         }
-        let next = last.map_or(0, |l| l + 1);
+        let next = match last {
+            None => 0,
+            Some(l) => l.checked_add(1).ok_or_else(|| {
+                corrupt(
+                    OUTBOX_CF,
+                    Corruption::Outbox("an outbox key of u64::MAX".into()),
+                )
+            })?,
+        };
         self.tracker
             .add_shard(shard.number, first.unwrap_or(next), next, pending);
         Ok(())

@@ -50,7 +50,7 @@ pub struct IndexLag {
 pub(crate) type Overlay = Vec<BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
 
 fn outbox_corrupt(what: String) -> Error {
-    corrupt(OUTBOX_CF, Corruption::Catalog(what))
+    corrupt(OUTBOX_CF, Corruption::Outbox(what))
 }
 
 impl Shared {

@@ -243,18 +243,19 @@ impl Tracker {
     }
 
     /// A number for an entry about to be written to shard `shard`; [`Tracker::end`] must follow.
-    pub fn begin(&self, shard: usize) -> u64 {
+    pub fn begin(&self, shard: usize) -> Result<u64> {
         let mut state = self.lock();
-        let Some(queue) = state.queues.get_mut(shard) else {
-            // Shards are registered before any table uses them; a number from no queue is
-            // never applied, so refuse loudly in debug builds and hand out a dead one otherwise.
-            debug_assert!(false, "shard {shard} is not registered");
-            return u64::MAX;
-        };
+        // Shards are registered when their store opens, before any table uses them.
+        let queue = state
+            .queues
+            .get_mut(shard)
+            .ok_or_else(|| Error::NotFound(format!("the outbox of shard {shard}")))?;
         let seq = queue.next_seq;
-        queue.next_seq += 1;
+        queue.next_seq = seq.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument(format!("shard {shard}'s outbox numbers ran out"))
+        })?;
         queue.in_flight.insert(seq);
-        seq
+        Ok(seq)
     }
 
     /// The write of entry `seq` returned; `written` says whether it committed.
@@ -471,8 +472,8 @@ mod tests {
     fn work_stops_below_a_number_still_in_flight() {
         let t = Tracker::new();
         t.add_shard(0, 0, 0, 0);
-        let a = t.begin(0);
-        let b = t.begin(0);
+        let a = t.begin(0).unwrap();
+        let b = t.begin(0).unwrap();
         t.end(0, b, true);
         // `a` is still being written: nothing below it is known complete, so no work yet.
         assert_eq!(t.ready_work(), Vec::new());
@@ -495,7 +496,7 @@ mod tests {
         let t = std::sync::Arc::new(Tracker::new());
         t.add_shard(0, 0, 0, 0);
         for _ in 0..3 {
-            let s = t.begin(0);
+            let s = t.begin(0).unwrap();
             t.end(0, s, true);
         }
         let writer = {
@@ -509,7 +510,7 @@ mod tests {
         writer.join().unwrap().unwrap();
         assert_eq!(t.counts().throttled_writes, 1);
         t.fail(Error::InvalidArgument("disk gone".into()));
-        let s = t.begin(0);
+        let s = t.begin(0).unwrap();
         t.end(0, s, true);
         assert!(t.wait_applied(&t.targets()).is_err());
         assert_eq!(t.work(), None);

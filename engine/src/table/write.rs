@@ -301,7 +301,7 @@ impl Db {
             }
             // Numbered under the keys' stripes: a row's next change gets a higher number.
             outbox.written_micros = now_micros();
-            let seq = self.tracker.begin(s);
+            let seq = self.tracker.begin(s)?;
             let result = wb
                 .put(&store.outbox, &outbox_key(seq), &outbox.encode())
                 .and_then(|()| store.store.write(wb, options).map(drop));
