@@ -77,6 +77,12 @@ impl Db {
                         rows += 1;
                     }
                 }
+                // As the indexer does: rows read here may have been written unsynced, and an
+                // entry in another store must not outlive its row in a crash (a rerun backfill
+                // would not remove it).
+                if batches.keys().any(|&target| target != s) {
+                    t.shards[s].store.store.sync_wal()?;
+                }
                 for (target, wb) in batches {
                     t.shards[target]
                         .store

@@ -11,7 +11,7 @@
 //! stripe (as a writer would): it deletes entries the row does not give and puts the one it
 //! does.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use strata_planner::{IndexState, Value};
 
@@ -248,8 +248,10 @@ impl Db {
                     break; // dropped meanwhile: nothing to repair
                 };
                 let mut batches: BTreeMap<usize, WriteBatch> = BTreeMap::new();
+                let mut read_from = BTreeSet::new();
                 for p in chunk {
                     let f = t.fact_shard(&p.pk_bytes);
+                    read_from.insert(f);
                     let expected = match self.read_record(&t, &p.pk_bytes)? {
                         Some(record) => {
                             let (k, v) = index_entry(ix, f, &p.pk_bytes, &record)?;
@@ -275,6 +277,16 @@ impl Db {
                             &v,
                         )?;
                         done.entries_put += 1;
+                    }
+                }
+                // Entries follow the rows as read; those rows must be durable before an entry
+                // derived from them is, in another store.
+                if batches
+                    .keys()
+                    .any(|target| read_from.iter().any(|f| f != target))
+                {
+                    for &f in &read_from {
+                        t.shards[f].store.store.sync_wal()?;
                     }
                 }
                 for (target, wb) in batches {
