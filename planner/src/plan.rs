@@ -559,7 +559,16 @@ impl<'a> Planner<'a> {
         let entries = sane(self.rows * self.selectivity_of(&bound));
         let shard_seeks = match index.scope {
             Scope::Local => self.shards,
-            Scope::Global => 1.0,
+            // Partitioned by the hash of the leading value: each `=`/`IN` value of it lives in
+            // one shard; a range over it is in all of them.
+            Scope::Global => {
+                let leading_values = index
+                    .fields
+                    .first()
+                    .and_then(|f| self.by_field.get(f))
+                    .is_some_and(|c| !c.is_null && c.values.is_some());
+                if leading_values { 1.0 } else { self.shards }
+            }
         };
         let seeks = (seeks * shard_seeks).min(1e12);
         let carried = self.carried(index);

@@ -322,3 +322,39 @@ fn explain_lists_every_candidate_as_text_and_as_json() {
     assert_eq!(json["chosen"]["index"], "by_flag");
     assert_eq!(json["candidates"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn a_global_index_seeks_one_shard_for_an_equality_and_every_shard_for_a_range() {
+    let stats = stats_with(
+        vec![(
+            "town",
+            ColumnStats {
+                distinct: 10_000.0,
+                avg_width: 8.0,
+                ..ColumnStats::default()
+            },
+        )],
+        120.0,
+    );
+    let sharded = |scope: Scope| {
+        let mut table = people("town", Projection::KeysOnly);
+        table.shards = 8;
+        table.indexes[0].scope = scope;
+        table
+    };
+    let cost = |query: &Query, scope: Scope| {
+        plan(query, &sharded(scope), &stats)
+            .candidates
+            .iter()
+            .find(|c| c.plan == "index")
+            .expect("an index candidate")
+            .cost
+    };
+    let eq = where_eq("town", "Redmond");
+    assert!(cost(&eq, Scope::Global) < cost(&eq, Scope::Local));
+    let range = Query {
+        predicates: vec![Predicate::new("town", Op::Between("a".into(), "b".into()))],
+        ..Query::default()
+    };
+    assert_eq!(cost(&range, Scope::Global), cost(&range, Scope::Local));
+}
