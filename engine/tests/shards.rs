@@ -18,31 +18,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::Rng;
-use common::tables::{FIELDS, brute_force, random_predicate, random_record, sorted};
+use common::tables::{FIELDS, Model, brute_force, load, random_predicate, random_record, sorted};
 use strata::fs::SimFs;
 use strata::{
     Consistency, Db, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, TableBatch,
     Value, WriteOptions, record,
 };
-
-type Model = BTreeMap<(i64, i64), Record>;
-
-/// Applies a random batch of upserts and deletes to the table and the model.
-fn load(db: &Db, all: &mut Model, rng: &mut Rng, n: usize) {
-    let mut batch = TableBatch::new();
-    for _ in 0..n {
-        let (id, sub) = (rng.below(60) as i64, rng.below(3) as i64);
-        if rng.below(8) == 0 {
-            batch.delete(vec![Value::Int(id), Value::Int(sub)]);
-            all.remove(&(id, sub));
-        } else {
-            let r = random_record(rng, id, sub);
-            batch.upsert(r.clone());
-            all.insert((id, sub), r);
-        }
-    }
-    db.write("t", batch, WriteOptions::default()).unwrap();
-}
 
 fn run(db: &Db, q: &Query) -> Vec<Record> {
     db.query("t", q).unwrap().collect::<Result<_, _>>().unwrap()

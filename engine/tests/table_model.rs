@@ -14,7 +14,7 @@ use std::sync::Arc;
 mod common;
 
 use common::Rng;
-use common::tables::{FIELDS, brute_force, random_predicate, random_record, sorted};
+use common::tables::{FIELDS, brute_force, load, random_predicate, random_record, sorted};
 use strata::fs::SimFs;
 use strata::{Db, Hint, Options, Projection, Query, Record, TableBatch, Value, WriteOptions};
 
@@ -27,21 +27,6 @@ fn every_plan_returns_what_a_brute_force_filter_returns() {
         db.create_table("t", &["id", "sub"]).unwrap();
         let mut all = BTreeMap::new();
         // Some rows before the indexes (backfilled), some after (maintained), some changed.
-        let load = |db: &Db, all: &mut BTreeMap<(i64, i64), Record>, rng: &mut Rng, n: usize| {
-            let mut batch = TableBatch::new();
-            for _ in 0..n {
-                let (id, sub) = (rng.below(60) as i64, rng.below(3) as i64);
-                if rng.below(8) == 0 {
-                    batch.delete(vec![Value::Int(id), Value::Int(sub)]);
-                    all.remove(&(id, sub));
-                } else {
-                    let r = random_record(rng, id, sub);
-                    batch.upsert(r.clone());
-                    all.insert((id, sub), r);
-                }
-            }
-            db.write("t", batch, WriteOptions::default()).unwrap();
-        };
         load(&db, &mut all, &mut rng, 80);
         let projections = [
             Projection::KeysOnly,

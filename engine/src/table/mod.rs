@@ -11,7 +11,7 @@
 //! - [`key`]: the order-preserving tuple code for keys.
 //! - [`catalog`]: table and index definitions, stored in a system column family.
 //! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
-//! - `db`, `write`, `indexer`, `backfill`, `query`, `verify`, `analyze`: the `Db` API.
+//! - `db`, `write`, `indexer`, `backfill`, `query` (with `stream`), `verify`, `analyze`: the `Db` API.
 
 mod analyze;
 mod backfill;
@@ -24,6 +24,7 @@ pub mod key;
 pub mod outbox;
 mod query;
 pub mod record;
+mod stream;
 mod verify;
 mod write;
 

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use strata::{Op, Predicate, Query, Record, Value, record};
+use strata::{Db, Op, Predicate, Query, Record, TableBatch, Value, WriteOptions, record};
 
 use super::Rng;
 
@@ -90,4 +90,25 @@ pub fn brute_force(all: &BTreeMap<(i64, i64), Record>, q: &Query) -> Vec<Record>
 pub fn sorted(mut rows: Vec<Record>) -> Vec<Record> {
     rows.sort_by_key(|r| r.encode());
     rows
+}
+
+/// The rows of table `t`, by `(id, sub)`.
+pub type Model = BTreeMap<(i64, i64), Record>;
+
+/// Applies `n` random upserts and deletes (one in eight) over 60 × 3 keys to table `t` in one
+/// batch, and to the model.
+pub fn load(db: &Db, all: &mut Model, rng: &mut Rng, n: usize) {
+    let mut batch = TableBatch::new();
+    for _ in 0..n {
+        let (id, sub) = (rng.below(60) as i64, rng.below(3) as i64);
+        if rng.below(8) == 0 {
+            batch.delete(vec![Value::Int(id), Value::Int(sub)]);
+            all.remove(&(id, sub));
+        } else {
+            let r = random_record(rng, id, sub);
+            batch.upsert(r.clone());
+            all.insert((id, sub), r);
+        }
+    }
+    db.write("t", batch, WriteOptions::default()).unwrap();
 }

@@ -1,0 +1,335 @@
+//! One shard's part of a query: a [`Stream`] reads one family of one shard store — fact rows by
+//! key range or key, or index entries by range (merged with pending outbox changes for a
+//! strong read of an async index) — and yields the rows that pass the re-check. `Rows`
+//! (`query.rs`) runs one stream per shard visited and merges them.
+//!
+//! For an index entry that does not cover the query, the row is fetched from the fact shard the
+//! entry names, in index order or in sorted batches; for an async index the entry is also
+//! re-derived from the fetched row and dropped unless equal, so a left-over entry never yields
+//! a row (or a row twice).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use strata_planner::{Fetch, Query};
+
+use crate::error::Result;
+use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
+use crate::table::db::{ShardStore, Table};
+use crate::table::entry::{
+    Entry, covering_record, decode_entry, index_entry, key_corrupt, record_corrupt,
+};
+use crate::table::key::decode_prefix;
+use crate::table::query::ExecStats;
+use crate::table::record::{Record, RecordError};
+
+/// Index entries whose records are fetched together, sorted by key.
+/// TUNING: enough keys that sorting turns random fetches into a forward walk through the
+/// fact family's blocks, few enough to hold in memory.
+const FETCH_BATCH: usize = 1024;
+
+/// Key ranges `[lower, upper)`, in order; no upper bound is the end of the family.
+pub(super) type KeyRanges = VecDeque<(Vec<u8>, Option<Vec<u8>>)>;
+
+/// Where a stream's candidate rows come from.
+pub(super) enum Source {
+    /// Key ranges `[lower, upper)` of a family, read in order.
+    Ranges {
+        cf: ColumnFamily,
+        ranges: KeyRanges,
+        cursor: Option<Box<Cursor>>,
+    },
+    /// Key-value pairs already read (an index range merged with its pending changes).
+    Pairs(VecDeque<(Vec<u8>, Bytes)>),
+    /// Primary keys to look up, in order.
+    Keys(VecDeque<Vec<u8>>),
+}
+
+/// How a read entry becomes a record.
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Mode {
+    /// Fact rows.
+    Fact,
+    /// Entries of index `ix`.
+    Index {
+        ix: usize,
+        covering: bool,
+        fetch: Fetch,
+        /// The index is async: an entry counts only if the row it names still gives it.
+        recheck_entry: bool,
+    },
+}
+
+/// One shard's part of a query: it reads one family of one shard store and yields the rows
+/// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
+pub(super) struct Stream {
+    pub(super) table: Arc<Table>,
+    pub(super) query: Arc<Query>,
+    /// The snapshot of every fact shard, for fetches.
+    pub(super) facts: Arc<[Snapshot]>,
+    /// The store this stream reads, and the snapshot it reads at.
+    pub(super) store: Arc<ShardStore>,
+    pub(super) snapshot: Snapshot,
+    /// For fact reads, the shard whose rows these are.
+    pub(super) shard: usize,
+    pub(super) source: Source,
+    pub(super) mode: Mode,
+    /// Fetched candidates of a sorted batch, not yet checked.
+    pub(super) pending: VecDeque<Record>,
+    pub(super) stats: ExecStats,
+    pub(super) timed: bool,
+    pub(super) done: bool,
+}
+
+fn matches(record: &Record, query: &Query) -> bool {
+    query
+        .predicates
+        .iter()
+        .all(|p| p.matches(record.value(&p.field)))
+}
+
+/// The index pairs of `ranges` in `cf` at `snapshot`, with `pending` changes applied: what the
+/// index will hold once the indexer has caught up.
+pub(super) fn merge_pending(
+    store: &ShardStore,
+    cf: &ColumnFamily,
+    snapshot: &Snapshot,
+    ranges: &KeyRanges,
+    pending: &BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+) -> Result<VecDeque<(Vec<u8>, Bytes)>> {
+    let mut pairs: BTreeMap<Vec<u8>, Bytes> = BTreeMap::new();
+    for (lower, upper) in ranges {
+        let mut options = ReadOptions::default().snapshot(snapshot);
+        if !lower.is_empty() {
+            options = options.lower_bound(lower);
+        }
+        if let Some(upper) = upper {
+            options = options.upper_bound(upper);
+        }
+        for kv in store.store.iter(cf, options)? {
+            let (k, v) = kv?;
+            if !pending.contains_key(&k[..]) {
+                pairs.insert(k.to_vec(), v);
+            }
+        }
+        let above = pending.range::<[u8], _>((Bound::Included(&lower[..]), Bound::Unbounded));
+        for (k, v) in above {
+            if upper.as_ref().is_some_and(|u| k >= u) {
+                break;
+            }
+            if let Some(v) = v {
+                pairs.insert(k.clone(), Bytes::from(v.clone()));
+            }
+        }
+    }
+    Ok(pairs.into_iter().collect())
+}
+
+impl Stream {
+    /// Adds up to `want` matching rows to `out`; marks the stream done at its end.
+    pub(super) fn fill(&mut self, want: usize, out: &mut VecDeque<Record>) -> Result<()> {
+        while out.len() < want && !self.done {
+            match self.next_match()? {
+                Some(r) => out.push_back(r),
+                None => self.done = true,
+            }
+        }
+        Ok(())
+    }
+
+    /// The next row that passes the re-check.
+    fn next_match(&mut self) -> Result<Option<Record>> {
+        loop {
+            let start = self.timed.then(Instant::now);
+            let fetch_before = self.stats.fetch_time;
+            let candidate = self.pull()?;
+            if let Some(start) = start {
+                let fetched = self.stats.fetch_time - fetch_before;
+                self.stats.read_time += start.elapsed().saturating_sub(fetched);
+            }
+            let Some(record) = candidate else {
+                return Ok(None);
+            };
+            let start = self.timed.then(Instant::now);
+            let ok = matches(&record, &self.query);
+            if let Some(start) = start {
+                self.stats.filter_time += start.elapsed();
+            }
+            if ok {
+                self.stats.rows_matched += 1;
+                return Ok(Some(record));
+            }
+        }
+    }
+
+    /// The row at `key` in fact shard `shard`, at the query's snapshot.
+    fn fetch(&mut self, shard: usize, key: &[u8]) -> Result<Option<Record>> {
+        let start = self.timed.then(Instant::now);
+        self.stats.fetches += 1;
+        let fact = &self.table.shards[shard];
+        let got = fact
+            .store
+            .store
+            .get_at(&fact.fact, key, &self.facts[shard])?;
+        let record = match got {
+            None => None,
+            Some(bytes) => {
+                Some(Record::decode(&bytes).map_err(|e| record_corrupt(fact.fact.name(), e))?)
+            }
+        };
+        if let Some(start) = start {
+            self.stats.fetch_time += start.elapsed();
+        }
+        Ok(record)
+    }
+
+    /// The next key-value pair of the source.
+    fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Bytes)>> {
+        loop {
+            let (cf, ranges, cursor) = match &mut self.source {
+                Source::Pairs(pairs) => return Ok(pairs.pop_front()),
+                Source::Keys(_) => return Ok(None),
+                Source::Ranges { cf, ranges, cursor } => (cf, ranges, cursor),
+            };
+            if let Some(c) = cursor {
+                if c.valid() {
+                    let pair = (c.key().to_vec(), c.value());
+                    c.next();
+                    return Ok(Some(pair));
+                }
+                c.status()?;
+                *cursor = None;
+            }
+            let Some((lower, upper)) = ranges.pop_front() else {
+                return Ok(None);
+            };
+            let mut options = ReadOptions::default().snapshot(&self.snapshot);
+            if !lower.is_empty() {
+                options = options.lower_bound(&lower);
+            }
+            if let Some(upper) = &upper {
+                options = options.upper_bound(upper);
+            }
+            let mut c = self.store.store.cursor(cf, options)?;
+            c.seek_to_first();
+            *cursor = Some(Box::new(c));
+        }
+    }
+
+    /// The fact shard an entry names, checked.
+    fn entry_shard(&self, entry: &Entry, cf: &str) -> Result<usize> {
+        usize::try_from(entry.shard)
+            .ok()
+            .filter(|&s| s < self.table.shards.len())
+            .ok_or_else(|| record_corrupt(cf, RecordError::TooLong(entry.shard)))
+    }
+
+    /// Whether `record`, fetched for the entry at `key`, still gives that entry: for an async
+    /// index an entry may be left over from an earlier version of the row.
+    fn still_indexed(&self, ix: usize, shard: usize, key: &[u8], record: &Record) -> Result<bool> {
+        let Mode::Index {
+            recheck_entry: true,
+            ..
+        } = self.mode
+        else {
+            return Ok(true);
+        };
+        let ixdef = &self.table.def.indexes[ix];
+        let entry_pk = {
+            let (_, used) = decode_prefix(key, ixdef.fields.len())
+                .map_err(|e| key_corrupt(self.table.shards[shard].fact.name(), e))?;
+            &key[used..]
+        };
+        let (expected, _) = index_entry(ixdef, shard, entry_pk, record)?;
+        Ok(expected[..] == key[..])
+    }
+
+    /// The next candidate record, before the re-check.
+    fn pull(&mut self) -> Result<Option<Record>> {
+        if let Some(r) = self.pending.pop_front() {
+            return Ok(Some(r));
+        }
+        if let Source::Keys(_) = &self.source {
+            loop {
+                let Source::Keys(keys) = &mut self.source else {
+                    return Ok(None);
+                };
+                let Some(key) = keys.pop_front() else {
+                    return Ok(None);
+                };
+                self.stats.rows_read += 1;
+                if let Some(r) = self.fetch(self.shard, &key)? {
+                    return Ok(Some(r));
+                }
+            }
+        }
+        match self.mode {
+            Mode::Fact => {
+                let Some((_, value)) = self.next_pair()? else {
+                    return Ok(None);
+                };
+                self.stats.rows_read += 1;
+                let fact = &self.table.shards[self.shard].fact;
+                Record::decode(&value)
+                    .map(Some)
+                    .map_err(|e| record_corrupt(fact.name(), e))
+            }
+            Mode::Index {
+                ix,
+                covering,
+                fetch,
+                ..
+            } => loop {
+                let table = Arc::clone(&self.table);
+                let ixdef = &table.def.indexes[ix];
+                let cf_name = table.shards[self.shard].indexes[ix].name();
+                if fetch == Fetch::SortedByKey && !covering {
+                    let mut keys = Vec::with_capacity(FETCH_BATCH);
+                    while keys.len() < FETCH_BATCH {
+                        let Some((k, v)) = self.next_pair()? else {
+                            break;
+                        };
+                        self.stats.rows_read += 1;
+                        let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
+                        let shard = self.entry_shard(&entry, cf_name)?;
+                        keys.push((shard, entry.pk_bytes, k));
+                    }
+                    if keys.is_empty() {
+                        return Ok(None);
+                    }
+                    keys.sort_unstable();
+                    for (shard, pk, k) in keys {
+                        // An entry whose row is gone at this snapshot would be dangling;
+                        // `verify` reports those. Skip it here.
+                        if let Some(r) = self.fetch(shard, &pk)?
+                            && self.still_indexed(ix, shard, &k, &r)?
+                        {
+                            self.pending.push_back(r);
+                        }
+                    }
+                    if let Some(r) = self.pending.pop_front() {
+                        return Ok(Some(r));
+                    }
+                    continue;
+                }
+                let Some((k, v)) = self.next_pair()? else {
+                    return Ok(None);
+                };
+                self.stats.rows_read += 1;
+                let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
+                if covering {
+                    return Ok(Some(covering_record(&table.def, ixdef, entry)));
+                }
+                let shard = self.entry_shard(&entry, cf_name)?;
+                if let Some(r) = self.fetch(shard, &entry.pk_bytes)?
+                    && self.still_indexed(ix, shard, &k, &r)?
+                {
+                    return Ok(Some(r));
+                }
+            },
+        }
+    }
+}
