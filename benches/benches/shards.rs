@@ -23,6 +23,15 @@ use strata::{
 const SCAN_ROWS: i64 = 400_000;
 const CATCH_UP: i64 = 20_000;
 
+/// Auto-analyze off: these figures measure the write and read paths alone, as recorded before
+/// it existed; the query benches analyse explicitly.
+fn options() -> Options {
+    Options {
+        auto_analyze: false,
+        ..Options::default()
+    }
+}
+
 fn mix(i: i64) -> i64 {
     ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1) as i64
 }
@@ -42,7 +51,7 @@ fn scans(c: &mut Criterion) {
     group.throughput(Throughput::Elements(SCAN_ROWS as u64));
     for shards in [1u32, 2] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let db = Db::open(dir.path(), options()).expect("open");
         db.create_sharded_table("t", &["id"], shards)
             .expect("table");
         for chunk in 0..SCAN_ROWS / 10_000 {
@@ -85,14 +94,14 @@ fn scans(c: &mut Criterion) {
 fn writes(c: &mut Criterion) {
     let mut group = c.benchmark_group("index_write");
     group.throughput(Throughput::Elements(1));
-    for (label, options) in [
+    for (label, index) in [
         ("local_sync", IndexOptions::local()),
         ("global_async", IndexOptions::global()),
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let db = Db::open(dir.path(), Options::default()).expect("open");
+        let db = Db::open(dir.path(), options()).expect("open");
         db.create_sharded_table("t", &["id"], 2).expect("table");
-        db.create_index_with("t", "by_town", &["town"], Projection::KeysOnly, options)
+        db.create_index_with("t", "by_town", &["town"], Projection::KeysOnly, index)
             .expect("index");
         let mut id = 0i64;
         group.bench_function(label, |b| {
@@ -112,7 +121,7 @@ fn catch_up(c: &mut Criterion) {
     group.throughput(Throughput::Elements(CATCH_UP as u64));
     group.sample_size(10);
     let dir = tempfile::tempdir().expect("tempdir");
-    let db = Db::open(dir.path(), Options::default()).expect("open");
+    let db = Db::open(dir.path(), options()).expect("open");
     db.create_sharded_table("t", &["id"], 2).expect("table");
     db.create_index_with(
         "t",

@@ -460,3 +460,66 @@ fn corrupt_rows_and_entries_are_errors_not_panics() {
     let got: Result<Vec<_>, _> = db.query("customers", &Query::default()).unwrap().collect();
     assert!(matches!(got, Err(e) if e.is_corruption()));
 }
+
+/// `analyze` runs by itself once the rows changed since the last analysis pass 10% of its row
+/// count + 50 (the defaults). Closing the database finishes the analyses queued, so reopening
+/// shows what ran.
+#[test]
+fn analyze_runs_by_itself_after_enough_changes() {
+    let dir = tempfile::tempdir().unwrap();
+    let insert = |db: &Db, ids: std::ops::Range<i64>| {
+        let mut batch = TableBatch::new();
+        for id in ids {
+            batch.insert(record! { "id" => id, "town" => format!("town{}", id % 3) });
+        }
+        db.write("t", batch, WriteOptions::default()).unwrap();
+    };
+    let rows = |options: Options| {
+        let db = Db::open(dir.path(), options).unwrap();
+        let rows = db.table_stats("t").unwrap().map(|s| s.row_count);
+        db.close().unwrap();
+        rows
+    };
+
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_table("t", &["id"]).unwrap();
+    insert(&db, 0..49);
+    db.close().unwrap();
+    assert_eq!(
+        rows(Options::default()),
+        None,
+        "49 changes: under 0 × 10% + 50"
+    );
+
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    insert(&db, 49..100);
+    db.close().unwrap();
+    assert_eq!(rows(Options::default()), Some(100), "51 changes since open");
+
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    insert(&db, 100..159);
+    db.close().unwrap();
+    assert_eq!(
+        rows(Options::default()),
+        Some(100),
+        "59 changes: under 10 + 50"
+    );
+
+    let off = || Options {
+        auto_analyze: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), off()).unwrap();
+    insert(&db, 200..400);
+    db.close().unwrap();
+    assert_eq!(rows(off()), Some(100), "off: nothing ran");
+
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    insert(&db, 400..461);
+    db.close().unwrap();
+    assert_eq!(
+        rows(Options::default()),
+        Some(420),
+        "61 changes: over 10 + 50"
+    );
+}

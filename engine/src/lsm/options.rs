@@ -80,6 +80,15 @@ pub struct Options {
     /// async indexes wait until it is below again (default 100 000; at least 1), as a table
     /// whose global index cannot keep up is throttled. `Db::index_lag` counts the waits.
     pub max_pending_index_entries: u64,
+    /// Tables only: `analyze` runs by itself, on a background thread, once the rows changed
+    /// since a table's last analysis exceed `auto_analyze_scale` × its analysed row count +
+    /// `auto_analyze_rows` (default on, 0.1 and 50: PostgreSQL's autovacuum analyze defaults).
+    /// The count of changes is kept in memory, so it starts again at open.
+    pub auto_analyze: bool,
+    /// See [`Options::auto_analyze`] (default 0.1; finite, at least 0).
+    pub auto_analyze_scale: f64,
+    /// See [`Options::auto_analyze`] (default 50).
+    pub auto_analyze_rows: u64,
 }
 
 impl Default for Options {
@@ -106,6 +115,9 @@ impl Default for Options {
             slowdown_delay: std::time::Duration::from_millis(1),
             shard_dirs: Vec::new(),
             max_pending_index_entries: 100_000,
+            auto_analyze: true,
+            auto_analyze_scale: 0.1,
+            auto_analyze_rows: 50,
         }
     }
 }
@@ -154,6 +166,12 @@ impl Options {
         }
         if self.max_pending_index_entries == 0 {
             return invalid("max_pending_index_entries must be at least 1".into());
+        }
+        if !(self.auto_analyze_scale.is_finite() && self.auto_analyze_scale >= 0.0) {
+            return invalid(format!(
+                "auto_analyze_scale must be a finite number of at least 0, got {}",
+                self.auto_analyze_scale
+            ));
         }
         Ok(())
     }

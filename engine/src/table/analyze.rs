@@ -8,12 +8,13 @@
 //! 3. Store the result in the catalog; the planner uses it from then on.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 
 use strata_planner::{Projection, TableStats, TableStatsBuilder};
 
 use crate::error::Result;
 use crate::lsm::ReadOptions;
-use crate::table::db::Db;
+use crate::table::db::{Db, Shared};
 use crate::table::entry::record_corrupt;
 use crate::table::record::Record;
 
@@ -24,9 +25,18 @@ pub const MAX_ANALYZED_FIELDS: usize = 64;
 const FIELD_DISCOVERY_ROWS: usize = 100;
 
 impl Db {
-    /// Collects `table`'s statistics, stores them, and returns them.
+    /// Collects `table`'s statistics, stores them, and returns them. (It also runs by itself
+    /// after enough changes: `Options::auto_analyze`.)
     pub fn analyze(&self, table: &str) -> Result<TableStats> {
+        self.analyze_table(table)
+    }
+}
+
+impl Shared {
+    pub(crate) fn analyze_table(&self, table: &str) -> Result<TableStats> {
         let t = self.handle(table)?;
+        // Changes from here on count towards the next analysis.
+        t.changed.store(0, Ordering::Relaxed);
         let snapshots: Vec<_> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
         let mut columns: Vec<String> = Vec::new();
         let add = |f: &String, columns: &mut Vec<String>| {

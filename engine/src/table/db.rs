@@ -13,6 +13,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use strata_planner::{CostModel, IndexState, Projection, Scope, TableStats, Value};
@@ -54,6 +55,7 @@ use crate::table::write::Stripes;
 pub struct Db {
     shared: Arc<Shared>,
     indexer: Option<std::thread::JoinHandle<()>>,
+    analyzer: Option<std::thread::JoinHandle<()>>,
 }
 
 /// What `Db` and its indexer thread share.
@@ -76,6 +78,10 @@ pub struct Shared {
     pub(crate) cost_model: CostModel,
     /// Outbox numbers and the indexer's wake-ups.
     pub(crate) tracker: Tracker,
+    /// Tables to analyze, for the analyzer thread; `None` once it is stopping.
+    analyze_queue: Mutex<Option<std::sync::mpsc::Sender<String>>>,
+    /// Tables queued or being analysed by it.
+    analyze_queued: Mutex<BTreeSet<String>>,
 }
 
 impl std::ops::Deref for Db {
@@ -101,6 +107,8 @@ pub(crate) struct Table {
     pub(crate) shards: Vec<TableShard>,
     /// From the last `analyze`, if any.
     pub(crate) stats: Option<TableStats>,
+    /// Rows changed since the last `analyze` began (kept across republished definitions).
+    pub(crate) changed: Arc<AtomicU64>,
 }
 
 /// A table's families in one shard store.
@@ -120,6 +128,7 @@ impl Table {
             def,
             shards: shards.unwrap_or_else(|| self.shards.clone()),
             stats: self.stats.clone(),
+            changed: Arc::clone(&self.changed),
         }
     }
 
@@ -240,6 +249,8 @@ impl Db {
             stripes: Stripes::new(),
             cost_model: CostModel::default(),
             tracker: Tracker::new(),
+            analyze_queue: Mutex::new(None),
+            analyze_queued: Mutex::new(BTreeSet::new()),
         };
         shared.adopt(&main, defs.values())?;
         let most = defs.values().map(|d| d.shards as usize).max().unwrap_or(1);
@@ -272,6 +283,7 @@ impl Db {
                 stats: stats.remove(&name),
                 def,
                 shards,
+                changed: Arc::default(),
             };
             tables.insert(name, Arc::new(table));
         }
@@ -284,9 +296,18 @@ impl Db {
                 .name("strata-indexer".into())
                 .spawn(move || shared.run_indexer())?
         };
+        let (queue, queued) = std::sync::mpsc::channel::<String>();
+        *lock(&shared.analyze_queue) = Some(queue);
+        let analyzer = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("strata-analyze".into())
+                .spawn(move || shared.run_analyzer(&queued))?
+        };
         let db = Db {
             shared,
             indexer: Some(indexer),
+            analyzer: Some(analyzer),
         };
         // Finish what a crash interrupted.
         let unfinished: Vec<(String, String)> = db
@@ -351,6 +372,13 @@ impl Db {
             && indexer.join().is_err()
         {
             tracing::error!("the indexer thread panicked");
+        }
+        // Closing the queue ends the analyzer after the table it is on.
+        lock(&self.analyze_queue).take();
+        if let Some(analyzer) = self.analyzer.take()
+            && analyzer.join().is_err()
+        {
+            tracing::error!("the analyzer thread panicked");
         }
     }
 
@@ -439,6 +467,7 @@ impl Db {
             def,
             shards: table_shards,
             stats: None,
+            changed: Arc::default(),
         });
         Ok(())
     }
@@ -590,25 +619,6 @@ impl Db {
         for (store, cf) in dropped {
             store.store.drop_column_family(&cf)?;
         }
-        Ok(())
-    }
-
-    /// Stores `stats` as `table`'s statistics and plans with them from now on.
-    pub(crate) fn put_stats(&self, table: &str, id: u64, stats: TableStats) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        let current = self.handle(table)?;
-        if current.def.id != id {
-            return Err(Error::NotFound(format!(
-                "table {table:?} (dropped while analysed)"
-            )));
-        }
-        self.write_catalog(
-            &[(format!("{CATALOG_STATS_PREFIX}{table}"), stats.encode())],
-            &[],
-        )?;
-        let mut table = current.with(current.def.clone(), None);
-        table.stats = Some(stats);
-        self.publish(table);
         Ok(())
     }
 
@@ -785,6 +795,61 @@ impl Shared {
             .max()
             .map_or(1, |m| m + 1);
         Ok(stored.max(used))
+    }
+
+    /// Stores `stats` as `table`'s statistics and plans with them from now on.
+    pub(crate) fn put_stats(&self, table: &str, id: u64, stats: TableStats) -> Result<()> {
+        let _ddl = lock(&self.ddl);
+        let current = self.handle(table)?;
+        if current.def.id != id {
+            return Err(Error::NotFound(format!(
+                "table {table:?} (dropped while analysed)"
+            )));
+        }
+        self.write_catalog(
+            &[(format!("{CATALOG_STATS_PREFIX}{table}"), stats.encode())],
+            &[],
+        )?;
+        let mut table = current.with(current.def.clone(), None);
+        table.stats = Some(stats);
+        self.publish(table);
+        Ok(())
+    }
+
+    /// Counts `rows` changed rows of `t` and queues it for the analyzer once they pass the
+    /// auto-analyze threshold.
+    pub(crate) fn note_changes(&self, t: &Table, rows: u64) {
+        if !self.options.auto_analyze || rows == 0 {
+            return;
+        }
+        let changed = t.changed.fetch_add(rows, Ordering::Relaxed) + rows;
+        let base = t.stats.as_ref().map_or(0, |s| s.row_count);
+        let threshold =
+            self.options.auto_analyze_scale * base as f64 + self.options.auto_analyze_rows as f64;
+        if (changed as f64) < threshold {
+            return;
+        }
+        if !lock(&self.analyze_queued).insert(t.def.name.clone()) {
+            return; // queued already
+        }
+        if let Some(queue) = lock(&self.analyze_queue).as_ref() {
+            // A closed queue means the database is closing: nothing to do.
+            let _ = queue.send(t.def.name.clone());
+        }
+    }
+
+    /// The analyzer thread: analyses the tables queued by `note_changes` until the queue
+    /// closes.
+    fn run_analyzer(&self, queued: &std::sync::mpsc::Receiver<String>) {
+        while let Ok(table) = queued.recv() {
+            match self.analyze_table(&table) {
+                Ok(stats) => tracing::debug!(%table, rows = stats.row_count, "auto-analyze"),
+                // Dropped meanwhile.
+                Err(Error::NotFound(_)) => {}
+                Err(error) => tracing::warn!(%table, %error, "auto-analyze failed"),
+            }
+            lock(&self.analyze_queued).remove(&table);
+        }
     }
 
     /// The current record at `key` in `t`'s fact family.

@@ -309,6 +309,13 @@ impl Db {
             result?;
             wrote = true;
         }
+        self.note_changes(
+            &t,
+            changes
+                .iter()
+                .filter(|c| c.before.is_some() || c.after.is_some())
+                .count() as u64,
+        );
         if !wrote && options.sync {
             // Nothing changed (say, deletes of missing rows); a synced write still promises
             // that every earlier write is durable.
