@@ -12,29 +12,19 @@
 //!
 //! Run: `cargo bench -p strata-benches --bench shards`. Figures go in `docs/benchmarks.md`.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::{mix, options};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use strata::{
-    Db, Hint, IndexOptions, Options, Predicate, Projection, Query, TableBatch, WriteOptions, record,
+    Db, Hint, IndexOptions, Predicate, Projection, Query, TableBatch, WriteOptions, record,
 };
 
 const SCAN_ROWS: i64 = 400_000;
 const CATCH_UP: i64 = 20_000;
-
-/// Auto-analyze off: these figures measure the write and read paths alone, as recorded before
-/// it existed; the query benches analyse explicitly.
-fn options() -> Options {
-    Options {
-        auto_analyze: false,
-        ..Options::default()
-    }
-}
-
-fn mix(i: i64) -> i64 {
-    ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1) as i64
-}
 
 fn row(i: i64) -> strata::Record {
     let h = mix(i);

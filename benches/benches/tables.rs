@@ -8,28 +8,18 @@
 //!
 //! Run: `cargo bench -p strata-benches --bench tables`. Figures go in `docs/benchmarks.md`.
 
+mod common;
+
 use std::hint::black_box;
 use std::time::Duration;
 
+use common::{mix, options};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use strata::{Db, Hint, Options, Predicate, Projection, Query, TableBatch, WriteOptions, record};
+use strata::{Db, Hint, Predicate, Projection, Query, TableBatch, WriteOptions, record};
 
 /// Rows of the query table; each `grp` value has `ROWS / GROUPS` of them.
 const ROWS: i64 = 1_000_000;
 const GROUPS: i64 = 10_000;
-
-/// Auto-analyze off: these figures measure the write and read paths alone, as recorded before
-/// it existed; the query benches analyse explicitly.
-fn options() -> Options {
-    Options {
-        auto_analyze: false,
-        ..Options::default()
-    }
-}
-
-fn mix(i: i64) -> i64 {
-    ((i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 1) as i64
-}
 
 fn customer(id: i64) -> strata::Record {
     let h = mix(id);

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::Rng;
-use common::tables::{FIELDS, Model, brute_force, load, random_predicate, random_record, sorted};
+use common::tables::{
+    Model, brute_force, load, random_index, random_predicate, random_record, sorted,
+};
 use strata::fs::SimFs;
 use strata::{
     Consistency, Db, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, TableBatch,
@@ -98,11 +100,6 @@ fn strong_reads_equal_a_scan_and_eventual_reads_never_return_a_wrong_row() {
             .unwrap();
         let mut all = Model::new();
         load(&db, &mut all, &mut rng, 80);
-        let projections = [
-            Projection::KeysOnly,
-            Projection::Include(vec!["s".into(), "n".into()]),
-            Projection::All,
-        ];
         let kinds = [
             IndexOptions::local(),
             IndexOptions::local_async(),
@@ -111,16 +108,8 @@ fn strong_reads_equal_a_scan_and_eventual_reads_never_return_a_wrong_row() {
         ];
         let mut names = Vec::new();
         for (i, kind) in kinds.into_iter().enumerate() {
-            let n_fields = 1 + rng.below(2) as usize;
-            let mut fields: Vec<&str> = Vec::new();
-            while fields.len() < n_fields {
-                let f = FIELDS[rng.below(FIELDS.len() as u64) as usize];
-                if !fields.contains(&f) {
-                    fields.push(f);
-                }
-            }
+            let (fields, projection) = random_index(&mut rng);
             let name = format!("ix{i}");
-            let projection = projections[rng.below(3) as usize].clone();
             db.create_index_with("t", &name, &fields, projection, kind)
                 .unwrap();
             names.push(name);

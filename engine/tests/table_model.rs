@@ -14,7 +14,7 @@ use std::sync::Arc;
 mod common;
 
 use common::Rng;
-use common::tables::{FIELDS, brute_force, load, random_predicate, random_record, sorted};
+use common::tables::{brute_force, load, random_index, random_predicate, random_record, sorted};
 use strata::fs::SimFs;
 use strata::{Db, Hint, Options, Projection, Query, Record, TableBatch, Value, WriteOptions};
 
@@ -28,23 +28,10 @@ fn every_plan_returns_what_a_brute_force_filter_returns() {
         let mut all = BTreeMap::new();
         // Some rows before the indexes (backfilled), some after (maintained), some changed.
         load(&db, &mut all, &mut rng, 80);
-        let projections = [
-            Projection::KeysOnly,
-            Projection::Include(vec!["s".into(), "n".into()]),
-            Projection::All,
-        ];
         let mut names = Vec::new();
         for i in 0..4 {
-            let n_fields = 1 + rng.below(2) as usize;
-            let mut fields: Vec<&str> = Vec::new();
-            while fields.len() < n_fields {
-                let f = FIELDS[rng.below(FIELDS.len() as u64) as usize];
-                if !fields.contains(&f) {
-                    fields.push(f);
-                }
-            }
+            let (fields, projection) = random_index(&mut rng);
             let name = format!("ix{i}");
-            let projection = projections[rng.below(3) as usize].clone();
             db.create_index("t", &name, &fields, projection).unwrap();
             names.push(name);
         }

@@ -3,7 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use strata::{Db, Op, Predicate, Query, Record, TableBatch, Value, WriteOptions, record};
+use strata::{
+    Db, Op, Predicate, Projection, Query, Record, TableBatch, Value, WriteOptions, record,
+};
 
 use super::Rng;
 
@@ -111,4 +113,22 @@ pub fn load(db: &Db, all: &mut Model, rng: &mut Rng, n: usize) {
         }
     }
     db.write("t", batch, WriteOptions::default()).unwrap();
+}
+
+/// The fields (one or two distinct ones of [`FIELDS`]) and projection of a random index.
+pub fn random_index(rng: &mut Rng) -> (Vec<&'static str>, Projection) {
+    let n_fields = 1 + rng.below(2) as usize;
+    let mut fields: Vec<&'static str> = Vec::new();
+    while fields.len() < n_fields {
+        let f = FIELDS[rng.below(FIELDS.len() as u64) as usize];
+        if !fields.contains(&f) {
+            fields.push(f);
+        }
+    }
+    let projections = [
+        Projection::KeysOnly,
+        Projection::Include(vec!["s".into(), "n".into()]),
+        Projection::All,
+    ];
+    (fields, projections[rng.below(3) as usize].clone())
 }
