@@ -38,9 +38,9 @@ pub mod table;
 pub use error::{Corruption, Error, Result};
 pub use lsm::fuzzing;
 pub use lsm::{
-    CfStats, ColumnFamily, Cursor, Iter, LevelStats, MAX_BATCH_BYTES, MAX_KEY_BYTES,
-    MAX_VALUE_BYTES, Options, ReadOptions, SeqNo, Snapshot, Store, WriteBatch, WriteOptions,
-    WriteStalls,
+    CfStats, CollectedTable, ColumnFamily, Cursor, Iter, LevelStats, MAX_BATCH_BYTES,
+    MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, SeqNo, Snapshot, Store, WriteBatch,
+    WriteOptions, WriteStalls,
 };
 pub use strata_planner::{
     Consistency, Hint, IndexState, Op, Order, Plan, Predicate, Projection, Query, Scope,

@@ -15,6 +15,8 @@ mod manifest;
 mod outbox;
 #[path = "../../fuzz/checks/record.rs"]
 mod record;
+#[path = "../../fuzz/checks/stats_sketch.rs"]
+mod stats_sketch;
 #[path = "../../fuzz/checks/write_batch.rs"]
 mod write_batch;
 
@@ -56,6 +58,62 @@ fn the_record_corpus_passes_the_fuzz_checks() {
 #[test]
 fn the_outbox_corpus_passes_the_fuzz_checks() {
     replay("outbox", outbox::check);
+}
+
+#[test]
+fn the_stats_sketch_corpus_passes_the_fuzz_checks() {
+    replay("stats_sketch", stats_sketch::check);
+}
+
+/// Writes the seed corpus of table files' statistics sketches: real ones, from flushes of
+/// a table with a skewed, a composite and a sparse field, and a tombstone-only file.
+#[test]
+#[ignore = "regenerates fuzz/corpus/stats_sketch; run by hand"]
+fn write_stats_sketch_seed_corpus() {
+    use strata::table::sketch::STATS_PROPERTY;
+    use strata::{Db, Options, Projection, record};
+
+    let dir = tempfile::tempdir().expect("dir");
+    // No compaction: each flush's file keeps its own sketch.
+    let options = Options {
+        l0_compaction_trigger: 16,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).expect("open");
+    db.create_table("t", &["id"]).expect("table");
+    db.create_index("t", "by_ab", &["a", "b"], Projection::KeysOnly)
+        .expect("index");
+    let out = corpus("stats_sketch");
+    std::fs::create_dir_all(&out).expect("dir");
+    for round in 0..5i64 {
+        for id in 0..(10 + round * 40) {
+            let r = match round {
+                3 => record! { "id" => id, "a" => 1.5f64 * id as f64 },
+                _ => record! { "id" => id, "a" => id % 3, "b" => format!("b{}", id % (round + 2)) },
+            };
+            db.upsert("t", r).expect("write");
+        }
+        if round == 4 {
+            for id in 0..10i64 {
+                db.delete("t", &[id.into()]).expect("delete");
+            }
+        }
+        db.flush().expect("flush");
+    }
+    db.for_each_store(|_, store| {
+        let cf = store.cf("t/t")?;
+        for (i, table) in store
+            .collected(&cf, STATS_PROPERTY)?
+            .into_iter()
+            .enumerate()
+        {
+            if let Some(bytes) = table.property {
+                std::fs::write(out.join(format!("seed-{i}")), bytes).expect("write");
+            }
+        }
+        Ok(())
+    })
+    .expect("sketches");
 }
 
 /// Writes the seed corpora of the table formats: keys, records, entries, definitions, outbox

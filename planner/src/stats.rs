@@ -21,6 +21,11 @@ pub const DEFAULT_MCV_LIMIT: usize = 100;
 pub const DEFAULT_BUCKETS: usize = 100;
 /// Rows sampled per column for histograms (PostgreSQL: 300 × the statistics target).
 pub const DEFAULT_SAMPLE_ROWS: usize = 30_000;
+/// Heavy-hitter counters per column: ten per most-common slot, so a count is at most
+/// n / 1001 low.
+pub const DEFAULT_COUNTERS: usize = DEFAULT_MCV_LIMIT * 10;
+/// Most counters or sample rows a builder may have (a decoded one is refused above it).
+pub const MAX_SKETCH_CAPACITY: usize = 1 << 20;
 
 /// One column's statistics. Frequencies are fractions of all rows, nulls included.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -76,6 +81,11 @@ pub struct TableStats {
     pub columns: BTreeMap<String, ColumnStats>,
     /// Per composite index prefix (two fields or more).
     pub prefixes: Vec<PrefixStats>,
+    /// How many rows the distributions were collected from, when `row_count` has been
+    /// brought up to date since (0: the same as `row_count`). Rows beyond it are the ones
+    /// the statistics have not seen, which is what the ascending-key estimate needs.
+    #[serde(default)]
+    pub collected_rows: u64,
 }
 
 /// Decoding failed.
@@ -164,6 +174,15 @@ impl TableStats {
         }
         Ok(())
     }
+
+    /// The rows the distributions were collected from.
+    pub fn collected_rows(&self) -> u64 {
+        if self.collected_rows == 0 {
+            self.row_count
+        } else {
+            self.collected_rows
+        }
+    }
 }
 
 /// Builds one column's statistics from its values.
@@ -182,17 +201,38 @@ pub struct ColumnBuilder {
 impl ColumnBuilder {
     /// A builder; `seed` makes its sample reproducible.
     pub fn new(seed: u64) -> Self {
+        ColumnBuilder::with_limits(seed, DEFAULT_COUNTERS, DEFAULT_SAMPLE_ROWS)
+    }
+
+    /// A builder with `counters` heavy-hitter counters and a sample of `sample` rows.
+    pub fn with_limits(seed: u64, counters: usize, sample: usize) -> Self {
         ColumnBuilder {
             rows: 0,
             nulls: 0,
             width: 0,
             distinct: HyperLogLog::new(),
-            // Ten counters per most-common slot: a count is at most n / 1001 low.
-            common: HeavyHitters::new(DEFAULT_MCV_LIMIT * 10),
-            sample: Reservoir::new(DEFAULT_SAMPLE_ROWS, seed),
+            common: HeavyHitters::new(counters.clamp(1, MAX_SKETCH_CAPACITY)),
+            sample: Reservoir::new(sample.min(MAX_SKETCH_CAPACITY), seed),
             min: None,
             max: None,
         }
+    }
+
+    /// Whether the parts agree with each other (what a decoded builder must show before it
+    /// is merged or finished).
+    pub fn is_valid(&self) -> bool {
+        let non_null = self.rows.checked_sub(self.nulls);
+        non_null.is_some_and(|n| self.common.seen() <= n && self.sample.seen() <= n)
+            && self.distinct.is_valid()
+            && self.common.is_valid()
+            && self.sample.is_valid()
+            && self.min.is_some() == self.max.is_some()
+    }
+
+    /// Counts `rows` rows in which the field is missing.
+    fn add_missing(&mut self, rows: u64) {
+        self.rows += rows;
+        self.nulls += rows;
     }
 
     /// Adds one row's value (`None` or `Null`: the field is missing or NULL).
@@ -239,7 +279,7 @@ impl ColumnBuilder {
     /// in `analyze.c`), up to `mcv_limit` of them — or, when the column has no more distinct
     /// values than that and the counts are exact, every value.
     pub fn finish(&self, mcv_limit: usize, buckets: usize) -> ColumnStats {
-        let non_null = self.rows - self.nulls;
+        let non_null = self.rows.saturating_sub(self.nulls);
         let rows = self.rows.max(1) as f64;
         let distinct = self.distinct.estimate().min(non_null as f64);
         let average = non_null as f64 / distinct.max(1.0);
@@ -287,26 +327,123 @@ pub struct TableStatsBuilder {
     bytes: u64,
     columns: BTreeMap<String, ColumnBuilder>,
     prefixes: Vec<(Vec<String>, HyperLogLog)>,
+    /// Heavy-hitter counters and sample rows of each column added.
+    #[serde(default = "default_limits")]
+    limits: (usize, usize),
+}
+
+fn default_limits() -> (usize, usize) {
+    (DEFAULT_COUNTERS, DEFAULT_SAMPLE_ROWS)
+}
+
+#[derive(Serialize, Deserialize)]
+struct StoredBuilder {
+    version: u32,
+    builder: TableStatsBuilder,
 }
 
 impl TableStatsBuilder {
     /// Statistics for `columns` and the composite `prefixes` (each of two fields or more;
     /// shorter ones are ignored, as a column's own distinct count covers them).
     pub fn new(columns: &[String], prefixes: &[Vec<String>]) -> Self {
-        TableStatsBuilder {
+        TableStatsBuilder::with_limits(columns, prefixes, DEFAULT_COUNTERS, DEFAULT_SAMPLE_ROWS)
+    }
+
+    /// [`Self::new`] with `counters` heavy-hitter counters and `sample` sample rows per
+    /// column: a smaller summary, as one table file keeps.
+    pub fn with_limits(
+        columns: &[String],
+        prefixes: &[Vec<String>],
+        counters: usize,
+        sample: usize,
+    ) -> Self {
+        let mut builder = TableStatsBuilder {
             rows: 0,
             bytes: 0,
-            columns: columns
-                .iter()
-                .enumerate()
-                .map(|(i, name)| (name.clone(), ColumnBuilder::new(0x5EED + i as u64)))
-                .collect(),
-            prefixes: prefixes
-                .iter()
-                .filter(|p| p.len() >= 2)
-                .map(|p| (p.clone(), HyperLogLog::new()))
-                .collect(),
+            columns: BTreeMap::new(),
+            prefixes: Vec::new(),
+            limits: (
+                counters.clamp(1, MAX_SKETCH_CAPACITY),
+                sample.min(MAX_SKETCH_CAPACITY),
+            ),
+        };
+        for name in columns {
+            builder.track(name, usize::MAX);
         }
+        for prefix in prefixes.iter().filter(|p| p.len() >= 2) {
+            if !builder.prefixes.iter().any(|(f, _)| f == prefix) {
+                builder.prefixes.push((prefix.clone(), HyperLogLog::new()));
+            }
+        }
+        builder
+    }
+
+    /// Starts keeping statistics for `field` unless it has them already or `limit` columns
+    /// are kept; the rows added before count as rows where the field is missing. Whether the
+    /// field is kept.
+    pub fn track(&mut self, field: &str, limit: usize) -> bool {
+        if self.columns.contains_key(field) {
+            return true;
+        }
+        if self.columns.len() >= limit {
+            return false;
+        }
+        let seed = 0x5EED + self.columns.len() as u64;
+        let mut column = ColumnBuilder::with_limits(seed, self.limits.0, self.limits.1);
+        column.add_missing(self.rows);
+        self.columns.insert(field.to_owned(), column);
+        true
+    }
+
+    /// Rows added (or merged in).
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// Whether the builder could have been made by this type's own methods: what a decoded
+    /// one must pass before it is merged or finished.
+    pub fn is_valid(&self) -> bool {
+        let (counters, sample) = self.limits;
+        (1..=MAX_SKETCH_CAPACITY).contains(&counters)
+            && sample <= MAX_SKETCH_CAPACITY
+            && self
+                .columns
+                .values()
+                .all(|c| c.is_valid() && c.rows == self.rows)
+            && self
+                .prefixes
+                .iter()
+                .all(|(fields, hll)| fields.len() >= 2 && hll.is_valid())
+    }
+
+    /// The stored form: `{"version": 1, "builder": …}` as JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        #[derive(Serialize)]
+        struct Borrowed<'a> {
+            version: u32,
+            builder: &'a TableStatsBuilder,
+        }
+        serde_json::to_vec(&Borrowed {
+            version: STATS_VERSION,
+            builder: self,
+        })
+        .unwrap_or_default()
+    }
+
+    /// Reads what [`Self::encode`] wrote; refuses other versions and builders that
+    /// [`Self::is_valid`] refuses.
+    pub fn decode(bytes: &[u8]) -> Result<TableStatsBuilder, StatsError> {
+        let stored: StoredBuilder =
+            serde_json::from_slice(bytes).map_err(|e| StatsError::Malformed(e.to_string()))?;
+        if stored.version != STATS_VERSION {
+            return Err(StatsError::UnknownVersion(stored.version));
+        }
+        if !stored.builder.is_valid() {
+            return Err(StatsError::Malformed(
+                "a sketch's parts disagree with each other".into(),
+            ));
+        }
+        Ok(stored.builder)
     }
 
     /// Adds a row: `field` looks a field up; `row_bytes` is its encoded size.
@@ -329,19 +466,21 @@ impl TableStatsBuilder {
         }
     }
 
-    /// Folds in a builder over other rows of the same table (another shard). Columns and
-    /// prefixes only one side tracks are kept as that side has them.
+    /// Folds in a builder over other rows of the same table (another shard, another table
+    /// file). A column only one side keeps counts as missing in the other side's rows; a
+    /// prefix only one side keeps is kept as that side has it.
     pub fn merge(&mut self, other: &TableStatsBuilder) {
-        self.rows += other.rows;
-        self.bytes += other.bytes;
-        for (name, builder) in &other.columns {
-            match self.columns.get_mut(name) {
-                Some(mine) => mine.merge(builder),
-                None => {
-                    self.columns.insert(name.clone(), builder.clone());
-                }
+        for name in other.columns.keys() {
+            self.track(name, usize::MAX);
+        }
+        for (name, mine) in self.columns.iter_mut() {
+            match other.columns.get(name) {
+                Some(theirs) => mine.merge(theirs),
+                None => mine.add_missing(other.rows),
             }
         }
+        self.rows += other.rows;
+        self.bytes += other.bytes;
         for (fields, hll) in &other.prefixes {
             match self.prefixes.iter_mut().find(|(f, _)| f == fields) {
                 Some((_, mine)) => mine.merge(hll),
@@ -372,6 +511,7 @@ impl TableStatsBuilder {
                     distinct: hll.estimate().min(self.rows as f64),
                 })
                 .collect(),
+            collected_rows: 0,
         }
     }
 }
@@ -464,5 +604,56 @@ mod tests {
         assert_eq!(merged.row_count, whole.row_count);
         assert_eq!(merged.columns["k"].distinct, whole.columns["k"].distinct);
         assert_eq!(merged.columns["k"].min, whole.columns["k"].min);
+    }
+
+    #[test]
+    fn a_field_first_seen_late_counts_as_missing_before_and_merges_across_builders() {
+        let mut a = TableStatsBuilder::with_limits(&[], &[], 64, 256);
+        for i in 0..300i64 {
+            let v = Value::Int(i);
+            if i >= 100 {
+                a.track("late", 8);
+            }
+            a.add_row(|f| (f == "late").then_some(&v), 10);
+        }
+        let stats = a.finish();
+        let late = &stats.columns["late"];
+        assert!((late.null_fraction - 1.0 / 3.0).abs() < 1e-9, "{late:?}");
+
+        // A builder that never saw the field: its rows are missing too.
+        let mut b = TableStatsBuilder::with_limits(&["other".into()], &[], 64, 256);
+        for i in 0..100i64 {
+            let v = Value::Int(i);
+            b.add_row(|_| Some(&v), 10);
+        }
+        a.merge(&b);
+        let merged = a.finish();
+        assert_eq!(merged.row_count, 400);
+        assert!((merged.columns["late"].null_fraction - 0.5).abs() < 1e-9);
+        assert!((merged.columns["other"].null_fraction - 0.75).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_builder_round_trips_and_an_inconsistent_one_is_refused() {
+        let mut b = TableStatsBuilder::with_limits(&["k".into()], &[], 16, 32);
+        for i in 0..1_000i64 {
+            let v = Value::from(format!("v{}", i % 40));
+            b.add_row(|_| Some(&v), 12);
+        }
+        let decoded = TableStatsBuilder::decode(&b.encode()).expect("round trip");
+        assert_eq!(decoded.finish(), b.finish());
+
+        let text = String::from_utf8(b.encode()).expect("json");
+        let more_nulls = text.replacen("\"nulls\":0", "\"nulls\":5000", 1);
+        assert_ne!(more_nulls, text);
+        assert!(matches!(
+            TableStatsBuilder::decode(more_nulls.as_bytes()),
+            Err(StatsError::Malformed(_))
+        ));
+        let newer = text.replacen("\"version\":1", "\"version\":9", 1);
+        assert_eq!(
+            TableStatsBuilder::decode(newer.as_bytes()).err(),
+            Some(StatsError::UnknownVersion(9))
+        );
     }
 }

@@ -42,6 +42,7 @@ use strata_sstable::{TableBuilder, ValueKind};
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::lsm::cf::{CfShared, LevelIo};
+use crate::lsm::collect::Collecting;
 use crate::lsm::edit::VersionEdit;
 use crate::lsm::flush::{Retention, open_table_at};
 use crate::lsm::format::FileKind;
@@ -408,7 +409,20 @@ fn write_outputs(
     while merged.valid() {
         let number = lock(&shared.versions).reserve_file_number();
         numbers.push(number);
-        match write_one(shared, number, &mut merged, &mut retention, &below) {
+        let collector = shared
+            .options
+            .property_collector
+            .as_ref()
+            .and_then(|f| f.collector(&compaction.cf.name));
+        let collecting = Collecting::new(collector);
+        match write_one(
+            shared,
+            number,
+            &mut merged,
+            &mut retention,
+            &below,
+            collecting,
+        ) {
             Ok(Some(size)) => written.push((number, size)),
             Ok(None) => {
                 let _ = shared
@@ -444,6 +458,7 @@ fn write_one(
     merged: &mut MergingIter,
     retention: &mut Retention<'_>,
     below: &Below<'_>,
+    mut collecting: Collecting,
 ) -> Result<Option<u64>> {
     let path = file_path(&shared.dir, FileKind::Table, number);
     let table_error = |e| Error::table(path.clone(), e);
@@ -468,9 +483,9 @@ fn write_one(
         let keep = retention.keep(key, seqno)
             && !(kind == ValueKind::Delete && retention.in_oldest_stripe() && !below.may_hold(key));
         if keep {
-            builder
-                .add(key, seqno, kind, &merged.value())
-                .map_err(table_error)?;
+            let value = merged.value();
+            builder.add(key, seqno, kind, &value).map_err(table_error)?;
+            collecting.add(key, kind, &value);
             last_key.clear();
             last_key.extend_from_slice(key);
         }
@@ -479,6 +494,9 @@ fn write_one(
     merged.status()?;
     if builder.entries() == 0 {
         return Ok(None);
+    }
+    for (name, value) in collecting.finish() {
+        builder.add_property(&name, &value).map_err(table_error)?;
     }
     let info = builder.finish().map_err(table_error)?;
     file.sync_data()?;

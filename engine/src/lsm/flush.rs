@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 use strata_sstable::{Table, TableBuilder};
 
+use crate::lsm::collect::{Collecting, PropertyCollector};
+
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::lsm::SeqNo;
@@ -56,7 +58,14 @@ pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Seale
     let started = std::time::Instant::now();
     let number = lock(&shared.versions).reserve_file_number();
     let snapshots = shared.snapshots.seqnos();
-    let Some(table) = TableSink::of(shared).write_table(number, &sealed.mem, &snapshots)? else {
+    let collector = shared
+        .options
+        .property_collector
+        .as_ref()
+        .and_then(|f| f.collector(&cf.name));
+    let Some(table) =
+        TableSink::of(shared).write_table(number, &sealed.mem, &snapshots, collector)?
+    else {
         return Ok(());
     };
 
@@ -111,23 +120,26 @@ impl TableSink<'_> {
         }
     }
 
-    /// Writes memtable `mem` to table `number`, synced (file and directory), and opens it.
-    /// `None` if the memtable is empty.
+    /// Writes memtable `mem` to table `number`, synced (file and directory), and opens it;
+    /// `collector` sees what it keeps. `None` if the memtable is empty.
     pub(crate) fn write_table(
         &self,
         number: u64,
         mem: &Memtable,
         snapshots: &[SeqNo],
+        collector: Option<Box<dyn PropertyCollector>>,
     ) -> Result<Option<TableFile>> {
         let path = file_path(self.dir, FileKind::Table, number);
         let table_error = |e| Error::table(path.clone(), e);
         let mut file: Box<dyn WritableFile> = self.fs.create(&path)?;
         let mut builder = TableBuilder::new(&mut file, self.options.clone());
         let mut retention = Retention::new(snapshots);
+        let mut collecting = Collecting::new(collector);
         let mut failed = Ok(());
         mem.for_each(|key, kind, value| {
             if retention.keep(&key.user_key, key.seqno) {
                 failed = builder.add(&key.user_key, key.seqno, kind, value);
+                collecting.add(key.user_key.as_slice(), kind, value);
             }
             failed.is_ok()
         });
@@ -137,6 +149,9 @@ impl TableSink<'_> {
             drop(file);
             let _ = self.fs.remove_file(&path);
             return Ok(None);
+        }
+        for (name, value) in collecting.finish() {
+            builder.add_property(&name, &value).map_err(table_error)?;
         }
         let info = builder.finish().map_err(table_error)?;
         file.sync_data()?;

@@ -15,6 +15,7 @@
 pub(crate) mod background;
 pub(crate) mod batch;
 pub(crate) mod cf;
+pub mod collect;
 #[doc(hidden)]
 pub mod commit;
 pub(crate) mod compact;
@@ -42,7 +43,7 @@ pub use cf::ColumnFamily;
 pub use iter::{Cursor, Iter};
 pub use options::{Options, ReadOptions, WriteOptions};
 pub use snapshot::Snapshot;
-pub use store::{CfStats, LevelStats, Store, WriteStalls};
+pub use store::{CfStats, CollectedTable, LevelStats, Store, WriteStalls};
 
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
 #[doc(hidden)]

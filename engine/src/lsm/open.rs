@@ -142,7 +142,11 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
         }
         let number = state.next_file_number;
         state.next_file_number += 1;
-        if let Some(table) = sink.write_table(number, mem, &[])? {
+        let collector = match (&options.property_collector, state.cfs.get(id)) {
+            (Some(factory), Some(cf)) => factory.collector(&cf.name),
+            _ => None,
+        };
+        if let Some(table) = sink.write_table(number, mem, &[], collector)? {
             edit.added_tables.push((*id, 0, table.meta.clone()));
             if let Some(cf_levels) = levels.get_mut(id) {
                 cf_levels[0].insert(0, Arc::new(table));

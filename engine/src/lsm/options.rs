@@ -89,6 +89,10 @@ pub struct Options {
     pub auto_analyze_scale: f64,
     /// See [`Options::auto_analyze`] (default 50).
     pub auto_analyze_rows: u64,
+    /// Summarises what each flush and compaction writes into the table's properties
+    /// ([`crate::lsm::collect`]; default none). [`crate::Db`] installs its own, which keeps
+    /// each table's statistics sketches.
+    pub property_collector: Option<Arc<dyn crate::lsm::collect::CollectorFactory>>,
 }
 
 impl Default for Options {
@@ -118,6 +122,7 @@ impl Default for Options {
             auto_analyze: true,
             auto_analyze_scale: 0.1,
             auto_analyze_rows: 50,
+            property_collector: None,
         }
     }
 }

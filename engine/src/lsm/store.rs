@@ -209,6 +209,19 @@ pub struct LevelStats {
     pub time: std::time::Duration,
 }
 
+/// One live table as [`Store::collected`] reports it.
+#[derive(Clone, Debug)]
+pub struct CollectedTable {
+    /// The table's file number.
+    pub number: u64,
+    /// Entries, all versions and tombstones included.
+    pub entries: u64,
+    /// Tombstones.
+    pub deletions: u64,
+    /// The property asked for, if the table has it.
+    pub property: Option<Vec<u8>>,
+}
+
 /// Counts for one column family, exact where cheap, for callers like a query planner.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct CfStats {
@@ -555,6 +568,52 @@ impl Store {
             stats.write_amplification = total_written as f64 / stats.flushed_bytes as f64;
         }
         Ok(stats)
+    }
+
+    /// For each live table of `cf`: its number, counts, and engine-defined property `name`
+    /// (from [`Options::property_collector`](crate::Options::property_collector)). Newest
+    /// tables first within level 0, then level by level.
+    pub fn collected(&self, cf: &ColumnFamily, name: &str) -> Result<Vec<CollectedTable>> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        Ok(version
+            .tables()
+            .map(|t| {
+                let p = t.table.properties();
+                CollectedTable {
+                    number: t.meta.number,
+                    entries: p.entries,
+                    deletions: p.deletions,
+                    property: p.user.get(name).cloned(),
+                }
+            })
+            .collect())
+    }
+
+    /// The numbers of `cf`'s live tables, in the order [`Store::collected`] lists them: what
+    /// a cache of collected properties is keyed by.
+    pub fn table_numbers(&self, cf: &ColumnFamily) -> Result<Vec<u64>> {
+        cf.shared.check_live()?;
+        Ok(cf
+            .shared
+            .current()
+            .tables()
+            .map(|t| t.meta.number)
+            .collect())
+    }
+
+    /// What `cf`'s memtables (the active one and those waiting for a flush) hold: entries,
+    /// tombstones among them, and bytes. Exact, and cheap: the counts are kept as entries go in.
+    pub fn memtable_counts(&self, cf: &ColumnFamily) -> Result<(u64, u64, u64)> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let (mut entries, mut deletions, mut bytes) = (0, 0, 0);
+        for mem in version.memtables() {
+            entries += mem.entries();
+            deletions += mem.deletions();
+            bytes += mem.approximate_bytes() as u64;
+        }
+        Ok((entries, deletions, bytes))
     }
 
     /// Approximately how many bytes `cf` stores for keys in `[lower, upper)` (`None`: no upper

@@ -7,16 +7,16 @@
 //!    values, histograms, null fractions, widths).
 //! 3. Store the result in the catalog; the planner uses it from then on.
 
-use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-use strata_planner::{Projection, TableStats, TableStatsBuilder};
+use strata_planner::{TableStats, TableStatsBuilder};
 
 use crate::error::Result;
 use crate::lsm::ReadOptions;
 use crate::table::db::{Db, Shared};
 use crate::table::entry::record_corrupt;
 use crate::table::record::Record;
+use crate::table::sketch::statistics_shape;
 
 /// Most fields `analyze` keeps statistics for.
 pub const MAX_ANALYZED_FIELDS: usize = 64;
@@ -38,32 +38,12 @@ impl Shared {
         // Changes from here on count towards the next analysis.
         t.changed.store(0, Ordering::Relaxed);
         let snapshots: Vec<_> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
-        let mut columns: Vec<String> = Vec::new();
+        let (mut columns, prefixes) = statistics_shape(&t.def);
         let add = |f: &String, columns: &mut Vec<String>| {
             if !columns.contains(f) && columns.len() < MAX_ANALYZED_FIELDS {
                 columns.push(f.clone());
             }
         };
-        for f in &t.def.primary_key {
-            add(f, &mut columns);
-        }
-        let mut prefixes: BTreeSet<Vec<String>> = BTreeSet::new();
-        for n in 2..=t.def.primary_key.len() {
-            prefixes.insert(t.def.primary_key[..n].to_vec());
-        }
-        for ix in &t.def.indexes {
-            for f in &ix.fields {
-                add(f, &mut columns);
-            }
-            if let Projection::Include(extra) = &ix.projection {
-                for f in extra {
-                    add(f, &mut columns);
-                }
-            }
-            for n in 2..=ix.fields.len() {
-                prefixes.insert(ix.fields[..n].to_vec());
-            }
-        }
         let read = |s: usize| ReadOptions::default().snapshot(&snapshots[s]);
         let first = &t.shards[0];
         let discovery = first.store.store.iter(&first.fact, read(0))?;
@@ -74,7 +54,6 @@ impl Shared {
                 add(&f.to_owned(), &mut columns);
             }
         }
-        let prefixes: Vec<Vec<String>> = prefixes.into_iter().collect();
         let mut builder = TableStatsBuilder::new(&columns, &prefixes);
         for (s, shard) in t.shards.iter().enumerate() {
             for kv in shard.store.store.iter(&shard.fact, read(s))? {

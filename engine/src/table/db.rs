@@ -31,6 +31,7 @@ use crate::table::format::{
 use crate::table::key::decode_value;
 use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::record::Record;
+use crate::table::sketch::{LiveStats, SketchFactory};
 use crate::table::write::Stripes;
 
 /// A database of tables with index tables, over one LSM store. `Send + Sync`: share it
@@ -82,6 +83,8 @@ pub struct Shared {
     analyze_queue: Mutex<Option<std::sync::mpsc::Sender<String>>>,
     /// Tables queued or being analysed by it.
     analyze_queued: Mutex<BTreeSet<String>>,
+    /// Collects each fact table file's statistics sketch (`sketch.rs`).
+    sketches: Arc<SketchFactory>,
 }
 
 impl std::ops::Deref for Db {
@@ -109,6 +112,9 @@ pub(crate) struct Table {
     pub(crate) stats: Option<TableStats>,
     /// Rows changed since the last `analyze` began (kept across republished definitions).
     pub(crate) changed: Arc<AtomicU64>,
+    /// The live table files' statistics sketches, merged (kept across republished
+    /// definitions).
+    pub(crate) live: Arc<LiveStats>,
 }
 
 /// A table's families in one shard store.
@@ -129,6 +135,7 @@ impl Table {
             shards: shards.unwrap_or_else(|| self.shards.clone()),
             stats: self.stats.clone(),
             changed: Arc::clone(&self.changed),
+            live: Arc::clone(&self.live),
         }
     }
 
@@ -203,8 +210,10 @@ fn wanted_families<'d>(
 
 impl Db {
     /// Opens (or, with `options.create_if_missing`, creates) the database in `dir`.
-    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
+    pub fn open(dir: impl AsRef<Path>, mut options: Options) -> Result<Db> {
         let dir = dir.as_ref().to_path_buf();
+        let sketches = Arc::new(SketchFactory::default());
+        options.property_collector = Some(Arc::clone(&sketches) as _);
         let main = Arc::new(open_shard_store(&dir, &options, 0)?);
         let store = &main.store;
         let catalog = match store.cf(CATALOG_CF) {
@@ -251,7 +260,11 @@ impl Db {
             tracker: Tracker::new(),
             analyze_queue: Mutex::new(None),
             analyze_queued: Mutex::new(BTreeSet::new()),
+            sketches,
         };
+        for def in defs.values() {
+            shared.sketches.learn(def);
+        }
         shared.adopt(&main, defs.values())?;
         let most = defs.values().map(|d| d.shards as usize).max().unwrap_or(1);
         shared.open_shard_stores(most, defs.values())?;
@@ -284,6 +297,7 @@ impl Db {
                 def,
                 shards,
                 changed: Arc::default(),
+                live: Arc::default(),
             };
             tables.insert(name, Arc::new(table));
         }
@@ -364,6 +378,20 @@ impl Db {
     /// Flushes every family of every shard store.
     pub fn flush(&self) -> Result<()> {
         self.for_each_store(|_, store| store.flush_all())
+    }
+
+    /// Compacts `table`'s fact and index families in every shard to one sorted run each, and
+    /// returns when done: old versions and tombstones are gone, and the table files' sketches
+    /// count each row once.
+    pub fn compact(&self, table: &str) -> Result<()> {
+        let t = self.handle(table)?;
+        for shard in &t.shards {
+            let store = &shard.store.store;
+            for cf in std::iter::once(&shard.fact).chain(&shard.indexes) {
+                store.compact_range(cf, ..)?;
+            }
+        }
+        Ok(())
     }
 
     fn stop_indexer(&mut self) {
@@ -468,6 +496,7 @@ impl Db {
             shards: table_shards,
             stats: None,
             changed: Arc::default(),
+            live: Arc::default(),
         });
         Ok(())
     }
@@ -488,6 +517,7 @@ impl Db {
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
+        self.sketches.forget(&table.def);
         let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
         for shard in &table.shards {
             shard.store.store.drop_column_family(&shard.fact)?;
@@ -740,6 +770,7 @@ impl Shared {
     }
 
     fn publish(&self, table: Table) {
+        self.sketches.learn(&table.def);
         let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
         tables.insert(table.def.name.clone(), Arc::new(table));
     }
@@ -819,14 +850,17 @@ impl Shared {
     /// Counts `rows` changed rows of `t` and queues it for the analyzer once they pass the
     /// auto-analyze threshold.
     pub(crate) fn note_changes(&self, t: &Table, rows: u64) {
-        if !self.options.auto_analyze || rows == 0 {
+        if rows == 0 {
             return;
         }
+        // Counted even without auto-analyze: the planner asks whether the statistics of the
+        // last analysis are still fresh.
         let changed = t.changed.fetch_add(rows, Ordering::Relaxed) + rows;
+        if !self.options.auto_analyze {
+            return;
+        }
         let base = t.stats.as_ref().map_or(0, |s| s.row_count);
-        let threshold =
-            self.options.auto_analyze_scale * base as f64 + self.options.auto_analyze_rows as f64;
-        if (changed as f64) < threshold {
+        if (changed as f64) < self.analyze_threshold(base) {
             return;
         }
         if !lock(&self.analyze_queued).insert(t.def.name.clone()) {
@@ -836,6 +870,11 @@ impl Shared {
             // A closed queue means the database is closing: nothing to do.
             let _ = queue.send(t.def.name.clone());
         }
+    }
+
+    /// Changed rows after which a table analysed at `rows` rows is due for analysis again.
+    pub(crate) fn analyze_threshold(&self, rows: u64) -> f64 {
+        self.options.auto_analyze_scale * rows as f64 + self.options.auto_analyze_rows as f64
     }
 
     /// The analyzer thread: analyses the tables queued by `note_changes` until the queue

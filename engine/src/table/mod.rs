@@ -24,6 +24,7 @@ pub mod key;
 pub mod outbox;
 mod query;
 pub mod record;
+pub mod sketch;
 mod stream;
 mod verify;
 mod write;

@@ -142,30 +142,53 @@ impl std::fmt::Debug for Rows<'_> {
 }
 
 impl Db {
-    /// The statistics the planner uses for `t`: the stored ones, or defaults from the store's
-    /// counts over every shard (rows = entries − tombstones; row size = bytes ÷ entries, else
-    /// [`DEFAULT_ROW_BYTES`]) with no column statistics, so every field gets the planner's
-    /// default selectivities.
-    fn planning_stats(&self, t: &Table) -> Result<TableStats> {
-        if let Some(stats) = &t.stats {
-            return Ok(stats.clone());
-        }
-        let (mut entries, mut deletions, mut bytes) = (0u64, 0u64, 0u64);
+    /// The statistics the planner uses for `t` (`sketch.rs` explains the choice): the
+    /// distributions of a fresh `analyze`, else of the live table files' merged sketches,
+    /// else of a stale `analyze`, else none (every field gets the planner's default
+    /// selectivities); the row count always from the live files and memtables.
+    pub(crate) fn planning_stats(&self, t: &Table) -> Result<TableStats> {
+        let merged = t.live.merged(t)?;
+        let (mut mem_rows, mut bytes, mut entries) = (0i64, 0u64, 0u64);
         for shard in &t.shards {
+            let (e, deletions, b) = shard.store.store.memtable_counts(&shard.fact)?;
+            mem_rows += e as i64 - 2 * deletions as i64;
+            entries += e;
+            bytes += b;
             let s = shard.store.store.stats(&shard.fact)?;
-            entries += s.entries;
-            deletions += s.deletions;
-            bytes += s.table_bytes + s.memtable_bytes;
+            entries += s.entries.saturating_sub(e);
+            bytes += s.table_bytes;
         }
-        Ok(TableStats {
-            row_count: entries.saturating_sub(deletions),
-            avg_row_bytes: if bytes > 0 {
-                bytes as f64 / entries.max(1) as f64
-            } else {
-                DEFAULT_ROW_BYTES
+        let live =
+            (merged.stats.row_count as i64 + merged.unsketched_rows + mem_rows).max(0) as u64;
+        let analyzed_fresh = t.stats.as_ref().is_some_and(|a| {
+            let threshold = self.analyze_threshold(a.row_count);
+            (t.changed.load(std::sync::atomic::Ordering::Relaxed) as f64) < threshold
+                && (live as f64 - a.row_count as f64).abs() < threshold
+        });
+        let mut stats = match &t.stats {
+            Some(analyzed) if analyzed_fresh || merged.sketched_rows == 0 => analyzed.clone(),
+            _ if merged.sketched_rows > 0 => merged.stats.clone(),
+            _ => TableStats {
+                avg_row_bytes: if entries > 0 {
+                    bytes as f64 / entries as f64
+                } else {
+                    DEFAULT_ROW_BYTES
+                },
+                ..TableStats::default()
             },
-            ..TableStats::default()
-        })
+        };
+        if !stats.columns.is_empty() {
+            stats.collected_rows = stats.collected_rows();
+        }
+        stats.row_count = live;
+        Ok(stats)
+    }
+
+    /// The statistics the planner uses for `table` now: see `explain` for what it does
+    /// with them.
+    pub fn planning_statistics(&self, table: &str) -> Result<TableStats> {
+        let t = self.handle(table)?;
+        self.planning_stats(&t)
     }
 
     fn plan_for(&self, t: &Table, query: &Query) -> Result<Plan> {

@@ -14,11 +14,37 @@ use crate::value::Value;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HeavyHitters {
     capacity: usize,
+    /// Stored as a list of pairs: JSON map keys must be strings.
+    #[serde(with = "pairs")]
     counters: HashMap<Value, u64>,
     /// Items seen.
     seen: u64,
     /// How much any count may be below the truth (the sum of all decrements applied).
     error: u64,
+}
+
+mod pairs {
+    use std::collections::HashMap;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use crate::value::Value;
+
+    pub fn serialize<S: Serializer>(map: &HashMap<Value, u64>, s: S) -> Result<S::Ok, S::Error> {
+        let mut pairs: Vec<(&Value, &u64)> = map.iter().collect();
+        pairs.sort();
+        pairs.serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<HashMap<Value, u64>, D::Error> {
+        let pairs = Vec::<(Value, u64)>::deserialize(d)?;
+        let len = pairs.len();
+        let map: HashMap<Value, u64> = pairs.into_iter().collect();
+        if map.len() != len {
+            return Err(serde::de::Error::custom("a value is counted twice"));
+        }
+        Ok(map)
+    }
 }
 
 impl HeavyHitters {
@@ -66,6 +92,14 @@ impl HeavyHitters {
                 *count > 0
             });
         }
+    }
+
+    /// Whether the summary could have been built by `add` and `merge`: at least one counter,
+    /// no more counters than that, every count positive and none above what was seen.
+    pub fn is_valid(&self) -> bool {
+        self.capacity >= 1
+            && self.counters.len() <= self.capacity
+            && self.counters.values().all(|c| *c >= 1 && *c <= self.seen)
     }
 
     /// Items seen.

@@ -76,6 +76,12 @@ impl Reservoir {
         items[..n.min(items.len())].to_vec()
     }
 
+    /// Whether the sample could have been built by `add` and `merge`: no more items than its
+    /// capacity or than were offered.
+    pub fn is_valid(&self) -> bool {
+        self.items.len() <= self.capacity && self.items.len() as u64 <= self.seen
+    }
+
     /// The sample.
     pub fn items(&self) -> &[Value] {
         &self.items

@@ -1,0 +1,289 @@
+//! Statistics that keep up with the data: every table file of a fact family carries a sketch
+//! of the rows it holds, and the planner merges the live files' sketches with the memtables'
+//! exact counts (MyRocks keeps its index statistics in SSTable properties the same way).
+//!
+//! 1. **Collect.** The store calls [`SketchFactory`] for each table a flush or compaction
+//!    writes. For a fact family it returns a collector that decodes each row's newest
+//!    version in the file and feeds a small [`TableStatsBuilder`] (every field of the rows,
+//!    up to [`MAX_ANALYZED_FIELDS`], and the table's composite key and index prefixes), and
+//!    counts the file's tombstones. The sketch is stored as the file's `table.stats`
+//!    property (`docs/formats/stats.md`).
+//! 2. **Merge.** [`LiveStats`] keeps, per table, the decoded sketch of each live file and
+//!    the statistics made from merging them, rebuilt only when the set of live files changes
+//!    (a flush or a compaction), never per query.
+//! 3. **Count.** At plan time the row count is the files' rows less their tombstones, plus
+//!    the memtables' entries less twice their tombstones (a tombstone is an entry and removes
+//!    a row), from counts the store keeps as entries go in. A row rewritten in a newer file is
+//!    counted in both until compaction merges them, as RocksDB's key estimate does.
+//! 4. **Choose.** The distributions come from the last `analyze` while it is fresh (fewer
+//!    changes since than the auto-analyze threshold, and the row count within it), else from
+//!    the merged sketches, else from a stale `analyze`; either way the row count is the live
+//!    one, and `collected_rows` says how many rows the distributions saw.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, RwLock};
+
+use strata_planner::{Projection, TableStats, TableStatsBuilder};
+
+use crate::error::Result;
+use crate::lsm::collect::{CollectorFactory, PropertyCollector};
+use crate::table::analyze::MAX_ANALYZED_FIELDS;
+use crate::table::catalog::TableDef;
+use crate::table::db::Table;
+use crate::table::format::FACT_CF_PREFIX;
+use crate::table::record::Record;
+
+/// The table-file property holding a fact file's sketch.
+pub const STATS_PROPERTY: &str = "table.stats";
+
+/// The version byte [`FileSketch::encode`] writes.
+pub const SKETCH_VERSION: u8 = 1;
+
+/// Heavy-hitter counters per column in one file's sketch: a count is at most 1/513 of the
+/// file's rows low, and merging files adds their errors.
+pub const FILE_COUNTERS: usize = 512;
+
+/// Sample rows per column in one file's sketch; merged in proportion to the files' rows.
+pub const FILE_SAMPLE_ROWS: usize = 2048;
+
+/// The largest decompressed sketch accepted (a corrupt length cannot make us allocate more).
+pub const MAX_SKETCH_BYTES: usize = 64 << 20;
+
+/// One table file's sketch of its rows.
+#[derive(Clone, Debug)]
+pub struct FileSketch {
+    /// Keys whose newest version in the file is a tombstone.
+    pub tombstones: u64,
+    /// The rows (newest version of each key whose newest version is a value).
+    pub rows: TableStatsBuilder,
+}
+
+impl FileSketch {
+    /// `version:u8 tombstones:varint zstd(rows in the planner's stored form)`.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = vec![SKETCH_VERSION];
+        strata_sstable::coding::put_varint(&mut out, self.tombstones);
+        let json = self.rows.encode();
+        match zstd::bulk::compress(&json, 3) {
+            Ok(compressed) => out.extend_from_slice(&compressed),
+            // Compression of an in-memory buffer does not fail; should it, nothing is stored
+            // and the file simply has no sketch (decode refuses the empty frame).
+            Err(_) => out.truncate(0),
+        }
+        out
+    }
+
+    /// Reads what [`Self::encode`] wrote. Anything else is an error, never a panic.
+    pub fn decode(bytes: &[u8]) -> std::result::Result<FileSketch, String> {
+        let (&version, rest) = bytes.split_first().ok_or("empty sketch")?;
+        if version != SKETCH_VERSION {
+            return Err(format!(
+                "sketch version {version}; this build reads {SKETCH_VERSION}"
+            ));
+        }
+        let (tombstones, used) =
+            strata_sstable::coding::get_varint(rest).ok_or("bad tombstone count")?;
+        let json = zstd::bulk::decompress(&rest[used..], MAX_SKETCH_BYTES)
+            .map_err(|e| format!("sketch does not decompress: {e}"))?;
+        let rows = TableStatsBuilder::decode(&json).map_err(|e| e.to_string())?;
+        Ok(FileSketch { tombstones, rows })
+    }
+}
+
+/// Columns and composite prefixes.
+pub(crate) type Shape = (Vec<String>, Vec<Vec<String>>);
+
+/// The columns and composite prefixes statistics are kept for, apart from fields found in
+/// the rows: the primary-key fields, every indexed and included field; the key's and each
+/// index's composite prefixes.
+pub(crate) fn statistics_shape(def: &TableDef) -> Shape {
+    let mut columns: Vec<String> = Vec::new();
+    let mut add = |f: &String| {
+        if !columns.contains(f) && columns.len() < MAX_ANALYZED_FIELDS {
+            columns.push(f.clone());
+        }
+    };
+    let mut prefixes: BTreeSet<Vec<String>> = BTreeSet::new();
+    for f in &def.primary_key {
+        add(f);
+    }
+    for n in 2..=def.primary_key.len() {
+        prefixes.insert(def.primary_key[..n].to_vec());
+    }
+    for ix in &def.indexes {
+        ix.fields.iter().for_each(&mut add);
+        if let Projection::Include(extra) = &ix.projection {
+            extra.iter().for_each(&mut add);
+        }
+        for n in 2..=ix.fields.len() {
+            prefixes.insert(ix.fields[..n].to_vec());
+        }
+    }
+    (columns, prefixes.into_iter().collect())
+}
+
+/// Makes the collectors of fact families; knows each table's shape from the catalog.
+#[derive(Debug, Default)]
+pub(crate) struct SketchFactory {
+    /// Fact family name → (columns, prefixes).
+    shapes: RwLock<HashMap<String, Shape>>,
+}
+
+impl SketchFactory {
+    /// Remembers `def`'s shape for the collectors of its fact family.
+    pub(crate) fn learn(&self, def: &TableDef) {
+        let mut shapes = self.shapes.write().unwrap_or_else(|p| p.into_inner());
+        shapes.insert(def.fact_cf(), statistics_shape(def));
+    }
+
+    /// Forgets table `def`.
+    pub(crate) fn forget(&self, def: &TableDef) {
+        let mut shapes = self.shapes.write().unwrap_or_else(|p| p.into_inner());
+        shapes.remove(&def.fact_cf());
+    }
+}
+
+impl CollectorFactory for SketchFactory {
+    fn collector(&self, cf: &str) -> Option<Box<dyn PropertyCollector>> {
+        if !cf.starts_with(FACT_CF_PREFIX) {
+            return None;
+        }
+        // A table not known yet (a flush during open, before the catalog is read) still gets
+        // its columns from its rows; only the composite prefixes are missing.
+        let (columns, prefixes) = self
+            .shapes
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(cf)
+            .cloned()
+            .unwrap_or_default();
+        Some(Box::new(SketchCollector {
+            tombstones: 0,
+            rows: TableStatsBuilder::with_limits(
+                &columns,
+                &prefixes,
+                FILE_COUNTERS,
+                FILE_SAMPLE_ROWS,
+            ),
+        }))
+    }
+}
+
+struct SketchCollector {
+    tombstones: u64,
+    rows: TableStatsBuilder,
+}
+
+impl PropertyCollector for SketchCollector {
+    fn add(&mut self, key: &[u8], value: Option<&[u8]>) {
+        let Some(value) = value else {
+            self.tombstones += 1;
+            return;
+        };
+        // A record that does not decode is `verify`'s business; statistics skip it.
+        let Ok(record) = Record::decode(value) else {
+            return;
+        };
+        for (field, _) in record.iter() {
+            self.rows.track(field, MAX_ANALYZED_FIELDS);
+        }
+        self.rows
+            .add_row(|f| record.get(f), key.len() + value.len());
+    }
+
+    fn finish(self: Box<Self>) -> Vec<(String, Vec<u8>)> {
+        let sketch = FileSketch {
+            tombstones: self.tombstones,
+            rows: self.rows,
+        };
+        let bytes = sketch.encode();
+        if bytes.is_empty() {
+            return Vec::new();
+        }
+        vec![(STATS_PROPERTY.to_owned(), bytes)]
+    }
+}
+
+/// The sketches of a table's live files, merged.
+#[derive(Default)]
+pub(crate) struct LiveStats {
+    state: Mutex<LiveState>,
+}
+
+#[derive(Default)]
+struct LiveState {
+    /// The live files' numbers, per shard, the merge was made from.
+    files: Vec<Vec<u64>>,
+    /// Decoded sketches by (shard, file number); `None`: the file has none.
+    sketches: HashMap<(usize, u64), Option<Arc<FileSketch>>>,
+    merged: Option<Arc<Merged>>,
+}
+
+/// Statistics from the merged sketches of a table's live files.
+pub(crate) struct Merged {
+    /// Distributions and counts; `row_count` is the files' rows less their tombstones.
+    pub(crate) stats: TableStats,
+    /// Rows the sketches saw (tombstones not subtracted).
+    pub(crate) sketched_rows: u64,
+    /// Entries less twice the tombstones of the live files without a sketch (written before
+    /// sketches were kept, or whose sketch does not decode).
+    pub(crate) unsketched_rows: i64,
+}
+
+impl LiveStats {
+    /// The merged statistics of `t`'s live files, rebuilt when the files changed.
+    pub(crate) fn merged(&self, t: &Table) -> Result<Arc<Merged>> {
+        let mut files = Vec::with_capacity(t.shards.len());
+        for shard in &t.shards {
+            files.push(shard.store.store.table_numbers(&shard.fact)?);
+        }
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(merged) = &state.merged
+            && state.files == files
+        {
+            return Ok(Arc::clone(merged));
+        }
+        let mut builder = TableStatsBuilder::new(&[], &[]);
+        let (mut tombstones, mut unsketched) = (0u64, 0i64);
+        let mut sketches = HashMap::new();
+        for (s, shard) in t.shards.iter().enumerate() {
+            let live = shard.store.store.collected(&shard.fact, STATS_PROPERTY)?;
+            for file in live {
+                let number = file.number;
+                let sketch = match state.sketches.remove(&(s, number)) {
+                    Some(known) => known,
+                    None => file.property.and_then(|b| match FileSketch::decode(&b) {
+                        Ok(sketch) => Some(Arc::new(sketch)),
+                        Err(why) => {
+                            tracing::warn!(
+                                table = %t.def.name, shard = s, file = number, %why,
+                                "a table file's statistics sketch is unreadable; ignored"
+                            );
+                            None
+                        }
+                    }),
+                };
+                match &sketch {
+                    Some(sketch) => {
+                        builder.merge(&sketch.rows);
+                        tombstones += sketch.tombstones;
+                    }
+                    None => unsketched += file.entries as i64 - 2 * file.deletions as i64,
+                }
+                sketches.insert((s, number), sketch);
+            }
+        }
+        let sketched_rows = builder.rows();
+        let mut stats = builder.finish();
+        stats.row_count = sketched_rows.saturating_sub(tombstones);
+        let merged = Arc::new(Merged {
+            stats,
+            sketched_rows,
+            unsketched_rows: unsketched,
+        });
+        state.files = files;
+        state.sketches = sketches;
+        state.merged = Some(Arc::clone(&merged));
+        Ok(merged)
+    }
+}

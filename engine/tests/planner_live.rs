@@ -1,0 +1,108 @@
+//! The planner keeps itself right: statistics from the table files' sketches and the
+//! memtables' counts without any `analyze`, bounded dives, the true min/max of an ascending
+//! key, calibration, and the index advisor.
+
+use strata::{Db, Options, Predicate, Projection, Query, TableBatch, WriteOptions, record};
+
+/// Options that flush often (so there are table files to sketch) and never analyse.
+fn no_analyze() -> Options {
+    Options {
+        auto_analyze: false,
+        write_buffer_bytes: 512 << 10,
+        ..Options::default()
+    }
+}
+
+/// Writes (inserts or replaces) people with a 50/50 gender, a 999/1 status and a uniform town of 500 values.
+fn load_people(db: &Db, ids: std::ops::Range<i64>) {
+    let mut batch = TableBatch::new();
+    for id in ids {
+        let h = (id as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+        batch.upsert(record! {
+            "id" => id,
+            "gender" => if h.is_multiple_of(2) { "F" } else { "M" },
+            "status" => if h.is_multiple_of(1000) { "closed" } else { "active" },
+            "town" => format!("town{}", h % 500),
+        });
+        if batch.len() == 5_000 {
+            db.write(
+                "people",
+                std::mem::take(&mut batch),
+                WriteOptions::default(),
+            )
+            .unwrap();
+        }
+    }
+    db.write("people", batch, WriteOptions::default()).unwrap();
+}
+
+fn people(db: &Db) {
+    db.create_table("people", &["id"]).unwrap();
+    for (name, field) in [
+        ("by_gender", "gender"),
+        ("by_status", "status"),
+        ("by_town", "town"),
+    ] {
+        db.create_index("people", name, &[field], Projection::KeysOnly)
+            .unwrap();
+    }
+}
+
+fn chosen(db: &Db, q: Query) -> String {
+    let plan = db.explain("people", &q).unwrap();
+    plan.chosen
+        .index
+        .clone()
+        .unwrap_or(plan.chosen.plan.to_owned())
+}
+
+#[test]
+fn a_freshly_loaded_table_is_planned_well_without_analyze() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), no_analyze()).unwrap();
+    people(&db);
+    load_people(&db, 0..100_000);
+    db.flush().unwrap();
+    assert!(
+        db.table_stats("people").unwrap().is_none(),
+        "never analysed"
+    );
+
+    let stats = db.planning_statistics("people").unwrap();
+    let rows = stats.row_count as f64;
+    assert!((rows - 100_000.0).abs() < 1.0, "{rows}");
+    let status = &stats.columns["status"];
+    let active = status.frequency_of(&"active".into()).unwrap_or(0.0);
+    assert!((active - 0.999).abs() < 0.002, "{active}");
+    assert!((stats.columns["town"].distinct - 500.0).abs() < 25.0);
+
+    let eq = |f: &str, v: &str| Query::default().filter(Predicate::eq(f, v));
+    assert_eq!(chosen(&db, eq("gender", "F")), "scan");
+    assert_eq!(chosen(&db, eq("status", "active")), "scan");
+    assert_eq!(chosen(&db, eq("status", "closed")), "by_status");
+    assert_eq!(chosen(&db, eq("town", "town7")), "by_town");
+
+    // Rows still in the memtable are counted exactly; deletes subtract.
+    load_people(&db, 100_000..110_000);
+    let mut batch = TableBatch::new();
+    for id in 0..20_000i64 {
+        batch.delete(vec![id.into()]);
+    }
+    db.write("people", batch, WriteOptions::default()).unwrap();
+    let rows = db.planning_statistics("people").unwrap().row_count;
+    assert_eq!(rows, 90_000, "110,000 written, 20,000 deleted");
+
+    // Rewrites are counted twice until compaction merges them; then the count is exact.
+    load_people(&db, 50_000..60_000);
+    db.flush().unwrap();
+    db.compact("people").unwrap();
+    let rows = db.planning_statistics("people").unwrap().row_count;
+    assert_eq!(rows, 90_000);
+    // And the sketches survive reopen: they are in the files.
+    db.close().unwrap();
+    let db = Db::open(dir.path(), no_analyze()).unwrap();
+    let stats = db.planning_statistics("people").unwrap();
+    assert_eq!(stats.row_count, 90_000);
+    assert_eq!(chosen(&db, eq("status", "closed")), "by_status");
+    assert_eq!(chosen(&db, eq("gender", "M")), "scan");
+}
