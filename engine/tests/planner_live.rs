@@ -106,3 +106,93 @@ fn a_freshly_loaded_table_is_planned_well_without_analyze() {
     assert_eq!(chosen(&db, eq("status", "closed")), "by_status");
     assert_eq!(chosen(&db, eq("gender", "M")), "scan");
 }
+
+#[test]
+fn dives_plan_a_table_no_statistics_have_seen() {
+    let dir = tempfile::tempdir().unwrap();
+    // Everything stays in the memtable: no file sketches, no analysis.
+    let db = Db::open(
+        dir.path(),
+        Options {
+            auto_analyze: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    people(&db);
+    load_people(&db, 0..20_000);
+    let stats = db.planning_statistics("people").unwrap();
+    assert!(stats.columns.is_empty(), "nothing sketched or analysed");
+    assert_eq!(stats.row_count, 20_000);
+
+    let eq = |f: &str, v: &str| Query::default().filter(Predicate::eq(f, v));
+    let gender = db.explain("people", &eq("gender", "F")).unwrap();
+    assert_eq!(gender.chosen.plan, "scan", "{gender}");
+    let dive = gender.observed.dives["by_gender"];
+    assert!(
+        !dive.complete && dive.entries == strata::DIVE_LIMIT,
+        "{dive:?}"
+    );
+
+    let closed = db.explain("people", &eq("status", "closed")).unwrap();
+    assert_eq!(
+        closed.chosen.index.as_deref(),
+        Some("by_status"),
+        "{closed}"
+    );
+    let dive = closed.observed.dives["by_status"];
+    let truth = db.query("people", &eq("status", "closed")).unwrap().count() as u64;
+    assert!(
+        dive.complete && dive.entries == truth,
+        "{dive:?} vs {truth}"
+    );
+    assert!((closed.chosen.estimated_rows - truth as f64).abs() < 0.5);
+}
+
+#[test]
+fn an_ascending_key_past_the_statistics_reads_its_true_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(
+        dir.path(),
+        Options {
+            auto_analyze: false,
+            ..Options::default()
+        },
+    )
+    .unwrap();
+    db.create_table("events", &["id"]).unwrap();
+    db.create_index("events", "by_ts", &["ts"], Projection::KeysOnly)
+        .unwrap();
+    let write = |ids: std::ops::Range<i64>| {
+        let mut batch = TableBatch::new();
+        for id in ids {
+            batch.insert(record! { "id" => id, "ts" => 1_000_000 + id * 10, "kind" => id % 7 });
+        }
+        db.write("events", batch, WriteOptions::default()).unwrap();
+    };
+    write(0..50_000);
+    db.analyze("events").unwrap();
+    // As many again since the analysis, all with later timestamps than it saw.
+    write(50_000..100_000);
+    let analysed_max = 1_000_000 + 49_999 * 10;
+
+    let after = |ts: i64| Query::default().filter(Predicate::gt("ts", ts));
+    let half = db.explain("events", &after(analysed_max)).unwrap();
+    let (min, max) = &half.observed.extremes["ts"];
+    assert_eq!(
+        (min, max),
+        (&1_000_000.into(), &(1_000_000 + 99_999 * 10).into())
+    );
+    assert_eq!(half.chosen.plan, "scan", "half the table: {half}");
+    assert!(
+        (half.chosen.estimated_rows - 50_000.0).abs() < 5_000.0,
+        "{}",
+        half.chosen.estimated_rows
+    );
+
+    let newest = db
+        .explain("events", &after(1_000_000 + 99_990 * 10))
+        .unwrap();
+    assert_eq!(newest.chosen.index.as_deref(), Some("by_ts"), "{newest}");
+    assert!(newest.chosen.estimated_rows < 20.0, "{newest}");
+}

@@ -32,6 +32,7 @@
 //! ```
 
 pub mod cost;
+pub mod observe;
 pub mod plan;
 pub mod query;
 pub mod selectivity;
@@ -40,7 +41,10 @@ pub mod stats;
 pub mod value;
 
 pub use cost::CostModel;
-pub use plan::{Access, Candidate, Fetch, Formula, Plan, PlanError, choose, explain};
+pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted};
+pub use plan::{
+    Access, Candidate, Fetch, Formula, Plan, PlanError, choose, choose_observed, explain,
+};
 pub use query::{
     Consistency, Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope,
     TableInfo,

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cost::CostModel;
+use crate::observe::{Dive, Observations, bound_fields, with_extremes};
 use crate::query::{Hint, IndexInfo, IndexState, Projection, Query, Scope, TableInfo};
 use crate::selectivity::{Constraint, Estimator, constraints};
 use crate::stats::TableStats;
@@ -162,6 +163,8 @@ pub struct Plan {
     pub candidates: Vec<Candidate>,
     /// Why the winner won.
     pub reason: String,
+    /// What was read from the indexes to sharpen the estimates (dives, true extremes).
+    pub observed: Observations,
 }
 
 /// The planner could not plan the query.
@@ -198,10 +201,33 @@ pub fn choose(
     stats: &TableStats,
     model: &CostModel,
 ) -> Result<Plan, PlanError> {
+    choose_observed(query, table, stats, model, &Observations::default())
+}
+
+/// [`choose`], with what the engine read from the indexes where the statistics were too
+/// coarse ([`crate::observe`]): true extremes extend the statistics, and a dive's count
+/// replaces an index's estimated entries (a lower bound when the dive stopped early) and
+/// bounds the result.
+pub fn choose_observed(
+    query: &Query,
+    table: &TableInfo,
+    stats: &TableStats,
+    model: &CostModel,
+    observed: &Observations,
+) -> Result<Plan, PlanError> {
     if !model.is_valid() {
         return Err(PlanError::InvalidCostModel);
     }
-    let planner = Planner::new(query, table, stats, model);
+    let extended;
+    let stats = if observed.extremes.is_empty() {
+        stats
+    } else {
+        extended = with_extremes(stats, &observed.extremes);
+        &extended
+    };
+    let mut planner = Planner::new(query, table, stats, model);
+    planner.apply_dives(&observed.dives);
+    let planner = planner;
     let mut candidates = Vec::with_capacity(table.indexes.len() + 2);
     candidates.push(planner.full_scan());
     candidates.extend(planner.primary_key());
@@ -261,6 +287,7 @@ pub fn choose(
         chosen,
         candidates,
         reason,
+        observed: observed.clone(),
     })
 }
 
@@ -286,6 +313,20 @@ impl std::fmt::Display for Plan {
         writeln!(f, "plan: {}", describe(&self.chosen))?;
         writeln!(f, "estimated rows: {:.0}", self.chosen.estimated_rows)?;
         writeln!(f, "why: {}", self.reason)?;
+        for (index, dive) in &self.observed.dives {
+            let how = if dive.complete { "all" } else { "at least" };
+            writeln!(
+                f,
+                "dive: index {index} has {how} {} entries in range",
+                dive.entries
+            )?;
+        }
+        for (field, (min, max)) in &self.observed.extremes {
+            writeln!(
+                f,
+                "extremes: {field} runs from {min:?} to {max:?} (read from an index)"
+            )?;
+        }
         writeln!(f, "candidates:")?;
         for c in &self.candidates {
             let mark = if c == &self.chosen { "*" } else { " " };
@@ -322,6 +363,8 @@ struct Planner<'a> {
     stats: &'a TableStats,
     /// Each constrained field's own selectivity.
     single: BTreeMap<String, f64>,
+    /// Dives, by index.
+    dives: BTreeMap<String, Dive>,
 }
 
 /// A finite, non-negative number (statistics written by hand may hold anything).
@@ -357,7 +400,51 @@ impl<'a> Planner<'a> {
             result: sane(result),
             stats,
             single,
+            dives: BTreeMap::new(),
         }
+    }
+
+    /// The entries a dive says the range of `bound` holds. A complete dive counted them.
+    /// One that stopped early is a lower bound: with statistics for every bound field, the
+    /// larger of it and their estimate; without, the geometric mean of it and the rows,
+    /// which is off by at most the square root of their ratio whatever the truth in between.
+    fn dived_entries(&self, bound: &[String], dive: &Dive, estimated: f64) -> f64 {
+        let counted = dive.entries as f64;
+        if dive.complete {
+            return counted;
+        }
+        let known = bound.iter().all(|f| self.stats.columns.contains_key(f));
+        if known {
+            estimated.max(counted)
+        } else {
+            estimated.max((counted * self.rows.max(counted)).sqrt())
+        }
+    }
+
+    /// Takes the dives in: each bounds the result (every matching row has an entry in the
+    /// range a dive counted), and one that stopped early raises it when the statistics
+    /// promised fewer entries than it found.
+    fn apply_dives(&mut self, dives: &BTreeMap<String, Dive>) {
+        for (name, dive) in dives {
+            let Some(index) = self.table.indexes.iter().find(|i| &i.name == name) else {
+                continue;
+            };
+            let bound = bound_fields(&index.fields, &self.by_field);
+            if bound.is_empty() {
+                continue;
+            }
+            let estimated = self.rows * self.selectivity_of(&bound);
+            let counted = self.dived_entries(&bound, dive, estimated);
+            if dive.complete {
+                self.result = self.result.min(counted);
+            } else if estimated < counted && estimated > 0.0 {
+                self.result = (self.result * counted / estimated).min(self.rows.max(counted));
+            } else if estimated <= 0.0 {
+                self.result = self.result.max(counted.min(self.rows));
+            }
+            self.dives.insert(name.clone(), *dive);
+        }
+        self.result = sane(self.result);
     }
 
     fn width(&self, field: &str) -> f64 {
@@ -556,7 +643,11 @@ impl<'a> Planner<'a> {
             return None;
         }
         let m = self.model;
-        let entries = sane(self.rows * self.selectivity_of(&bound));
+        let estimated = sane(self.rows * self.selectivity_of(&bound));
+        let entries = match self.dives.get(&index.name) {
+            Some(d) => self.dived_entries(&bound, d, estimated),
+            None => estimated,
+        };
         let shard_seeks = match index.scope {
             Scope::Local => self.shards,
             // Partitioned by the hash of the leading value: each `=`/`IN` value of it lives in

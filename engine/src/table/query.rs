@@ -19,13 +19,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strata_planner::selectivity::{Constraint, constraints};
-use strata_planner::{Access, Consistency, Fetch, Plan, Query, Scope, TableStats, Value, choose};
+use strata_planner::{
+    Access, Consistency, DIVE_LIMIT, Dive, Fetch, Observations, Plan, Query, Scope, TableStats,
+    Value, Wanted, choose_observed, wanted,
+};
 
 use crate::error::{Error, Result};
 use crate::lsm::Snapshot;
 use crate::table::db::{Db, Table, leading_value, shard_of};
 use crate::table::format::KEY_NULL;
-use crate::table::key::{encode_value, prefix_successor};
+use crate::table::key::{decode_value, encode_value, prefix_successor};
 use crate::table::record::Record;
 use crate::table::stream::{KeyRanges, Mode, Source, Stream, merge_pending};
 
@@ -193,8 +196,79 @@ impl Db {
 
     fn plan_for(&self, t: &Table, query: &Query) -> Result<Plan> {
         let stats = self.planning_stats(t)?;
-        choose(query, &t.def.planner_info(), &stats, &self.cost_model)
+        let info = t.def.planner_info();
+        let wanted = wanted(query, &info, &stats);
+        let observed = if wanted.is_empty() {
+            Observations::default()
+        } else {
+            self.observe(t, query, &wanted)?
+        };
+        choose_observed(query, &info, &stats, &self.cost_model, &observed)
             .map_err(|e| Error::InvalidArgument(e.to_string()))
+    }
+
+    /// Reads what the planner wants ([`strata_planner::observe`]): bounded dives into
+    /// indexes, and fields' true extremes from the indexes that lead with them.
+    fn observe(&self, t: &Table, query: &Query, wanted: &Wanted) -> Result<Observations> {
+        let by_field = constraints(&query.predicates);
+        let mut observed = Observations::default();
+        let read = crate::lsm::ReadOptions::default;
+        for (name, bound) in &wanted.dives {
+            let (i, _) = t.index(name)?;
+            let mut counted = 0u64;
+            let mut complete = true;
+            'shards: for shard in &t.shards {
+                let store = &shard.store.store;
+                let mut cursor = store.cursor(&shard.indexes[i], read())?;
+                for (lower, upper) in ranges(bound, &by_field) {
+                    cursor.seek(&lower);
+                    while cursor.valid() && upper.as_ref().is_none_or(|u| cursor.key() < &u[..]) {
+                        if counted == DIVE_LIMIT {
+                            complete = false;
+                            break 'shards;
+                        }
+                        counted += 1;
+                        cursor.next();
+                    }
+                    cursor.status()?;
+                }
+            }
+            observed.dives.insert(
+                name.clone(),
+                Dive {
+                    entries: counted,
+                    complete,
+                },
+            );
+        }
+        for (field, name) in &wanted.extremes {
+            let (i, _) = t.index(name)?;
+            let mut extremes: Option<(Value, Value)> = None;
+            for shard in &t.shards {
+                let store = &shard.store.store;
+                let mut cursor = store.cursor(&shard.indexes[i], read())?;
+                // NULL sorts first: the smallest value is the first entry after the NULLs.
+                cursor.seek(&[KEY_NULL + 1]);
+                let first = cursor.valid().then(|| decode_value(cursor.key()));
+                cursor.seek_to_last();
+                let last = cursor.valid().then(|| decode_value(cursor.key()));
+                cursor.status()?;
+                let (Some(Ok((min, _))), Some(Ok((max, _)))) = (first, last) else {
+                    continue;
+                };
+                if max.is_null() {
+                    continue;
+                }
+                extremes = Some(match extremes {
+                    None => (min, max),
+                    Some((a, b)) => (a.min(min), b.max(max)),
+                });
+            }
+            if let Some(found) = extremes {
+                observed.extremes.insert(field.clone(), found);
+            }
+        }
+        Ok(observed)
     }
 
     /// The planner's choice for `query` on `table`, with every candidate and its cost.
