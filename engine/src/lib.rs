@@ -43,8 +43,8 @@ pub use lsm::{
     WriteOptions, WriteStalls,
 };
 pub use strata_planner::{
-    Consistency, DIVE_LIMIT, Dive, Hint, IndexState, Observations, Op, Order, Plan, Predicate,
-    Projection, Query, Scope, TableStats, Value,
+    Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations, Op, Order, Plan,
+    Predicate, Projection, Query, Scope, TableStats, Value,
 };
 pub use strata_wal::RecoveryMode;
 pub use table::{

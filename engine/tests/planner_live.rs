@@ -196,3 +196,31 @@ fn an_ascending_key_past_the_statistics_reads_its_true_maximum() {
     assert_eq!(newest.chosen.index.as_deref(), Some("by_ts"), "{newest}");
     assert!(newest.chosen.estimated_rows < 20.0, "{newest}");
 }
+
+#[test]
+fn calibrate_measures_this_machine_and_its_constants_survive_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    let defaults = db.cost_model();
+    let model = db.calibrate_with(10_000).unwrap();
+    assert!(model.is_valid());
+    assert_ne!(model, defaults, "measured, not the defaults");
+    // What any machine shows: a random point read costs more than reading the next row.
+    assert!(model.fetch_us > model.scan_row_us, "{model:?}");
+    assert!(
+        !dir.path().join("calibrate.tmp").exists(),
+        "scratch removed"
+    );
+    assert_eq!(db.cost_model(), model);
+    db.close().unwrap();
+
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(db.cost_model(), model, "stored in the catalog");
+    let bad = strata::CostModel {
+        fetch_us: f64::NAN,
+        ..model
+    };
+    assert!(db.set_cost_model(bad).is_err());
+    assert_eq!(db.cost_model(), model, "a refused model changes nothing");
+    assert!(db.calibrate_with(10).is_err());
+}

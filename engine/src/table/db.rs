@@ -25,8 +25,9 @@ use crate::table::catalog::{
 };
 use crate::table::entry::{corrupt, encode_primary_key, record_corrupt};
 use crate::table::format::{
-    CATALOG_CF, CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX,
-    FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_INDEXES, OUTBOX_CF, SHARD_DIR_PREFIX,
+    CATALOG_CF, CATALOG_COST_MODEL, CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
+    CATALOG_TABLE_PREFIX, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_INDEXES, OUTBOX_CF,
+    SHARD_DIR_PREFIX,
 };
 use crate::table::key::decode_value;
 use crate::table::outbox::{Tracker, outbox_seq};
@@ -76,7 +77,8 @@ pub struct Shared {
     pub(crate) gate: RwLock<()>,
     /// Per-key locks for read-modify-write of a row and its index entries.
     pub(crate) stripes: Stripes,
-    pub(crate) cost_model: CostModel,
+    /// The planner's cost constants: the defaults, or what `calibrate` stored.
+    pub(crate) cost_model: RwLock<CostModel>,
     /// Outbox numbers and the indexer's wake-ups.
     pub(crate) tracker: Tracker,
     /// Tables to analyze, for the analyzer thread; `None` once it is stopping.
@@ -223,6 +225,7 @@ impl Db {
         };
         let mut defs = BTreeMap::new();
         let mut stats = BTreeMap::new();
+        let mut cost_model = CostModel::default();
         for kv in store.iter(&catalog, ReadOptions::default())? {
             let (k, v) = kv?;
             let key = std::str::from_utf8(&k)
@@ -241,6 +244,11 @@ impl Db {
                 let s =
                     TableStats::decode(&v).map_err(|e| catalog_corrupt(format!("{key}: {e}")))?;
                 stats.insert(name.to_owned(), s);
+            } else if key == CATALOG_COST_MODEL {
+                cost_model = serde_json::from_slice::<CostModel>(&v)
+                    .ok()
+                    .filter(CostModel::is_valid)
+                    .ok_or_else(|| catalog_corrupt(format!("{key}: not valid cost constants")))?;
             } else if key != CATALOG_NEXT_ID {
                 return Err(catalog_corrupt(format!("unknown key {key:?}")));
             }
@@ -256,7 +264,7 @@ impl Db {
             ddl: Mutex::new(()),
             gate: RwLock::new(()),
             stripes: Stripes::new(),
-            cost_model: CostModel::default(),
+            cost_model: RwLock::new(cost_model),
             tracker: Tracker::new(),
             analyze_queue: Mutex::new(None),
             analyze_queued: Mutex::new(BTreeSet::new()),
@@ -826,6 +834,21 @@ impl Shared {
             .max()
             .map_or(1, |m| m + 1);
         Ok(stored.max(used))
+    }
+
+    /// The database directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Stores `model` in the catalog and plans with it from now on.
+    pub(crate) fn store_cost_model(&self, model: CostModel) -> Result<()> {
+        let _ddl = lock(&self.ddl);
+        let bytes = serde_json::to_vec(&model)
+            .map_err(|e| Error::InvalidArgument(format!("cost constants: {e}")))?;
+        self.write_catalog(&[(CATALOG_COST_MODEL.to_owned(), bytes)], &[])?;
+        *self.cost_model.write().unwrap_or_else(|p| p.into_inner()) = model;
+        Ok(())
     }
 
     /// Stores `stats` as `table`'s statistics and plans with them from now on.

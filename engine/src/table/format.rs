@@ -69,6 +69,9 @@ pub const CATALOG_TABLE_PREFIX: &str = "table/";
 pub const CATALOG_STATS_PREFIX: &str = "stats/";
 /// The catalog key of the next table id.
 pub const CATALOG_NEXT_ID: &str = "next_id";
+/// The catalog key of the cost constants `Db::calibrate` measured (JSON of the planner's
+/// `CostModel`); absent: the defaults.
+pub const CATALOG_COST_MODEL: &str = "cost_model";
 /// A table's fact column family is this followed by the table's name.
 pub const FACT_CF_PREFIX: &str = "t/";
 /// An index's column family is this, the table's name, `/`, the index's name.

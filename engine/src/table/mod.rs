@@ -15,6 +15,7 @@
 
 mod analyze;
 mod backfill;
+mod calibrate;
 pub mod catalog;
 mod db;
 pub mod entry;
@@ -30,6 +31,7 @@ mod verify;
 mod write;
 
 pub use analyze::MAX_ANALYZED_FIELDS;
+pub use calibrate::CALIBRATION_ROWS;
 pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef};
 pub use db::Db;
 pub use indexer::IndexLag;

@@ -203,7 +203,7 @@ impl Db {
         } else {
             self.observe(t, query, &wanted)?
         };
-        choose_observed(query, &info, &stats, &self.cost_model, &observed)
+        choose_observed(query, &info, &stats, &self.cost_model(), &observed)
             .map_err(|e| Error::InvalidArgument(e.to_string()))
     }
 

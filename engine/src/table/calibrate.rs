@@ -1,0 +1,255 @@
+//! `calibrate`: measures this machine's cost constants on synthetic tables and stores them,
+//! so the planner's microseconds are this machine's.
+//!
+//! In a scratch database (`<dir>/calibrate.tmp`, removed afterwards), with the database's
+//! options, two tables of [`CALIBRATION_ROWS`] rows each (or as many as asked) are loaded, flushed and compacted:
+//! a narrow one (about 40-byte rows) with a keys-only index on a field in random order, and
+//! a wide one (about 440-byte rows). Then, each the median of [`ROUNDS`]:
+//!
+//! | constant | measured as |
+//! |---|---|
+//! | `scan_row_us`, `scan_byte_us` | full scans of both tables: two equations, row cost + width × byte cost |
+//! | `filter_us` | a full scan with four predicates that every row passes, less the plain scan, per row per predicate |
+//! | `index_entry_us` | a covering read of the whole index, per entry, less its bytes |
+//! | `seek_us` | covering lookups of one entry each, per lookup, less the entry |
+//! | `fetch_us` | point reads of the narrow table in random key order, less the row's bytes |
+//! | `sorted_fetch_us` | the same keys, sorted first |
+//! | `sort_row_us` | a scan in another order than the key's, less the plain scan, per `n log2 n` |
+//!
+//! A constant that comes out negative (noise larger than the effect) is kept at the
+//! default's value scaled by how the scan compared with its default, so the constants stay
+//! in proportion. The result is stored in the catalog and used from then on.
+
+use std::time::Instant;
+
+use strata_planner::{CostModel, Hint, Predicate, Projection, Query};
+
+use crate::error::{Error, Result};
+use crate::lsm::{Options, WriteOptions};
+use crate::table::db::Db;
+use crate::table::record::Record;
+use crate::table::write::TableBatch;
+
+/// Rows in each synthetic table.
+pub const CALIBRATION_ROWS: u64 = 100_000;
+
+/// Measurements per constant; the median is kept.
+pub const ROUNDS: usize = 5;
+
+/// Point reads per round: a tenth of the rows.
+const FETCH_FRACTION: usize = 10;
+
+/// The scratch directory, inside the database directory.
+const SCRATCH: &str = "calibrate.tmp";
+
+impl Db {
+    /// The cost constants the planner uses.
+    pub fn cost_model(&self) -> CostModel {
+        *self.cost_model.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Stores `model` as the cost constants and plans with them from now on. Refused unless
+    /// every constant is finite and non-negative.
+    pub fn set_cost_model(&self, model: CostModel) -> Result<()> {
+        if !model.is_valid() {
+            return Err(Error::InvalidArgument(
+                "cost constants must be finite and non-negative".into(),
+            ));
+        }
+        self.store_cost_model(model)
+    }
+
+    /// Measures this machine's cost constants (see the module's table), stores them, and
+    /// returns them. Takes a few seconds; queries and writes may run meanwhile, but they
+    /// also load the machine and so the measurement.
+    pub fn calibrate(&self) -> Result<CostModel> {
+        self.calibrate_with(CALIBRATION_ROWS)
+    }
+
+    /// [`Db::calibrate`] on tables of `rows` rows (at least 1,000): quicker and noisier with
+    /// fewer.
+    pub fn calibrate_with(&self, rows: u64) -> Result<CostModel> {
+        if rows < 1_000 {
+            return Err(Error::InvalidArgument(format!(
+                "calibration needs at least 1,000 rows, not {rows}"
+            )));
+        }
+        let dir = self.dir().join(SCRATCH);
+        remove_scratch(&self.options, &dir);
+        let options = Options {
+            auto_analyze: false,
+            shard_dirs: Vec::new(),
+            create_if_missing: true,
+            ..self.options.clone()
+        };
+        let measured = {
+            let scratch = Db::open(&dir, options)?;
+            let measured = measure(&scratch, rows.min(i64::MAX as u64) as i64);
+            scratch.close()?;
+            measured
+        };
+        remove_scratch(&self.options, &dir);
+        let model = measured?;
+        self.set_cost_model(model)?;
+        Ok(model)
+    }
+}
+
+/// Removes the scratch database's files (and, on the real file system, its directories).
+fn remove_scratch(options: &Options, dir: &std::path::Path) {
+    let fs = &options.fs;
+    if let Ok(names) = fs.list(dir) {
+        for name in names {
+            let _ = fs.remove_file(&dir.join(name));
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// Microseconds per run of `f`, the median of [`ROUNDS`].
+fn time(mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+    let mut runs = Vec::with_capacity(ROUNDS);
+    for _ in 0..ROUNDS {
+        let start = Instant::now();
+        f()?;
+        runs.push(start.elapsed().as_secs_f64() * 1e6);
+    }
+    Ok(median(runs))
+}
+
+/// Spreads `i` over `[0, rows)`: `i · 7919 mod rows`, a permutation when 7919 (a prime)
+/// does not divide `rows`.
+fn scatter(i: i64, rows: i64) -> i64 {
+    (i.wrapping_mul(7_919)).rem_euclid(rows)
+}
+
+fn load(db: &Db, table: &str, pad: usize, rows: i64) -> Result<()> {
+    db.create_table(table, &["id"])?;
+    let padding = "x".repeat(pad);
+    let mut batch = TableBatch::new();
+    for id in 0..rows {
+        let mut r = Record::new();
+        r.set("id", id);
+        r.set("k", scatter(id, rows));
+        r.set("pad", padding.as_str());
+        batch.insert(r);
+        if batch.len() == 10_000 {
+            db.write(table, std::mem::take(&mut batch), WriteOptions::default())?;
+        }
+    }
+    db.write(table, batch, WriteOptions::default())?;
+    Ok(())
+}
+
+fn count(db: &Db, table: &str, q: &Query) -> Result<u64> {
+    let mut n = 0;
+    for row in db.query(table, q)? {
+        row?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+fn measure(db: &Db, n: i64) -> Result<CostModel> {
+    load(db, "narrow", 16, n)?;
+    db.create_index("narrow", "by_k", &["k"], Projection::KeysOnly)?;
+    load(db, "wide", 416, n)?;
+    let fetches = (n as usize / FETCH_FRACTION).max(1);
+    for t in ["narrow", "wide"] {
+        db.flush()?;
+        db.compact(t)?;
+    }
+    let rows = n as f64;
+    let width = |t: &str| -> Result<f64> { Ok(db.planning_statistics(t)?.avg_row_bytes) };
+    let (narrow_bytes, wide_bytes) = (width("narrow")?, width("wide")?);
+    let scan = Query::default().hint(Hint::Scan);
+
+    let narrow = time(|| count(db, "narrow", &scan).map(drop))? / rows;
+    let wide = time(|| count(db, "wide", &scan).map(drop))? / rows;
+    let scan_byte = ((wide - narrow) / (wide_bytes - narrow_bytes).max(1.0)).max(0.0);
+    let scan_row = (narrow - narrow_bytes * scan_byte).max(0.0);
+
+    let passes = scan
+        .clone()
+        .filter(Predicate::ge("k", 0))
+        .filter(Predicate::lt("k", n))
+        .filter(Predicate::ge("id", 0))
+        .filter(Predicate::lt("id", n));
+    let filtered = time(|| count(db, "narrow", &passes).map(drop))? / rows;
+    let filter = (filtered - narrow) / 4.0;
+
+    let covering = Query::default()
+        .filter(Predicate::ge("k", 0))
+        .select(&["k", "id"])
+        .hint(Hint::Index("by_k".into()));
+    // The planner's entry width: the fields' widths (about 9 bytes each) and 8.
+    let entry_bytes = 26.0;
+    let entries = time(|| count(db, "narrow", &covering).map(drop))? / rows;
+    let index_entry = entries - entry_bytes * scan_byte;
+
+    let lookups: Vec<Query> = (0..fetches as i64)
+        .map(|i| {
+            Query::default()
+                .filter(Predicate::eq("k", scatter(i * 13 + 1, n)))
+                .select(&["k", "id"])
+                .hint(Hint::Index("by_k".into()))
+        })
+        .collect();
+    let seek = time(|| {
+        for q in &lookups {
+            count(db, "narrow", q)?;
+        }
+        Ok(())
+    })? / fetches as f64
+        - entries;
+
+    let mut keys: Vec<i64> = (0..fetches as i64)
+        .map(|i| scatter(i * 13 + 1, n))
+        .collect();
+    let fetch_all = |keys: &[i64]| -> Result<()> {
+        for &k in keys {
+            db.get("narrow", &[k.into()])?;
+        }
+        Ok(())
+    };
+    let fetch = time(|| fetch_all(&keys))? / fetches as f64 - narrow_bytes * scan_byte;
+    keys.sort_unstable();
+    let sorted_fetch = time(|| fetch_all(&keys))? / fetches as f64 - narrow_bytes * scan_byte;
+
+    let ordered = scan.clone().order_by(&["k"], false);
+    let sorted = time(|| count(db, "narrow", &ordered).map(drop))? / rows;
+    let sort_row = (sorted - narrow) / rows.log2();
+
+    // Noise can make a small effect come out negative: keep the default in proportion.
+    let defaults = CostModel::default();
+    let scale = narrow / (defaults.scan_row_us + narrow_bytes * defaults.scan_byte_us);
+    let or_default = |x: f64, default: f64| {
+        if x.is_finite() && x > 0.0 {
+            x
+        } else {
+            default * scale
+        }
+    };
+    let model = CostModel {
+        seek_us: or_default(seek, defaults.seek_us),
+        scan_row_us: or_default(scan_row, defaults.scan_row_us),
+        scan_byte_us: scan_byte,
+        index_entry_us: or_default(index_entry, defaults.index_entry_us),
+        fetch_us: or_default(fetch, defaults.fetch_us),
+        sorted_fetch_us: or_default(sorted_fetch, defaults.sorted_fetch_us),
+        filter_us: or_default(filter, defaults.filter_us),
+        sort_row_us: or_default(sort_row, defaults.sort_row_us),
+    };
+    if model.is_valid() {
+        Ok(model)
+    } else {
+        Err(Error::InvalidArgument(format!(
+            "calibration measured unusable constants: {model:?}"
+        )))
+    }
+}
