@@ -224,3 +224,77 @@ fn calibrate_measures_this_machine_and_its_constants_survive_reopen() {
     assert_eq!(db.cost_model(), model, "a refused model changes nothing");
     assert!(db.calibrate_with(10).is_err());
 }
+
+#[test]
+fn the_advisor_reports_indexes_that_do_not_pay_for_themselves() {
+    use strata::table::Note;
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), no_analyze()).unwrap();
+    people(&db);
+    load_people(&db, 0..20_000);
+    db.analyze("people").unwrap();
+    let run = |q: Query| db.query("people", &q).unwrap().count();
+    for _ in 0..30 {
+        run(Query::default()
+            .filter(Predicate::eq("status", "closed"))
+            .select(&["id", "town"]));
+    }
+    for _ in 0..25 {
+        run(Query::default().filter(Predicate::eq("gender", "F")));
+    }
+    // Hinted plans are not the planner's choice.
+    run(Query::default()
+        .filter(Predicate::eq("gender", "F"))
+        .hint(strata::Hint::Index("by_gender".into())));
+
+    let advice = db.index_advice().unwrap();
+    let of = |name: &str| advice.iter().find(|a| a.index == name).unwrap();
+
+    let gender = of("by_gender");
+    assert_eq!((gender.usage.chosen, gender.usage.lost), (0, 25));
+    assert!(
+        gender
+            .notes
+            .contains(&Note::NeverChosen { candidacies: 25 }),
+        "{:?}",
+        gender.notes
+    );
+    assert!(
+        gender
+            .notes
+            .iter()
+            .any(|n| matches!(n, Note::TooFewDistinct { field, .. } if field == "gender")),
+        "{:?}",
+        gender.notes
+    );
+
+    let status = of("by_status");
+    assert_eq!(status.usage.chosen, 30);
+    assert!(
+        status.usage.rows_saved > 30.0 * 19_000.0,
+        "{:?}",
+        status.usage
+    );
+    assert_eq!(status.usage.fetching_plans, 30);
+    assert_eq!(
+        status.notes,
+        vec![Note::IncludeWouldPay {
+            fields: vec!["town".into()],
+            fetches: status.usage.fetches
+        }],
+        "a rare value's index pays; only the fetches could go"
+    );
+
+    let town = of("by_town");
+    assert_eq!(town.notes, vec![Note::NeverACandidate { queries: 56 }]);
+    for a in &advice {
+        assert_eq!(
+            a.usage.entries_written, 20_000,
+            "{}: one entry per insert",
+            a.index
+        );
+        assert!(a.usage.bytes_written > 20_000 * 10);
+        assert!(a.usage.maintenance > std::time::Duration::ZERO);
+    }
+}

@@ -20,6 +20,7 @@ use strata_planner::{CostModel, IndexState, Projection, Scope, TableStats, Value
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Options, ReadOptions, Store, WriteBatch, WriteOptions};
+use crate::table::advice::Usage;
 use crate::table::catalog::{
     IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
 };
@@ -117,6 +118,8 @@ pub(crate) struct Table {
     /// The live table files' statistics sketches, merged (kept across republished
     /// definitions).
     pub(crate) live: Arc<LiveStats>,
+    /// What each index earned and cost (kept across republished definitions).
+    pub(crate) usage: Arc<Usage>,
 }
 
 /// A table's families in one shard store.
@@ -138,6 +141,7 @@ impl Table {
             stats: self.stats.clone(),
             changed: Arc::clone(&self.changed),
             live: Arc::clone(&self.live),
+            usage: Arc::clone(&self.usage),
         }
     }
 
@@ -306,6 +310,7 @@ impl Db {
                 shards,
                 changed: Arc::default(),
                 live: Arc::default(),
+                usage: Arc::default(),
             };
             tables.insert(name, Arc::new(table));
         }
@@ -505,6 +510,7 @@ impl Db {
             stats: None,
             changed: Arc::default(),
             live: Arc::default(),
+            usage: Arc::default(),
         });
         Ok(())
     }

@@ -13,6 +13,7 @@
 //! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
 //! - `db`, `write`, `indexer`, `backfill`, `query` (with `stream`), `verify`, `analyze`: the `Db` API.
 
+mod advice;
 mod analyze;
 mod backfill;
 mod calibrate;
@@ -30,6 +31,9 @@ mod stream;
 mod verify;
 mod write;
 
+pub use advice::{
+    IndexAdvice, IndexUsage, MAX_INCLUDE_FIELDS, MIN_CANDIDACIES, MIN_FETCHING_PLANS, Note,
+};
 pub use analyze::MAX_ANALYZED_FIELDS;
 pub use calibrate::CALIBRATION_ROWS;
 pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef};

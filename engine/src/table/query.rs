@@ -281,6 +281,7 @@ impl Db {
     pub fn query(&self, table: &str, query: &Query) -> Result<Rows<'_>> {
         let t = self.handle(table)?;
         let plan = self.plan_for(&t, query)?;
+        t.usage.planned(&t.def, query, &plan);
         Rows::new(self, t, query.clone(), &plan, false)
     }
 
@@ -292,6 +293,7 @@ impl Db {
         let t = self.handle(table)?;
         let plan = self.plan_for(&t, query)?;
         let plan_time = start.elapsed();
+        t.usage.planned(&t.def, query, &plan);
         let mut rows = Rows::new(self, t, query.clone(), &plan, true)?;
         for row in rows.by_ref() {
             row?;

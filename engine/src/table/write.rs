@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
 
 use strata_planner::Value;
 
@@ -353,6 +354,7 @@ pub(crate) fn diff_indexes(
     outbox: &mut Vec<OutboxOp>,
 ) -> Result<()> {
     for (i, ix) in t.def.indexes.iter().enumerate() {
+        let started = Instant::now();
         let old = before.map(|r| index_entry(ix, shard, key, r)).transpose()?;
         let new = after.map(|r| index_entry(ix, shard, key, r)).transpose()?;
         if old == new {
@@ -361,6 +363,11 @@ pub(crate) fn diff_indexes(
         let delete = old
             .filter(|(old_key, _)| new.as_ref().is_none_or(|(k, _)| k != old_key))
             .map(|(k, _)| k);
+        let bytes = delete.as_ref().map_or(0, Vec::len)
+            + new.as_ref().map_or(0, |(k, v)| k.len() + v.len());
+        let entries = u64::from(delete.is_some()) + u64::from(new.is_some());
+        t.usage
+            .maintained(ix.id, entries, bytes as u64, started.elapsed());
         if ix.is_async() {
             let ops = delete
                 .map(|k| (k, None))
