@@ -35,8 +35,26 @@ fn people(field: &str, projection: Projection) -> TableInfo {
     )
 }
 
+/// The constants these cases were written against: the raw store's costs from the
+/// comparison benchmark (the defaults until calibration gave the table layer's own). The
+/// cases pin the estimates and the choice between candidates, not one machine's constants;
+/// with the table layer's defaults case 4's 30 % value sits at the break-even point (index
+/// and scan within 0.2 %), which is where the real machine put it too (`docs/benchmarks.md`).
+fn model() -> CostModel {
+    CostModel {
+        seek_us: 3.0,
+        scan_row_us: 0.09,
+        scan_byte_us: 0.0003,
+        index_entry_us: 0.09,
+        fetch_us: 2.0,
+        sorted_fetch_us: 1.0,
+        filter_us: 0.02,
+        sort_row_us: 0.01,
+    }
+}
+
 fn plan(query: &Query, table: &TableInfo, stats: &TableStats) -> Plan {
-    choose(query, table, stats, &CostModel::default()).expect("plans")
+    choose(query, table, stats, &model()).expect("plans")
 }
 
 fn where_eq(field: &str, value: &str) -> Query {
@@ -275,13 +293,13 @@ fn hints_force_a_plan_and_name_bad_indexes_clearly() {
     assert!(forced.reason.contains("hint"));
     query.hint = Some(Hint::Index("nope".into()));
     assert_eq!(
-        choose(&query, &table, &stats, &CostModel::default()),
+        choose(&query, &table, &stats, &model()),
         Err(PlanError::UnknownIndex("nope".into()))
     );
     table.indexes[0].state = IndexState::Backfilling;
     query.hint = Some(Hint::Index("by_gender".into()));
     assert_eq!(
-        choose(&query, &table, &stats, &CostModel::default()),
+        choose(&query, &table, &stats, &model()),
         Err(PlanError::IndexNotReady("by_gender".into()))
     );
     query.hint = None;
@@ -313,7 +331,7 @@ fn explain_lists_every_candidate_as_text_and_as_json() {
     );
     let table = people("flag", Projection::KeysOnly);
     let query = where_eq("flag", "yes");
-    let text = explain(&query, &table, &stats, &CostModel::default()).expect("plans");
+    let text = explain(&query, &table, &stats, &model()).expect("plans");
     assert!(text.contains("plan: index by_flag"), "{text}");
     assert!(text.contains("scan"), "{text}");
     let plan = plan(&query, &table, &stats);

@@ -56,7 +56,7 @@ impl Db {
                 "cost constants must be finite and non-negative".into(),
             ));
         }
-        self.store_cost_model(model)
+        self.store_cost_model(model).map(drop)
     }
 
     /// Measures this machine's cost constants (see the module's table), stores them, and
@@ -90,8 +90,7 @@ impl Db {
         };
         remove_scratch(&self.options, &dir);
         let model = measured?;
-        self.set_cost_model(model)?;
-        Ok(model)
+        self.store_cost_model(model)
     }
 }
 

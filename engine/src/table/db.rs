@@ -847,14 +847,16 @@ impl Shared {
         &self.dir
     }
 
-    /// Stores `model` in the catalog and plans with it from now on.
-    pub(crate) fn store_cost_model(&self, model: CostModel) -> Result<()> {
+    /// Stores `model` in the catalog and plans with it from now on; returns it as stored
+    /// (as the catalog reads it back, so the constants are the same after reopen to the bit).
+    pub(crate) fn store_cost_model(&self, model: CostModel) -> Result<CostModel> {
         let _ddl = lock(&self.ddl);
-        let bytes = serde_json::to_vec(&model)
-            .map_err(|e| Error::InvalidArgument(format!("cost constants: {e}")))?;
+        let bad = |e: serde_json::Error| Error::InvalidArgument(format!("cost constants: {e}"));
+        let bytes = serde_json::to_vec(&model).map_err(bad)?;
+        let stored: CostModel = serde_json::from_slice(&bytes).map_err(bad)?;
         self.write_catalog(&[(CATALOG_COST_MODEL.to_owned(), bytes)], &[])?;
-        *self.cost_model.write().unwrap_or_else(|p| p.into_inner()) = model;
-        Ok(())
+        *self.cost_model.write().unwrap_or_else(|p| p.into_inner()) = stored;
+        Ok(stored)
     }
 
     /// Stores `stats` as `table`'s statistics and plans with them from now on.

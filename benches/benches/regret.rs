@@ -1,0 +1,400 @@
+//! The regret harness: how much slower the planner's choice runs than the best plan it could
+//! have chosen, measured, not asserted.
+//!
+//! 1. A table of `REGRET_ROWS` rows (default 100,000) with fields of controlled
+//!    distributions: `uni` uniform over 10,000 values; `zipf` Zipfian (s = 1.1) over 10,000
+//!    ranks; `half` 50/50; `ninety` 90/10; a correlated pair `corr_a` (100 values) and
+//!    `corr_b` (determined by `corr_a` up to a 1-in-10 wobble); `ts` an ascending timestamp.
+//!    A keys-only index on each, one composite `(corr_a, corr_b)` index, and `uni` also with
+//!    an `Include(pad)` index. The table is analysed at three quarters loaded; the last
+//!    quarter's timestamps lie past what the statistics saw (the ascending-key case).
+//! 2. About 300 queries from a fixed seed: equalities on common and rare values, ranges of
+//!    widths from 0.01 % to 30 % of the rows, conjunctions, and some with `LIMIT`.
+//! 3. For each query, every candidate the planner lists is forced with its hint and timed:
+//!    one untimed run, then `REGRET_RUNS` runs (default 3) back to back; the median is kept. Every candidate
+//!    must return the same rows. Regret = the chosen plan's time / the best candidate's.
+//! 4. Reported: the geometric mean and the worst regret, per distribution and overall —
+//!    with the default cost constants, then again after `Db::calibrate`. Per-query figures go
+//!    to `target/regret-<pass>.csv`.
+//!
+//! `cargo bench -p strata-benches --bench regret` (the targets: geometric mean ≤ 1.10, no
+//! query worse than 3×).
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use strata::{Db, Hint, Options, Predicate, Projection, Query, Record, TableBatch, WriteOptions};
+
+fn env(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// Zipfian ranks 1..=n with exponent `s`, by inverse CDF.
+struct Zipf(Vec<f64>);
+
+impl Zipf {
+    fn new(n: usize, s: f64) -> Self {
+        let mut cdf = Vec::with_capacity(n);
+        let mut total = 0.0;
+        for rank in 1..=n {
+            total += 1.0 / (rank as f64).powf(s);
+            cdf.push(total);
+        }
+        cdf.iter_mut().for_each(|c| *c /= total);
+        Zipf(cdf)
+    }
+
+    fn sample(&self, rng: &mut Rng) -> i64 {
+        let u = (rng.next() >> 11) as f64 / (1u64 << 53) as f64;
+        self.0.partition_point(|c| *c < u) as i64 + 1
+    }
+}
+
+const VALUES: i64 = 10_000;
+
+fn row(id: i64, rng: &mut Rng, zipf: &Zipf, pad: &str) -> Record {
+    let mut r = Record::new();
+    let corr_a = rng.below(100) as i64;
+    let wobble = i64::from(rng.below(10) == 0);
+    r.set("id", id);
+    r.set("uni", rng.below(VALUES as u64) as i64);
+    r.set("zipf", zipf.sample(rng));
+    r.set("half", if rng.below(2) == 0 { "a" } else { "b" });
+    r.set("ninety", if rng.below(10) == 0 { "rare" } else { "common" });
+    r.set("corr_a", corr_a);
+    r.set("corr_b", corr_a * 10 + wobble);
+    r.set("ts", 1_700_000_000 + id * 10);
+    r.set("pad", pad);
+    r
+}
+
+fn load(db: &Db, rows: i64) {
+    db.create_table("r", &["id"]).expect("table");
+    for (name, fields) in [
+        ("by_uni", &["uni"][..]),
+        ("by_zipf", &["zipf"]),
+        ("by_half", &["half"]),
+        ("by_ninety", &["ninety"]),
+        ("by_corr", &["corr_a", "corr_b"]),
+        ("by_ts", &["ts"]),
+    ] {
+        db.create_index("r", name, fields, Projection::KeysOnly)
+            .expect("index");
+    }
+    db.create_index(
+        "r",
+        "by_uni_pad",
+        &["uni"],
+        Projection::Include(vec!["pad".into()]),
+    )
+    .expect("index");
+    let mut rng = Rng(0x5EED_1234);
+    let zipf = Zipf::new(VALUES as usize, 1.1);
+    let pad = "p".repeat(60);
+    let mut batch = TableBatch::new();
+    for id in 0..rows {
+        batch.insert(row(id, &mut rng, &zipf, &pad));
+        if batch.len() == 10_000 {
+            db.write("r", std::mem::take(&mut batch), WriteOptions::default())
+                .expect("write");
+        }
+        if id + 1 == rows * 3 / 4 {
+            db.write("r", std::mem::take(&mut batch), WriteOptions::default())
+                .expect("write");
+            db.analyze("r").expect("analyze");
+        }
+    }
+    db.write("r", batch, WriteOptions::default())
+        .expect("write");
+}
+
+/// `(distribution, query)` pairs from a fixed seed.
+fn queries(rows: i64) -> Vec<(&'static str, Query)> {
+    let mut rng = Rng(0xC0FFEE);
+    let q = Query::default;
+    let mut out = Vec::new();
+    for _ in 0..40 {
+        out.push((
+            "uniform =",
+            q().filter(Predicate::eq("uni", rng.below(VALUES as u64) as i64)),
+        ));
+    }
+    for i in 0..40 {
+        // Widths from 1 value (0.01 %) to 3,000 (30 %), spread on a log scale.
+        let width = (10f64.powf(i as f64 / 39.0 * 3.5)).round() as i64;
+        let low = rng.below((VALUES - width).max(1) as u64) as i64;
+        out.push((
+            "uniform range",
+            q().filter(Predicate::between("uni", low, low + width - 1)),
+        ));
+    }
+    for i in 0..40 {
+        let rank = if i % 2 == 0 {
+            1 + rng.below(20) as i64
+        } else {
+            1 + rng.below(VALUES as u64) as i64
+        };
+        out.push(("zipfian =", q().filter(Predicate::eq("zipf", rank))));
+    }
+    for v in ["a", "b"] {
+        for _ in 0..5 {
+            out.push(("50/50", q().filter(Predicate::eq("half", v))));
+        }
+    }
+    for v in ["common", "rare"] {
+        for _ in 0..10 {
+            out.push(("90/10", q().filter(Predicate::eq("ninety", v))));
+        }
+    }
+    for _ in 0..30 {
+        let a = rng.below(100) as i64;
+        let b = a * 10 + rng.below(3) as i64; // 0 and 1 occur, 2 never does
+        out.push((
+            "correlated",
+            q().filter(Predicate::eq("corr_a", a))
+                .filter(Predicate::eq("corr_b", b)),
+        ));
+    }
+    for i in 0..40 {
+        // From the start to past the analysed three quarters.
+        let at = rows * i / 40 + rng.below((rows / 40).max(1) as u64) as i64;
+        out.push((
+            "ascending ts >",
+            q().filter(Predicate::gt("ts", 1_700_000_000 + at * 10)),
+        ));
+    }
+    for i in 0..30 {
+        let width = (10f64.powf(i as f64 / 29.0 * 3.0)).round() as i64;
+        let low = rng.below((VALUES - width).max(1) as u64) as i64;
+        out.push((
+            "conjunction",
+            q().filter(Predicate::between("uni", low, low + width - 1))
+                .filter(Predicate::eq("half", "a")),
+        ));
+    }
+    for _ in 0..20 {
+        let rank = 1 + rng.below(VALUES as u64) as i64;
+        out.push((
+            "conjunction",
+            q().filter(Predicate::eq("zipf", rank))
+                .filter(Predicate::eq("ninety", "rare")),
+        ));
+    }
+    for i in 0..20 {
+        let base = match i % 4 {
+            0 => q().filter(Predicate::eq("half", "a")),
+            1 => q().filter(Predicate::eq("zipf", 1 + rng.below(5) as i64)),
+            2 => q().filter(Predicate::ge("uni", rng.below(VALUES as u64) as i64)),
+            _ => q().filter(Predicate::eq("ninety", "rare")),
+        };
+        out.push(("limit 10", base.limit(10)));
+    }
+    for _ in 0..20 {
+        let low = rng.below((VALUES - 50) as u64) as i64;
+        out.push((
+            "covering",
+            q().filter(Predicate::between("uni", low, low + 49))
+                .select(&["id", "uni", "pad"]),
+        ));
+    }
+    out
+}
+
+fn run(db: &Db, q: &Query) -> (u64, f64) {
+    let start = Instant::now();
+    let mut n = 0u64;
+    for row in db.query("r", q).expect("query") {
+        row.expect("row");
+        n += 1;
+    }
+    (n, start.elapsed().as_secs_f64() * 1e6)
+}
+
+struct Outcome {
+    distribution: &'static str,
+    regret: f64,
+    chosen: String,
+    best: String,
+    chosen_us: f64,
+    best_us: f64,
+}
+
+fn pass(db: &Db, name: &str, queries: &[(&'static str, Query)], runs: usize) -> Vec<Outcome> {
+    let mut outcomes = Vec::new();
+    let mut csv = String::from("distribution,query,chosen,best,chosen_us,best_us,regret\n");
+    for (distribution, q) in queries {
+        let plan = db.explain("r", q).expect("explain");
+        let forced: Vec<(String, Query)> = plan
+            .candidates
+            .iter()
+            .filter_map(|c| {
+                let hint = match (&c.index, c.plan) {
+                    (Some(ix), _) => Hint::Index(ix.clone()),
+                    (None, "scan") => Hint::Scan,
+                    _ => return None,
+                };
+                let label = c.index.clone().unwrap_or_else(|| "scan".into());
+                Some((label, q.clone().hint(hint)))
+            })
+            .collect();
+        // Each candidate: one untimed run, then its timed runs back to back. (Taking turns
+        // made the plan after a scan pay for the scan: the first query after one runs
+        // several times slower — the scan's freed memory — which is not the plan's cost.)
+        let mut times: Vec<Vec<f64>> = vec![Vec::new(); forced.len()];
+        let mut counts: Vec<u64> = vec![0; forced.len()];
+        for (i, (_, fq)) in forced.iter().enumerate() {
+            run(db, fq);
+            for _ in 0..runs {
+                let (n, us) = run(db, fq);
+                counts[i] = n;
+                times[i].push(us);
+            }
+        }
+        if let Some(limit) = q.limit {
+            assert!(
+                counts.iter().all(|&n| n == counts[0].min(limit)),
+                "{q:?}: {counts:?}"
+            );
+        } else {
+            assert!(counts.iter().all(|&n| n == counts[0]), "{q:?}: {counts:?}");
+        }
+        let medians: Vec<f64> = times
+            .into_iter()
+            .map(|mut t| {
+                t.sort_by(f64::total_cmp);
+                t[t.len() / 2]
+            })
+            .collect();
+        let chosen_label = plan.chosen.index.clone().unwrap_or_else(|| "scan".into());
+        let Some(chosen) = forced.iter().position(|(l, _)| *l == chosen_label) else {
+            continue;
+        };
+        let best = (0..medians.len())
+            .min_by(|&a, &b| medians[a].total_cmp(&medians[b]))
+            .unwrap_or(chosen);
+        let outcome = Outcome {
+            distribution,
+            regret: medians[chosen] / medians[best].max(1e-3),
+            chosen: chosen_label,
+            best: forced[best].0.clone(),
+            chosen_us: medians[chosen],
+            best_us: medians[best],
+        };
+        csv.push_str(&format!(
+            "{},\"{:?}\",{},{},{:.1},{:.1},{:.3}\n",
+            outcome.distribution,
+            q.predicates,
+            outcome.chosen,
+            outcome.best,
+            outcome.chosen_us,
+            outcome.best_us,
+            outcome.regret
+        ));
+        outcomes.push(outcome);
+    }
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target")
+        .join(format!("regret-{name}.csv"));
+    let _ = std::fs::write(&path, csv);
+    outcomes
+}
+
+fn geomean(xs: impl Iterator<Item = f64>) -> (f64, usize) {
+    let (sum, n) = xs.fold((0.0, 0usize), |(s, n), x| (s + x.ln(), n + 1));
+    ((sum / n.max(1) as f64).exp(), n)
+}
+
+fn report(name: &str, outcomes: &[Outcome]) {
+    println!("\n## {name}\n");
+    println!("| distribution | queries | geometric mean | worst | chosen = best |");
+    println!("|---|---:|---:|---:|---:|");
+    let mut by: BTreeMap<&str, Vec<&Outcome>> = BTreeMap::new();
+    for o in outcomes {
+        by.entry(o.distribution).or_default().push(o);
+    }
+    for (d, os) in &by {
+        let (g, n) = geomean(os.iter().map(|o| o.regret));
+        let worst = os.iter().map(|o| o.regret).fold(1.0, f64::max);
+        let same = os.iter().filter(|o| o.chosen == o.best).count();
+        println!("| {d} | {n} | {g:.3} | {worst:.2} | {same} |");
+    }
+    let (g, n) = geomean(outcomes.iter().map(|o| o.regret));
+    let worst = outcomes
+        .iter()
+        .max_by(|a, b| a.regret.total_cmp(&b.regret))
+        .expect("queries");
+    let same = outcomes.iter().filter(|o| o.chosen == o.best).count();
+    println!(
+        "| **all** | {n} | **{g:.3}** | **{:.2}** | {same} |",
+        worst.regret
+    );
+    println!(
+        "\nworst: {} — chose {} ({:.0} µs), best {} ({:.0} µs)",
+        worst.distribution, worst.chosen, worst.chosen_us, worst.best, worst.best_us
+    );
+    let over = |x: f64| outcomes.iter().filter(|o| o.regret > x).count();
+    println!(
+        "queries over 1.5×: {}, over 2×: {}, over 3×: {}",
+        over(1.5),
+        over(2.0),
+        over(3.0)
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; a filter argument other than "regret" skips the run.
+    if std::env::args()
+        .skip(1)
+        .any(|a| !a.starts_with('-') && !"regret".contains(a.as_str()))
+    {
+        return;
+    }
+    let rows = env("REGRET_ROWS", 100_000) as i64;
+    let runs = env("REGRET_RUNS", 3) as usize;
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(
+        dir.path(),
+        Options {
+            auto_analyze: false,
+            ..Options::default()
+        },
+    )
+    .expect("open");
+    let started = Instant::now();
+    load(&db, rows);
+    println!(
+        "loaded {rows} rows in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let queries = queries(rows);
+
+    let outcomes = pass(&db, "default", &queries, runs);
+    report("default cost constants", &outcomes);
+
+    let started = Instant::now();
+    let model = db.calibrate().expect("calibrate");
+    println!(
+        "\ncalibrated in {:.1} s: {model:?}",
+        started.elapsed().as_secs_f64()
+    );
+    let outcomes = pass(&db, "calibrated", &queries, runs);
+    report("calibrated cost constants", &outcomes);
+}
