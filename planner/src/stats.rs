@@ -196,6 +196,9 @@ pub struct ColumnBuilder {
     sample: Reservoir,
     min: Option<Value>,
     max: Option<Value>,
+    /// Reused by `add` to hash values without an allocation each.
+    #[serde(skip)]
+    scratch: Vec<u8>,
 }
 
 impl ColumnBuilder {
@@ -215,6 +218,7 @@ impl ColumnBuilder {
             sample: Reservoir::new(sample.min(MAX_SKETCH_CAPACITY), seed),
             min: None,
             max: None,
+            scratch: Vec::new(),
         }
     }
 
@@ -243,7 +247,8 @@ impl ColumnBuilder {
             return;
         };
         self.width += value.width() as u64;
-        self.distinct.add_hash(value.stable_hash());
+        self.distinct
+            .add_hash(value.stable_hash_with(&mut self.scratch));
         self.common.add(value);
         self.sample.add(value);
         if self.min.as_ref().is_none_or(|m| value < m) {

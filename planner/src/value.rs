@@ -71,9 +71,15 @@ impl Value {
     /// A hash of the value that is the same on every machine and in every build: a tag byte
     /// then the payload, through [`hash_bytes`].
     pub fn stable_hash(&self) -> u64 {
-        let mut buf = Vec::with_capacity(16);
-        self.hash_into(&mut buf);
-        hash_bytes(&buf)
+        self.stable_hash_with(&mut Vec::with_capacity(16))
+    }
+
+    /// [`Self::stable_hash`], encoding into `scratch` (cleared first) instead of a new buffer:
+    /// for loops that hash many values.
+    pub fn stable_hash_with(&self, scratch: &mut Vec<u8>) -> u64 {
+        scratch.clear();
+        self.hash_into(scratch);
+        hash_bytes(scratch)
     }
 
     /// Appends the bytes [`Self::stable_hash`] hashes: a tag, then the payload. Composite
