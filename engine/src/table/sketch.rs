@@ -4,9 +4,10 @@
 //!
 //! 1. **Collect.** The store calls [`SketchFactory`] for each table a flush or compaction
 //!    writes. For a fact family it returns a collector that decodes each row's newest
-//!    version in the file and feeds a small [`TableStatsBuilder`] (every field of the rows,
-//!    up to [`MAX_ANALYZED_FIELDS`], and the table's composite key and index prefixes), and
-//!    counts the file's tombstones. The sketch is stored as the file's `table.stats`
+//!    version in the file and feeds a small [`TableStatsBuilder`] (the fields the planner
+//!    chooses access paths by — the primary-key, indexed and included fields — and the
+//!    table's composite key and index prefixes), and counts the file's tombstones. Other
+//!    fields are left to `analyze`: sketching every field made a flush ten times slower. The sketch is stored as the file's `table.stats`
 //!    property (`docs/formats/stats.md`).
 //! 2. **Merge.** [`LiveStats`] keeps, per table, the decoded sketch of each live file and
 //!    the statistics made from merging them, rebuilt only when the set of live files changes
@@ -148,8 +149,8 @@ impl CollectorFactory for SketchFactory {
         if !cf.starts_with(FACT_CF_PREFIX) {
             return None;
         }
-        // A table not known yet (a flush during open, before the catalog is read) still gets
-        // its columns from its rows; only the composite prefixes are missing.
+        // A table not known yet (a flush during open, before the catalog is read) gets a
+        // sketch of its counts only.
         let (columns, prefixes) = self
             .shapes
             .read()
@@ -184,9 +185,6 @@ impl PropertyCollector for SketchCollector {
         let Ok(record) = Record::decode(value) else {
             return;
         };
-        for (field, _) in record.iter() {
-            self.rows.track(field, MAX_ANALYZED_FIELDS);
-        }
         self.rows
             .add_row(|f| record.get(f), key.len() + value.len());
     }
