@@ -13,6 +13,14 @@ fn no_analyze() -> Options {
     }
 }
 
+/// Options that keep a small table in the memtable (64 MiB) and never analyse.
+fn memtable_only() -> Options {
+    Options {
+        auto_analyze: false,
+        ..Options::default()
+    }
+}
+
 /// Writes (inserts or replaces) people with a 50/50 gender, a 999/1 status and a uniform town of 500 values.
 fn load_people(db: &Db, ids: std::ops::Range<i64>) {
     let mut batch = TableBatch::new();
@@ -111,14 +119,7 @@ fn a_freshly_loaded_table_is_planned_well_without_analyze() {
 fn dives_plan_a_table_no_statistics_have_seen() {
     let dir = tempfile::tempdir().unwrap();
     // Everything stays in the memtable: no file sketches, no analysis.
-    let db = Db::open(
-        dir.path(),
-        Options {
-            auto_analyze: false,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let db = Db::open(dir.path(), memtable_only()).unwrap();
     people(&db);
     load_people(&db, 0..20_000);
     let stats = db.planning_statistics("people").unwrap();
@@ -158,14 +159,7 @@ fn dives_plan_a_table_no_statistics_have_seen() {
 #[test]
 fn an_ascending_key_past_the_statistics_reads_its_true_maximum() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(
-        dir.path(),
-        Options {
-            auto_analyze: false,
-            ..Options::default()
-        },
-    )
-    .unwrap();
+    let db = Db::open(dir.path(), memtable_only()).unwrap();
     db.create_table("events", &["id"]).unwrap();
     db.create_index("events", "by_ts", &["ts"], Projection::KeysOnly)
         .unwrap();
