@@ -18,7 +18,7 @@
 //! either every entry of a batch or none, and every entry at or below its snapshot is already
 //! inserted.
 //!
-//! Both are written against [`crate::lsm::sync::core`], so `tests/loom.rs` checks them under loom.
+//! Both are written against `crate::lsm::sync::core`, so `tests/loom.rs` checks them under loom.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;

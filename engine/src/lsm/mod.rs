@@ -2,12 +2,12 @@
 //!
 //! - Writes: a [`WriteBatch`] is committed atomically through group commit ([`commit`]):
 //!   one log record per batch, one contiguous seqno range, published only once every entry is
-//!   in its memtable ([`write`]).
+//!   in its memtable (`write.rs`).
 //! - Memtables are sealed when full and flushed to level-0 tables by a background thread
-//!   ([`flush`]); every change to the set of tables is a version edit in the manifest
-//!   ([`edit`], [`manifest`]).
-//! - Reads see a [`SuperVersion`](version) of memtables and tables; iterators merge them
-//!   ([`iter`]). Opening replays the manifest and the logs ([`open`]).
+//!   (`flush.rs`); every change to the set of tables is a version edit in the manifest
+//!   (`edit.rs`, `manifest.rs`).
+//! - Reads see a `SuperVersion` (`version.rs`) of memtables and tables; iterators merge them
+//!   (`iter.rs`). Opening replays the manifest and the logs (`open.rs`).
 //!
 //! The on-disk formats are in `docs/formats/` (`wal.md`, `sstable.md`, `batch.md`,
 //! `manifest.md`).

@@ -2,14 +2,14 @@
 //! of the rows it holds, and the planner merges the live files' sketches with the memtables'
 //! exact counts (MyRocks keeps its index statistics in SSTable properties the same way).
 //!
-//! 1. **Collect.** The store calls [`SketchFactory`] for each table a flush or compaction
+//! 1. **Collect.** The store calls `SketchFactory` for each table a flush or compaction
 //!    writes. For a fact family it returns a collector that decodes each row's newest
 //!    version in the file and feeds a small [`TableStatsBuilder`] (the fields the planner
 //!    chooses access paths by — the primary-key, indexed and included fields — and the
 //!    table's composite key and index prefixes), and counts the file's tombstones. Other
-//!    fields are left to `analyze`: sketching every field made a flush ten times slower. The sketch is stored as the file's `table.stats`
-//!    property (`docs/formats/stats.md`).
-//! 2. **Merge.** [`LiveStats`] keeps, per table, the decoded sketch of each live file and
+//!    fields are left to `analyze`: sketching every field made a flush ten times slower.
+//!    The sketch is stored as the file's `table.stats` property (`docs/formats/stats.md`).
+//! 2. **Merge.** `LiveStats` keeps, per table, the decoded sketch of each live file and
 //!    the statistics made from merging them, rebuilt only when the set of live files changes
 //!    (a flush or a compaction), never per query.
 //! 3. **Count.** At plan time the row count is the files' rows less their tombstones, plus
