@@ -105,7 +105,7 @@ pub fn check(data: &[u8]) {
     let mut query = Query::default();
     for _ in 0..input.byte() % 6 {
         let field = FIELDS[usize::from(input.byte()) % 4];
-        let op = match input.byte() % 8 {
+        let op = match input.byte() % 9 {
             0 => Op::Eq(input.value()),
             1 => Op::In((0..input.byte() % 5).map(|_| input.value()).collect()),
             2 => Op::Lt(input.value()),
@@ -113,6 +113,7 @@ pub fn check(data: &[u8]) {
             4 => Op::Gt(input.value()),
             5 => Op::Ge(input.value()),
             6 => Op::Between(input.value(), input.value()),
+            7 => Op::Ne(input.value()),
             _ => Op::IsNull,
         };
         query.predicates.push(Predicate::new(field, op));

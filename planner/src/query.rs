@@ -9,6 +9,8 @@ use crate::value::Value;
 pub enum Op {
     /// `= v`
     Eq(Value),
+    /// `!= v` (NULL never satisfies it, as in SQL). It binds no index: it only filters.
+    Ne(Value),
     /// `IN (v, …)`
     In(Vec<Value>),
     /// `< v`
@@ -41,6 +43,11 @@ impl Predicate {
             field: field.into(),
             op: Op::Eq(value.into()),
         }
+    }
+
+    /// `field != value`.
+    pub fn ne(field: &str, value: impl Into<Value>) -> Self {
+        Predicate::new(field, Op::Ne(value.into()))
     }
 
     /// `field IN (values)`.
@@ -95,6 +102,7 @@ impl Predicate {
         use std::cmp::Ordering::*;
         match &self.op {
             Op::Eq(x) => cmp(x) == Some(Equal),
+            Op::Ne(x) => matches!(cmp(x), Some(Less | Greater)),
             Op::In(xs) => xs.iter().any(|x| cmp(x) == Some(Equal)),
             Op::Lt(x) => cmp(x) == Some(Less),
             Op::Le(x) => matches!(cmp(x), Some(Less | Equal)),
@@ -134,6 +142,7 @@ impl std::fmt::Display for Predicate {
         let field = &self.field;
         match &self.op {
             Op::Eq(v) => write!(f, "{field} = {v}"),
+            Op::Ne(v) => write!(f, "{field} != {v}"),
             Op::In(vs) => {
                 write!(f, "{field} IN (")?;
                 for (i, v) in vs.iter().enumerate() {

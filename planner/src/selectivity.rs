@@ -50,6 +50,8 @@ pub struct Constraint {
     pub upper: Bound<Value>,
     /// `IS NULL` was asked.
     pub is_null: bool,
+    /// Values the field must not equal (`!=`), sorted, without NULL. They bind no index.
+    pub excluded: Vec<Value>,
 }
 
 impl Constraint {
@@ -59,6 +61,7 @@ impl Constraint {
             lower: Bound::Unbounded,
             upper: Bound::Unbounded,
             is_null: false,
+            excluded: Vec::new(),
         }
     }
 
@@ -105,6 +108,12 @@ impl Constraint {
             Op::Between(a, b) => {
                 self.tighten_lower(Bound::Included(a.clone()));
                 self.tighten_upper(Bound::Included(b.clone()));
+            }
+            Op::Ne(v) => {
+                // `!= NULL` is never true; keep it so the estimate says so.
+                self.excluded.push(v.clone());
+                self.excluded.sort();
+                self.excluded.dedup();
             }
             Op::IsNull => self.is_null = true,
         }
@@ -255,27 +264,45 @@ impl<'a> Estimator<'a> {
 
     /// One field's constraint.
     pub fn constraint(&self, field: &str, constraint: &Constraint) -> f64 {
+        let excluded = &constraint.excluded;
         if constraint.is_null {
             // NULL satisfies no comparison.
-            let compared = constraint.values.is_some() || constraint.has_range();
+            let compared =
+                constraint.values.is_some() || constraint.has_range() || !excluded.is_empty();
             return if compared { 0.0 } else { self.is_null(field) };
         }
-        let range = constraint
-            .has_range()
-            .then(|| self.range(field, as_ref(&constraint.lower), as_ref(&constraint.upper)));
+        if excluded.iter().any(Value::is_null) {
+            return 0.0;
+        }
         let values = constraint.values.as_ref().map(|values| {
             let kept: Vec<Value> = values
                 .iter()
-                .filter(|v| constraint.in_range(v))
+                .filter(|v| constraint.in_range(v) && excluded.binary_search(v).is_err())
                 .cloned()
                 .collect();
             self.in_list(field, &kept)
         });
+        let range = constraint
+            .has_range()
+            .then(|| self.range(field, as_ref(&constraint.lower), as_ref(&constraint.upper)));
+        let without_excluded = |kept: f64| {
+            let removed: f64 = excluded
+                .iter()
+                .filter(|v| constraint.in_range(v))
+                .map(|v| self.equal(field, v))
+                .sum();
+            clamp01(kept - removed)
+        };
         match (values, range) {
             (Some(v), Some(r)) => v.min(r),
             (Some(v), None) => v,
-            (None, Some(r)) => r,
-            (None, None) => 1.0,
+            (None, Some(r)) if excluded.is_empty() => r,
+            (None, Some(r)) => without_excluded(r),
+            (None, None) if excluded.is_empty() => 1.0,
+            (None, None) => {
+                let null = self.column(field).map_or(0.0, |c| c.null_fraction);
+                without_excluded(1.0 - null)
+            }
         }
     }
 
@@ -436,6 +463,35 @@ mod tests {
             Predicate::eq("status", "failed"),
         ];
         assert_eq!(e.conjunction(&contradictory), 0.0);
+    }
+
+    #[test]
+    fn not_equal_keeps_the_non_null_rows_other_than_the_value() {
+        let stats = skewed();
+        let e = Estimator::new(&stats);
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        // 1 − 1 % NULL − 90 % "done".
+        assert!(close(
+            e.conjunction(&[Predicate::ne("status", "done")]),
+            0.09
+        ));
+        // Against the value list: "failed" stays, "done" goes.
+        let listed = [
+            Predicate::in_list("status", ["done".into(), "failed".into()]),
+            Predicate::ne("status", "done"),
+        ];
+        assert!(close(e.conjunction(&listed), 0.06));
+        assert_eq!(
+            e.conjunction(&[Predicate::ne("status", "x"), Predicate::is_null("status")]),
+            0.0,
+            "NULL is never unequal either"
+        );
+        assert_eq!(e.conjunction(&[Predicate::ne("status", Value::Null)]), 0.0);
+        let p = Predicate::ne("status", "done");
+        assert!(p.matches(&Value::from("failed")));
+        assert!(!p.matches(&Value::from("done")));
+        assert!(!p.matches(&Value::Null));
+        assert_eq!(p.to_string(), "status != 'done'");
     }
 
     #[test]

@@ -40,6 +40,7 @@ fn predicate() -> impl Strategy<Value = Predicate> {
     let value = (-2i64..22).prop_map(Value::Int);
     let op = prop_oneof![
         value.clone().prop_map(Op::Eq),
+        value.clone().prop_map(Op::Ne),
         proptest::collection::vec(value.clone(), 0..6).prop_map(Op::In),
         value.clone().prop_map(Op::Lt),
         value.clone().prop_map(Op::Le),
