@@ -1,30 +1,207 @@
-//! The `strata` command.
-//!
-//! Today it has one tool, `strata wal dump`, which lists the records and damaged regions of a
-//! write-ahead log under any recovery mode. The demo, import, query and explain commands arrive
-//! with the engine (see the README).
+//! The `strata` command: the demo, table and index administration, import, queries with
+//! `explain`, and file tools. `strata --help` lists the commands; the user guide is
+//! `docs/guide.md`.
 
-use std::path::PathBuf;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Instant;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use strata_wal::{LogEnd, LogReader, RecoveryMode, peek_log_number};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use strata::{
+    Db, Hint, IndexOptions, Maintenance, Options, Projection, Query, Record, Scope, TableDef,
+};
+use strata_cli::expr::{key_literal, parse_where};
+use strata_cli::import::{self, ImportOptions};
+use strata_cli::output::{self, COLUMN_SAMPLE_ROWS, TablePrinter};
+use strata_cli::{demo, wal};
+use strata_wal::RecoveryMode;
 
 /// Strata: an embedded LSM storage engine with index tables and a cost-based planner.
+///
+/// Try `strata demo`. Commands that work on a database take `--db DIR`.
 #[derive(Parser)]
 #[command(name = "strata", version)]
 struct Cli {
+    /// The database directory.
+    #[arg(long, global = true, value_name = "DIR")]
+    db: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand)]
 enum Command {
+    /// Build example tables from generated data and show the planner choosing plans.
+    Demo {
+        /// Keep the database here (default: a temporary directory, removed at the end).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Customers to generate (movies: a quarter as many).
+        #[arg(long, default_value_t = demo::DEFAULT_ROWS)]
+        rows: u64,
+    },
+    /// Create, list or drop tables.
+    Table {
+        #[command(subcommand)]
+        command: TableCommand,
+    },
+    /// Create, list or drop index tables.
+    Index {
+        #[command(subcommand)]
+        command: IndexCommand,
+    },
+    /// Load a CSV (with a header line) or JSON-lines file into a table.
+    Import {
+        /// The table.
+        table: String,
+        /// The file.
+        file: PathBuf,
+        /// Its format (default: from the extension, then from its first byte).
+        #[arg(long, value_enum)]
+        format: Option<InputFormat>,
+        /// Replace rows whose key exists instead of stopping at them.
+        #[arg(long)]
+        replace: bool,
+        /// Rows per atomic write.
+        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        batch: u64,
+    },
+    /// Query a table through the planner.
+    Query(QueryArgs),
+    /// Read one row by its primary key (one value per key field).
+    Get {
+        /// The table.
+        table: String,
+        /// The key's values: numbers are numbers, anything else text; quote a number to
+        /// make it text ('42').
+        #[arg(required = true, allow_hyphen_values = true)]
+        key: Vec<String>,
+        /// How to print the row.
+        #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+        format: OutputFormat,
+    },
+    /// Gather statistics for the planner (every table when none is named).
+    Analyze {
+        /// The table.
+        table: Option<String>,
+    },
+    /// Show the statistics the planner uses for a table.
+    Stats {
+        /// The table.
+        table: String,
+    },
+    /// Check that every index entry matches its row (every table when none is named).
+    Verify {
+        /// The table.
+        table: Option<String>,
+    },
+    /// Rebuild a table's index entries from its rows where `verify` finds them wrong.
+    Repair {
+        /// The table.
+        table: String,
+    },
+    /// Flush and compact every table (or one).
+    Compact {
+        /// The table.
+        table: Option<String>,
+    },
+    /// Index advice: which indexes do not pay for themselves. The usage counts cover this
+    /// process only, so from the command line only the statistics-based findings show.
+    Advice,
     /// Write-ahead log tools.
     Wal {
         #[command(subcommand)]
         command: WalCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum TableCommand {
+    /// Create a table (and the database, when the directory holds none).
+    Create {
+        /// The table's name: letters, digits and '_'.
+        name: String,
+        /// The primary-key fields, in order (a composite key when several).
+        #[arg(long, required = true, value_delimiter = ',')]
+        key: Vec<String>,
+        /// Shards: each keeps its rows in its own store (1 to 256).
+        #[arg(long, default_value_t = 1)]
+        shards: u32,
+    },
+    /// List the tables and their indexes.
+    List,
+    /// Drop a table and its indexes.
+    Drop {
+        /// The table.
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum IndexCommand {
+    /// Create an index table (existing rows are backfilled).
+    Create {
+        /// The table.
+        table: String,
+        /// The index's name.
+        name: String,
+        /// The indexed fields, in order.
+        #[arg(long, required = true, value_delimiter = ',')]
+        on: Vec<String>,
+        /// Fields the entries carry besides the keys (a covering index for queries that read
+        /// only these).
+        #[arg(long, value_delimiter = ',', conflicts_with = "all")]
+        include: Vec<String>,
+        /// Entries carry the whole record.
+        #[arg(long)]
+        all: bool,
+        /// Partition the index by its leading field across the table's shards (maintained
+        /// asynchronously).
+        #[arg(long)]
+        global: bool,
+        /// Maintain it through the outbox instead of in each write's batch.
+        #[arg(long = "async")]
+        asynchronous: bool,
+    },
+    /// Drop an index.
+    Drop {
+        /// The table.
+        table: String,
+        /// The index.
+        name: String,
+    },
+}
+
+#[derive(Args)]
+struct QueryArgs {
+    /// The table.
+    table: String,
+    /// Conditions joined by AND: `field op literal` with op one of = != < <= > >=,
+    /// `field IN (…)`, `field BETWEEN a AND b`, `field IS NULL`; strings in quotes.
+    #[arg(long = "where", value_name = "EXPR")]
+    condition: Option<String>,
+    /// The fields to return (default: the whole record).
+    #[arg(long, value_delimiter = ',')]
+    select: Vec<String>,
+    /// At most this many rows.
+    #[arg(long)]
+    limit: Option<u64>,
+    /// How to print rows (or, with --explain, the plan).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    format: OutputFormat,
+    /// Show the plan and every candidate with its cost, without running the query.
+    #[arg(long, conflicts_with = "analyze")]
+    explain: bool,
+    /// Run the query and show the plan with what it actually read and how long it took.
+    #[arg(long)]
+    analyze: bool,
+    /// Force this index.
+    #[arg(long, value_name = "INDEX", conflicts_with = "scan")]
+    use_index: Option<String>,
+    /// Force a full scan.
+    #[arg(long)]
+    scan: bool,
 }
 
 #[derive(Subcommand)]
@@ -41,6 +218,19 @@ enum WalCommand {
         #[arg(long, value_enum, default_value_t = Mode::TolerateTornTail)]
         mode: Mode,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum InputFormat {
+    Csv,
+    Jsonl,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum OutputFormat {
+    Table,
+    Json,
+    Csv,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -62,19 +252,26 @@ impl From<Mode> for RecoveryMode {
     }
 }
 
+/// A command's failure: one line for standard error.
+type Outcome = Result<(), String>;
+
 fn main() -> ExitCode {
+    // A bug must still end in one line, not a backtrace.
+    std::panic::set_hook(Box::new(|info| {
+        let what = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("strata: internal error{at}: {what} (this is a bug; please report it)");
+    }));
     let cli = Cli::parse();
-    let outcome = match cli.command {
-        Command::Wal {
-            command:
-                WalCommand::Dump {
-                    file,
-                    log_number,
-                    mode,
-                },
-        } => dump_wal(&file, log_number, mode.into()),
-    };
-    match outcome {
+    match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             eprintln!("strata: {message}");
@@ -83,67 +280,509 @@ fn main() -> ExitCode {
     }
 }
 
-/// Prints one line per record and per skipped region, in log order, then how the log ended.
-fn dump_wal(file: &PathBuf, log_number: Option<u32>, mode: RecoveryMode) -> Result<(), String> {
-    let bytes = std::fs::read(file).map_err(|e| format!("cannot read {}: {e}", file.display()))?;
-    let log_number = match log_number.or_else(|| peek_log_number(&bytes)) {
-        Some(number) => number,
-        None if bytes.is_empty() => 0,
-        None => return Err("no intact fragment found; pass --log-number".to_owned()),
+fn run(cli: Cli) -> Outcome {
+    let db_dir = cli.db;
+    let needs_db = || -> Result<PathBuf, String> {
+        db_dir
+            .clone()
+            .ok_or_else(|| "this command needs the database directory: --db DIR".to_owned())
     };
-    println!(
-        "log {} ({} bytes), log number {log_number}",
-        file.display(),
-        bytes.len()
-    );
-    let mut reader = LogReader::new(&bytes, log_number, mode);
-    let mut reported = 0;
-    let mut records = 0u64;
-    loop {
-        let next = reader.next_record();
-        for region in &reader.skipped()[reported..] {
-            println!(
-                "skipped  offset {:>10}  length {:>8}  {}",
-                region.offset, region.len, region.reason
-            );
+    match cli.command {
+        Command::Demo { dir, rows } => {
+            demo::run(dir.as_deref(), rows, &mut io::stdout().lock()).map_err(|e| e.to_string())
         }
-        reported = reader.skipped().len();
-        match next {
-            Ok(Some(record)) => {
-                records += 1;
-                println!(
-                    "record   offset {:>10}  length {:>8}  {}",
-                    record.offset,
-                    record.data.len(),
-                    preview(&record.data)
-                );
+        Command::Wal {
+            command:
+                WalCommand::Dump {
+                    file,
+                    log_number,
+                    mode,
+                },
+        } => wal::dump(&file, log_number, mode.into(), &mut io::stdout().lock()),
+        Command::Table {
+            command: TableCommand::Create { name, key, shards },
+        } => with_db(&needs_db()?, true, |db| {
+            let key: Vec<&str> = key.iter().map(String::as_str).collect();
+            db.create_sharded_table(&name, &key, shards)
+                .map_err(|e| e.to_string())?;
+            out(format_args!(
+                "created table {name} (key {}, {shards} shard{})",
+                key.join(", "),
+                plural(u64::from(shards))
+            ))
+        }),
+        Command::Table {
+            command: TableCommand::List,
+        } => with_db(&needs_db()?, false, |db| {
+            let tables = db.tables();
+            if tables.is_empty() {
+                return out(format_args!("no tables"));
             }
-            Ok(None) => break,
-            Err(error) => return Err(format!("after {records} records: {error}")),
-        }
+            for t in &tables {
+                out(format_args!("{}", describe(t)))?;
+            }
+            Ok(())
+        }),
+        Command::Table {
+            command: TableCommand::Drop { name },
+        } => with_db(&needs_db()?, false, |db| {
+            db.drop_table(&name).map_err(|e| e.to_string())?;
+            out(format_args!("dropped table {name}"))
+        }),
+        Command::Index {
+            command:
+                IndexCommand::Create {
+                    table,
+                    name,
+                    on,
+                    include,
+                    all,
+                    global,
+                    asynchronous,
+                },
+        } => with_db(&needs_db()?, false, |db| {
+            let projection = if all {
+                Projection::All
+            } else if include.is_empty() {
+                Projection::KeysOnly
+            } else {
+                Projection::Include(include.clone())
+            };
+            let options = IndexOptions {
+                scope: if global { Scope::Global } else { Scope::Local },
+                maintenance: if asynchronous || global {
+                    Maintenance::Async
+                } else {
+                    Maintenance::Sync
+                },
+            };
+            let fields: Vec<&str> = on.iter().map(String::as_str).collect();
+            let start = Instant::now();
+            db.create_index_with(&table, &name, &fields, projection, options)
+                .map_err(|e| e.to_string())?;
+            out(format_args!(
+                "created index {name} on {table} ({}) in {:.2} s",
+                on.join(", "),
+                start.elapsed().as_secs_f64()
+            ))
+        }),
+        Command::Index {
+            command: IndexCommand::Drop { table, name },
+        } => with_db(&needs_db()?, false, |db| {
+            db.drop_index(&table, &name).map_err(|e| e.to_string())?;
+            out(format_args!("dropped index {name} of {table}"))
+        }),
+        Command::Import {
+            table,
+            file,
+            format,
+            replace,
+            batch,
+        } => with_db(&needs_db()?, false, |db| {
+            run_import(db, &table, &file, format, replace, batch)
+        }),
+        Command::Query(args) => with_db(&needs_db()?, false, |db| run_query(db, &args)),
+        Command::Get { table, key, format } => with_db(&needs_db()?, false, |db| {
+            let key: Vec<strata::Value> = key.iter().map(|k| key_literal(k)).collect();
+            let def = db.table(&table).map_err(|e| e.to_string())?;
+            let Some(row) = db.get(&table, &key).map_err(|e| e.to_string())? else {
+                let shown: Vec<String> = key.iter().map(ToString::to_string).collect();
+                return Err(format!("no row in {table} with key ({})", shown.join(", ")));
+            };
+            print_rows(&def, None, format, std::iter::once(Ok(row)))
+        }),
+        Command::Analyze { table } => with_db(&needs_db()?, false, |db| {
+            for name in tables_named(db, table.as_deref())? {
+                let start = Instant::now();
+                let stats = db.analyze(&name).map_err(|e| e.to_string())?;
+                out(format_args!(
+                    "{name}: {} rows, {} fields ({:.2} s)",
+                    stats.row_count,
+                    stats.columns.len(),
+                    start.elapsed().as_secs_f64()
+                ))?;
+            }
+            Ok(())
+        }),
+        Command::Stats { table } => with_db(&needs_db()?, false, |db| {
+            let stats = db.planning_statistics(&table).map_err(|e| e.to_string())?;
+            print_stats(&table, &stats)
+        }),
+        Command::Verify { table } => with_db(&needs_db()?, false, |db| {
+            db.wait_for_indexes().map_err(|e| e.to_string())?;
+            let mut problems = 0;
+            for name in tables_named(db, table.as_deref())? {
+                let report = db.verify(&name).map_err(|e| e.to_string())?;
+                problems += report.problem_count();
+                out(format_args!("{}", report.to_string().trim_end()))?;
+            }
+            if problems > 0 {
+                return Err(format!(
+                    "{problems} index entr{} wrong; `strata repair TABLE` rebuilds them",
+                    if problems == 1 { "y is" } else { "ies are" }
+                ));
+            }
+            Ok(())
+        }),
+        Command::Repair { table } => with_db(&needs_db()?, false, |db| {
+            db.wait_for_indexes().map_err(|e| e.to_string())?;
+            let report = db.repair(&table).map_err(|e| e.to_string())?;
+            out(format_args!(
+                "{table}: {} entries written, {} deleted",
+                report.entries_put, report.entries_deleted
+            ))
+        }),
+        Command::Compact { table } => with_db(&needs_db()?, false, |db| {
+            for name in tables_named(db, table.as_deref())? {
+                let start = Instant::now();
+                db.compact(&name).map_err(|e| e.to_string())?;
+                out(format_args!(
+                    "{name}: compacted in {:.2} s",
+                    start.elapsed().as_secs_f64()
+                ))?;
+            }
+            Ok(())
+        }),
+        Command::Advice => with_db(&needs_db()?, false, |db| {
+            let advice = db.index_advice().map_err(|e| e.to_string())?;
+            if advice.is_empty() {
+                return out(format_args!("no indexes"));
+            }
+            for a in &advice {
+                let u = &a.usage;
+                out(format_args!(
+                    "{}.{}: chosen {} times, lost {}, {} entries written",
+                    a.table, a.index, u.chosen, u.lost, u.entries_written
+                ))?;
+                for note in &a.notes {
+                    out(format_args!("  - {note}"))?;
+                }
+            }
+            Ok(())
+        }),
     }
-    let end = match reader.end() {
-        Some(LogEnd::TornTail { offset }) => format!("torn tail dropped from offset {offset}"),
-        Some(LogEnd::StoppedAtDamage { offset }) => format!("stopped at damage at {offset}"),
-        _ => "complete".to_owned(),
-    };
-    println!(
-        "{records} records, {} skipped regions; {end}",
-        reader.skipped().len()
-    );
-    Ok(())
 }
 
-/// The first bytes of a record in hex.
-fn preview(data: &[u8]) -> String {
-    const SHOWN: usize = 16;
-    let mut hex: String = data
-        .iter()
-        .take(SHOWN)
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    if data.len() > SHOWN {
-        hex.push('…');
+/// Prints one line to standard output; a closed pipe (`strata … | head`) ends quietly.
+fn out(line: std::fmt::Arguments) -> Outcome {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{line}").or_else(quiet_pipe)
+}
+
+/// A write error as the command's outcome: a reader that went away is not a failure.
+fn quiet_pipe(e: io::Error) -> Outcome {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(format!("cannot write the output: {e}"))
     }
-    hex
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// Opens the database in `dir`, runs `f`, and closes it (syncing the logs).
+fn with_db(dir: &Path, create: bool, f: impl FnOnce(&Db) -> Outcome) -> Outcome {
+    if !create && !is_database(dir) {
+        return Err(format!(
+            "{} holds no Strata database (create one with `strata --db {} table create …`)",
+            dir.display(),
+            dir.display()
+        ));
+    }
+    let options = Options {
+        create_if_missing: create,
+        ..Options::default()
+    };
+    let db = Db::open(dir, options)
+        .map_err(|e| format!("cannot open the database in {}: {e}", dir.display()))?;
+    let result = f(&db);
+    let closed = db.close().map_err(|e| format!("closing the database: {e}"));
+    result.and(closed)
+}
+
+/// Whether `dir` looks like a database (it has a `CURRENT` file naming its manifest).
+fn is_database(dir: &Path) -> bool {
+    dir.join("CURRENT").is_file()
+}
+
+/// The tables a command covers: the one named (which must exist) or all of them.
+fn tables_named(db: &Db, table: Option<&str>) -> Result<Vec<String>, String> {
+    match table {
+        Some(name) => {
+            db.table(name).map_err(|e| e.to_string())?;
+            Ok(vec![name.to_owned()])
+        }
+        None => Ok(db.tables().into_iter().map(|t| t.name).collect()),
+    }
+}
+
+/// A table's one-paragraph description for `table list`.
+fn describe(t: &TableDef) -> String {
+    let mut text = format!(
+        "{} (key {}; {} shard{})",
+        t.name,
+        t.primary_key.join(", "),
+        t.shards,
+        plural(u64::from(t.shards))
+    );
+    for ix in &t.indexes {
+        let projection = match &ix.projection {
+            Projection::KeysOnly => "keys only".to_owned(),
+            Projection::Include(fields) => format!("include {}", fields.join(", ")),
+            Projection::All => "all fields".to_owned(),
+        };
+        text.push_str(&format!(
+            "\n  index {} on ({}): {projection}; {:?}, {:?}, {:?}",
+            ix.name,
+            ix.fields.join(", "),
+            ix.scope,
+            ix.maintenance,
+            ix.state
+        ));
+    }
+    text
+}
+
+fn run_import(
+    db: &Db,
+    table: &str,
+    file: &Path,
+    format: Option<InputFormat>,
+    replace: bool,
+    batch: u64,
+) -> Outcome {
+    let format = match format {
+        Some(InputFormat::Csv) => import::Format::Csv,
+        Some(InputFormat::Jsonl) => import::Format::Jsonl,
+        None => match file.extension().and_then(|e| e.to_str()) {
+            Some(_) => import::Format::of_path(file),
+            None => import::sniff(file).unwrap_or(import::Format::Csv),
+        },
+    };
+    let options = ImportOptions {
+        replace,
+        batch_rows: usize::try_from(batch).unwrap_or(1000),
+        ..ImportOptions::new(format)
+    };
+    let report = import::import(db, table, file, &options).map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    db.wait_for_indexes().map_err(|e| e.to_string())?;
+    let waited = start.elapsed();
+    let types: Vec<String> = report
+        .columns
+        .iter()
+        .map(|(name, ty)| format!("{name} {ty}"))
+        .collect();
+    if !types.is_empty() {
+        out(format_args!("columns: {}", types.join(", ")))?;
+    }
+    out(format_args!(
+        "imported {} rows into {table} in {:.2} s ({:.0} rows/s, {:.1} MB/s){}",
+        report.rows,
+        report.elapsed.as_secs_f64(),
+        report.rows_per_second(),
+        report.bytes as f64 / 1e6 / report.elapsed.as_secs_f64().max(1e-9),
+        if waited.as_millis() >= 10 {
+            format!(
+                "; async indexes caught up {:.2} s later",
+                waited.as_secs_f64()
+            )
+        } else {
+            String::new()
+        }
+    ))
+}
+
+fn run_query(db: &Db, args: &QueryArgs) -> Outcome {
+    let def = db.table(&args.table).map_err(|e| e.to_string())?;
+    let mut query = Query::default();
+    if let Some(text) = &args.condition {
+        query.predicates = parse_where(text).map_err(|e| format!("--where: {e}"))?;
+    }
+    if !args.select.is_empty() {
+        for field in &args.select {
+            strata::table::catalog::validate_field(field).map_err(|e| format!("--select: {e}"))?;
+        }
+        query.projection = Some(args.select.clone());
+    }
+    query.limit = args.limit;
+    if let Some(index) = &args.use_index {
+        query.hint = Some(Hint::Index(index.clone()));
+    } else if args.scan {
+        query.hint = Some(Hint::Scan);
+    }
+    let json = matches!(args.format, OutputFormat::Json);
+    if args.explain {
+        let plan = db.explain(&args.table, &query).map_err(|e| e.to_string())?;
+        return if json {
+            out(format_args!("{}", output::plan_json(&plan, None)))
+        } else {
+            out(format_args!("{}", plan.to_string().trim_end()))
+        };
+    }
+    if args.analyze {
+        let analysis = db
+            .explain_analyze(&args.table, &query)
+            .map_err(|e| e.to_string())?;
+        return if json {
+            out(format_args!(
+                "{}",
+                output::plan_json(&analysis.plan, Some(&analysis))
+            ))
+        } else {
+            out(format_args!("{}", analysis.to_string().trim_end()))
+        };
+    }
+    let rows = db.query(&args.table, &query).map_err(|e| e.to_string())?;
+    print_rows(
+        &def,
+        query.projection.as_deref(),
+        args.format,
+        rows.map(|r| r.map_err(|e| e.to_string())),
+    )
+}
+
+/// Prints `rows` in `format`, streaming: the table and CSV printers fix their columns from
+/// the first rows.
+fn print_rows(
+    def: &TableDef,
+    selected: Option<&[String]>,
+    format: OutputFormat,
+    mut rows: impl Iterator<Item = Result<Record, String>>,
+) -> Outcome {
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    let result = (|| -> Result<(), PrintError> {
+        match format {
+            OutputFormat::Json => {
+                for row in rows {
+                    writeln!(stdout, "{}", output::record_json(&row?, selected))?;
+                }
+            }
+            OutputFormat::Table | OutputFormat::Csv => {
+                let mut sample = Vec::new();
+                for row in rows.by_ref() {
+                    sample.push(row?);
+                    if sample.len() == COLUMN_SAMPLE_ROWS {
+                        break;
+                    }
+                }
+                let columns = output::columns(selected, &def.primary_key, &sample);
+                if matches!(format, OutputFormat::Csv) {
+                    let mut csv = csv::Writer::from_writer(&mut stdout);
+                    output::csv_header(&mut csv, &columns)?;
+                    for row in &sample {
+                        output::csv_row(&mut csv, &columns, row)?;
+                    }
+                    for row in rows {
+                        output::csv_row(&mut csv, &columns, &row?)?;
+                    }
+                    csv.flush()?;
+                } else {
+                    let printer = TablePrinter::new(columns, &sample);
+                    printer.header(&mut stdout)?;
+                    let mut n = 0u64;
+                    for row in &sample {
+                        printer.row(&mut stdout, row)?;
+                        n += 1;
+                    }
+                    for row in rows {
+                        printer.row(&mut stdout, &row?)?;
+                        n += 1;
+                    }
+                    printer.footer(&mut stdout, n)?;
+                }
+            }
+        }
+        stdout.flush()?;
+        Ok(())
+    })();
+    match result {
+        Ok(()) => Ok(()),
+        Err(PrintError::Query(e)) => Err(e),
+        Err(PrintError::Io(e)) => quiet_pipe(e),
+    }
+}
+
+/// Why printing rows stopped.
+enum PrintError {
+    /// The query failed.
+    Query(String),
+    /// Standard output failed.
+    Io(io::Error),
+}
+
+impl From<String> for PrintError {
+    fn from(e: String) -> Self {
+        PrintError::Query(e)
+    }
+}
+
+impl From<io::Error> for PrintError {
+    fn from(e: io::Error) -> Self {
+        PrintError::Io(e)
+    }
+}
+
+/// `strata stats`: the row count, then per field its distinct count, nulls, range and most
+/// common values.
+fn print_stats(table: &str, stats: &strata::TableStats) -> Outcome {
+    let mut text = format!(
+        "{table}: {} rows, {:.0} bytes a row on average",
+        stats.row_count, stats.avg_row_bytes
+    );
+    if stats.collected_rows > 0 && stats.collected_rows != stats.row_count {
+        text.push_str(&format!(
+            " (distributions from {} rows)",
+            stats.collected_rows
+        ));
+    }
+    if stats.columns.is_empty() {
+        text.push_str(
+            "
+no field statistics yet: `strata analyze` gathers them",
+        );
+    }
+    for (name, c) in &stats.columns {
+        let range = match (&c.min, &c.max) {
+            (Some(min), Some(max)) => format!(", {min} to {max}"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "
+  {name}: {:.0} distinct, {:.1} % null{range}, {} histogram bounds",
+            c.distinct,
+            c.null_fraction * 100.0,
+            c.histogram.bounds().len()
+        ));
+        if !c.most_common.is_empty() {
+            let common: Vec<String> = c
+                .most_common
+                .iter()
+                .take(5)
+                .map(|(v, f)| format!("{v} {:.1} %", f * 100.0))
+                .collect();
+            let more = c.most_common.len().saturating_sub(5);
+            text.push_str(&format!(
+                "
+    most common: {}{}",
+                common.join(", "),
+                if more > 0 {
+                    format!(" (and {more} more)")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    for p in &stats.prefixes {
+        text.push_str(&format!(
+            "
+  ({}): {:.0} distinct",
+            p.fields.join(", "),
+            p.distinct
+        ));
+    }
+    out(format_args!("{text}"))
 }

@@ -1,0 +1,551 @@
+//! The `--where` language and literals.
+//!
+//! ```text
+//! expr      := condition (AND condition)*
+//! condition := field op literal            op: = != <> < <= > >=
+//!            | field IN ( literal, … )
+//!            | field BETWEEN literal AND literal
+//!            | field IS NULL
+//! field     := a bare word (letters, digits, '_', '.'; not starting with a digit)
+//!            | `any text` in backquotes (a backquote inside is doubled)
+//! literal   := a number: -12, 3.5, 1e6 (integers are 64-bit; with '.' or an exponent, float)
+//!            | a string in single or double quotes (the quote inside is doubled)
+//!            | TRUE | FALSE
+//! ```
+//!
+//! Keywords are case-insensitive. An unquoted word where a literal belongs is an error that
+//! says how to quote it, rather than a guess: `town = Seattle` might be a typo of a field.
+
+use std::fmt;
+
+use strata::{Op, Predicate, Value};
+
+/// Why an expression does not parse: what was expected, and where (a 1-based character
+/// column of the expression).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExprError {
+    /// The character column the problem starts at.
+    pub column: usize,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ExprError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "at column {}: {}", self.column, self.message)
+    }
+}
+
+impl std::error::Error for ExprError {}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Tok {
+    /// An unquoted word: a field or a keyword.
+    Word(String),
+    /// A backquoted field name.
+    Field(String),
+    Str(String),
+    Num(Value),
+    Op(&'static str),
+    Open,
+    Close,
+    Comma,
+    End,
+}
+
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tok::Word(w) => write!(f, "'{w}'"),
+            Tok::Field(w) => write!(f, "`{w}`"),
+            Tok::Str(s) => write!(f, "the string {s:?}"),
+            Tok::Num(v) => write!(f, "the number {v}"),
+            Tok::Op(op) => write!(f, "'{op}'"),
+            Tok::Open => f.write_str("'('"),
+            Tok::Close => f.write_str("')'"),
+            Tok::Comma => f.write_str("','"),
+            Tok::End => f.write_str("the end"),
+        }
+    }
+}
+
+fn error(column: usize, message: impl Into<String>) -> ExprError {
+    ExprError {
+        column,
+        message: message.into(),
+    }
+}
+
+/// Splits `text` into tokens, each with its 1-based column.
+fn tokens(text: &str) -> Result<Vec<(Tok, usize)>, ExprError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let column = i + 1;
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let two: String = chars[i..chars.len().min(i + 2)].iter().collect();
+        let op = match two.as_str() {
+            "!=" | "<>" => Some(("!=", 2)),
+            "<=" => Some(("<=", 2)),
+            ">=" => Some((">=", 2)),
+            "==" => Some(("=", 2)),
+            _ => match c {
+                '=' => Some(("=", 1)),
+                '<' => Some(("<", 1)),
+                '>' => Some((">", 1)),
+                _ => None,
+            },
+        };
+        if let Some((op, len)) = op {
+            out.push((Tok::Op(op), column));
+            i += len;
+            continue;
+        }
+        match c {
+            '(' => out.push((Tok::Open, column)),
+            ')' => out.push((Tok::Close, column)),
+            ',' => out.push((Tok::Comma, column)),
+            '\'' | '"' | '`' => {
+                let (body, next) = quoted(&chars, i)?;
+                out.push((
+                    if c == '`' {
+                        Tok::Field(body)
+                    } else {
+                        Tok::Str(body)
+                    },
+                    column,
+                ));
+                i = next;
+                continue;
+            }
+            c if c.is_ascii_digit()
+                || ((c == '-' || c == '+' || c == '.')
+                    && chars.get(i + 1).is_some_and(|d| d.is_ascii_digit())) =>
+            {
+                let start = i;
+                i += 1;
+                while i < chars.len()
+                    && (chars[i].is_ascii_alphanumeric()
+                        || chars[i] == '.'
+                        || ((chars[i] == '-' || chars[i] == '+')
+                            && matches!(chars[i - 1], 'e' | 'E')))
+                {
+                    i += 1;
+                }
+                let text: String = chars[start..i].iter().collect();
+                let value = number(&text).ok_or_else(|| {
+                    error(column, format!("{text:?} is not a number (quote strings)"))
+                })?;
+                out.push((Tok::Num(value), column));
+                continue;
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while i < chars.len()
+                    && (chars[i].is_alphanumeric() || chars[i] == '_' || chars[i] == '.')
+                {
+                    i += 1;
+                }
+                out.push((Tok::Word(chars[start..i].iter().collect()), column));
+                continue;
+            }
+            c => return Err(error(column, format!("unexpected character {c:?}"))),
+        }
+        i += 1;
+    }
+    out.push((Tok::End, chars.len() + 1));
+    Ok(out)
+}
+
+/// The text between the quote at `start` and its closing quote (a doubled quote stands for
+/// itself), and the index after the closing quote.
+fn quoted(chars: &[char], start: usize) -> Result<(String, usize), ExprError> {
+    let quote = chars[start];
+    let mut body = String::new();
+    let mut i = start + 1;
+    loop {
+        match chars.get(i) {
+            None => return Err(error(start + 1, format!("unclosed {quote}"))),
+            Some(&c) if c == quote => {
+                if chars.get(i + 1) == Some(&quote) {
+                    body.push(quote);
+                    i += 2;
+                } else {
+                    return Ok((body, i + 1));
+                }
+            }
+            Some(&c) => {
+                body.push(c);
+                i += 1;
+            }
+        }
+    }
+}
+
+/// A number literal: an integer (64-bit) without '.' or exponent, else a finite float.
+pub fn number(text: &str) -> Option<Value> {
+    let digits = text.strip_prefix(['-', '+']).unwrap_or(text);
+    if digits.is_empty() {
+        return None;
+    }
+    if digits.bytes().all(|b| b.is_ascii_digit()) {
+        return text.parse::<i64>().ok().map(Value::Int);
+    }
+    let (mantissa, exponent) = match digits.find(['e', 'E']) {
+        Some(at) => (&digits[..at], Some(&digits[at + 1..])),
+        None => (digits, None),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all_digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok =
+        all_digits(whole) && all_digits(fraction) && !(whole.is_empty() && fraction.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['-', '+']).unwrap_or(e);
+        !e.is_empty() && all_digits(e)
+    });
+    if !(mantissa_ok && exponent_ok) {
+        return None;
+    }
+    text.parse::<f64>()
+        .ok()
+        .filter(|f| f.is_finite())
+        .map(Value::Float)
+}
+
+struct Parser {
+    tokens: Vec<(Tok, usize)>,
+    at: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> &Tok {
+        &self.tokens[self.at].0
+    }
+
+    fn column(&self) -> usize {
+        self.tokens[self.at].1
+    }
+
+    fn next(&mut self) -> (Tok, usize) {
+        let t = self.tokens[self.at].clone();
+        if self.at + 1 < self.tokens.len() {
+            self.at += 1;
+        }
+        t
+    }
+
+    fn keyword(&self, word: &str) -> bool {
+        matches!(self.peek(), Tok::Word(w) if w.eq_ignore_ascii_case(word))
+    }
+
+    fn expect_keyword(&mut self, word: &str) -> Result<(), ExprError> {
+        if self.keyword(word) {
+            self.next();
+            Ok(())
+        } else {
+            Err(error(
+                self.column(),
+                format!("expected {word}, found {}", self.peek()),
+            ))
+        }
+    }
+
+    fn field(&mut self) -> Result<String, ExprError> {
+        match self.next() {
+            (Tok::Field(f), _) => Ok(f),
+            (Tok::Word(w), column) => {
+                if ["and", "in", "between", "is", "null", "not"]
+                    .iter()
+                    .any(|k| w.eq_ignore_ascii_case(k))
+                {
+                    Err(error(
+                        column,
+                        format!(
+                            "expected a field, found the keyword {w} (backquote a field named so)"
+                        ),
+                    ))
+                } else {
+                    Ok(w)
+                }
+            }
+            (tok, column) => Err(error(column, format!("expected a field, found {tok}"))),
+        }
+    }
+
+    fn literal(&mut self) -> Result<Value, ExprError> {
+        match self.next() {
+            (Tok::Num(v), _) => Ok(v),
+            (Tok::Str(s), _) => Ok(Value::Str(s)),
+            (Tok::Word(w), _) if w.eq_ignore_ascii_case("true") => Ok(Value::Bool(true)),
+            (Tok::Word(w), _) if w.eq_ignore_ascii_case("false") => Ok(Value::Bool(false)),
+            (Tok::Word(w), column) if w.eq_ignore_ascii_case("null") => Err(error(
+                column,
+                "a comparison with NULL is never true; use IS NULL",
+            )),
+            (Tok::Word(w), column) => Err(error(
+                column,
+                format!(
+                    "expected a number or a quoted string, found {w} (write '{w}' for a string)"
+                ),
+            )),
+            (tok, column) => Err(error(
+                column,
+                format!("expected a number or a quoted string, found {tok}"),
+            )),
+        }
+    }
+
+    fn condition(&mut self) -> Result<Predicate, ExprError> {
+        let field = self.field()?;
+        let column = self.column();
+        let op = match self.next() {
+            (Tok::Op(op), _) => {
+                let v = self.literal()?;
+                match op {
+                    "=" => Op::Eq(v),
+                    "!=" => Op::Ne(v),
+                    "<" => Op::Lt(v),
+                    "<=" => Op::Le(v),
+                    ">" => Op::Gt(v),
+                    _ => Op::Ge(v),
+                }
+            }
+            (Tok::Word(w), _) if w.eq_ignore_ascii_case("in") => {
+                if *self.peek() != Tok::Open {
+                    return Err(error(
+                        self.column(),
+                        format!("expected '(' after IN, found {}", self.peek()),
+                    ));
+                }
+                self.next();
+                let mut values = vec![self.literal()?];
+                loop {
+                    match self.next() {
+                        (Tok::Comma, _) => values.push(self.literal()?),
+                        (Tok::Close, _) => break,
+                        (tok, column) => {
+                            return Err(error(
+                                column,
+                                format!("expected ',' or ')' in the IN list, found {tok}"),
+                            ));
+                        }
+                    }
+                }
+                Op::In(values)
+            }
+            (Tok::Word(w), _) if w.eq_ignore_ascii_case("between") => {
+                let low = self.literal()?;
+                self.expect_keyword("AND")?;
+                let high = self.literal()?;
+                Op::Between(low, high)
+            }
+            (Tok::Word(w), _) if w.eq_ignore_ascii_case("is") => {
+                if self.keyword("not") {
+                    return Err(error(self.column(), "IS NOT NULL is not supported"));
+                }
+                self.expect_keyword("NULL")?;
+                Op::IsNull
+            }
+            (tok, _) => {
+                return Err(error(
+                    column,
+                    format!(
+                        "expected an operator (= != < <= > >= IN BETWEEN IS NULL) after {field}, \
+                         found {tok}"
+                    ),
+                ));
+            }
+        };
+        Ok(Predicate::new(&field, op))
+    }
+}
+
+/// Parses a `--where` expression into the predicates it joins with `AND`.
+pub fn parse_where(text: &str) -> Result<Vec<Predicate>, ExprError> {
+    let mut parser = Parser {
+        tokens: tokens(text)?,
+        at: 0,
+    };
+    if *parser.peek() == Tok::End {
+        return Err(error(1, "the expression is empty"));
+    }
+    let mut predicates = vec![parser.condition()?];
+    loop {
+        if *parser.peek() == Tok::End {
+            return Ok(predicates);
+        }
+        if parser.keyword("or") {
+            return Err(error(parser.column(), "OR is not supported; only AND"));
+        }
+        parser.expect_keyword("AND")?;
+        predicates.push(parser.condition()?);
+    }
+}
+
+/// A key value given on the command line: a number is a number, a quoted string is the
+/// string inside the quotes (so `'42'` is text), anything else is the text as written.
+pub fn key_literal(text: &str) -> Value {
+    let trimmed = text.trim();
+    if let Some(v) = number(trimmed) {
+        return v;
+    }
+    for quote in ['\'', '"'] {
+        if let Some(inner) = trimmed
+            .strip_prefix(quote)
+            .and_then(|rest| rest.strip_suffix(quote))
+        {
+            let doubled: String = [quote, quote].iter().collect();
+            return Value::Str(inner.replace(&doubled, &quote.to_string()));
+        }
+    }
+    Value::Str(text.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parsed(text: &str) -> Vec<String> {
+        parse_where(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    fn failure(text: &str) -> String {
+        match parse_where(text) {
+            Ok(p) => panic!("{text} parsed as {p:?}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_operator_parses_into_its_predicate() {
+        assert_eq!(
+            parsed(
+                "town = 'Seattle' and age >= 30 AND age<40 and score <= -1.5e2 AND x > 0 \
+                 AND g != \"f\" and h <> 2"
+            ),
+            [
+                "town = 'Seattle'",
+                "age >= 30",
+                "age < 40",
+                "score <= -150",
+                "x > 0",
+                "g != 'f'",
+                "h != 2",
+            ]
+        );
+        assert_eq!(
+            parsed("genre IN ('drama', 'comedy') AND year BETWEEN 1990 AND 1999 AND note IS null"),
+            [
+                "genre IN ('drama', 'comedy')",
+                "year BETWEEN 1990 AND 1999",
+                "note IS NULL",
+            ]
+        );
+        assert_eq!(
+            parsed("`last name` = 'O''Hara' AND vip = true AND a.b = .5"),
+            ["last name = 'O''Hara'", "vip = true", "a.b = 0.5"]
+        );
+    }
+
+    #[test]
+    fn literals_keep_their_types() {
+        let p = parse_where("a = 7 AND b = '7' AND c = 7.0 AND d = 9223372036854775807").unwrap();
+        let values: Vec<&Op> = p.iter().map(|p| &p.op).collect();
+        assert_eq!(
+            values,
+            [
+                &Op::Eq(Value::Int(7)),
+                &Op::Eq(Value::Str("7".into())),
+                &Op::Eq(Value::Float(7.0)),
+                &Op::Eq(Value::Int(i64::MAX)),
+            ]
+        );
+    }
+
+    #[test]
+    fn mistakes_are_reported_with_their_column() {
+        assert_eq!(
+            failure("town = Seattle"),
+            "at column 8: expected a number or a quoted string, found Seattle (write 'Seattle' \
+             for a string)"
+        );
+        assert_eq!(failure("town = 'Seattle"), "at column 8: unclosed '");
+        assert_eq!(
+            failure("age >= 30 OR age < 5"),
+            "at column 11: OR is not supported; only AND"
+        );
+        assert_eq!(failure(""), "at column 1: the expression is empty");
+        assert_eq!(
+            failure("age 30"),
+            "at column 5: expected an operator (= != < <= > >= IN BETWEEN IS NULL) after age, \
+             found the number 30"
+        );
+        assert_eq!(
+            failure("a IN (1, 2"),
+            "at column 11: expected ',' or ')' in the IN list, found the end"
+        );
+        assert_eq!(
+            failure("a BETWEEN 1 2"),
+            "at column 13: expected AND, found the number 2"
+        );
+        assert_eq!(
+            failure("a = NULL"),
+            "at column 5: a comparison with NULL is never true; use IS NULL"
+        );
+        assert_eq!(
+            failure("a IS NOT NULL"),
+            "at column 6: IS NOT NULL is not supported"
+        );
+        assert_eq!(
+            failure("a = 99999999999999999999"),
+            "at column 5: \"99999999999999999999\" is not a number (quote strings)"
+        );
+        assert_eq!(
+            failure("a = 1 AND"),
+            "at column 10: expected a field, found the end"
+        );
+        assert_eq!(failure("a ; 1"), "at column 3: unexpected character ';'");
+        assert_eq!(
+            failure("a = 1e"),
+            "at column 5: \"1e\" is not a number (quote strings)"
+        );
+    }
+
+    #[test]
+    fn no_input_panics() {
+        // Every prefix of every sample, and a few oddities: errors, never panics.
+        let samples = [
+            "`a``b` = 'x''y' AND c IN (1,2.5,'z') AND d BETWEEN -1 AND +2e-3 AND e IS NULL",
+            "é = 'ü' AND 日本 != \"語\"",
+            "a<=>b",
+            "((((",
+            "- . + e",
+        ];
+        for s in samples {
+            let chars: Vec<char> = s.chars().collect();
+            for end in 0..=chars.len() {
+                let prefix: String = chars[..end].iter().collect();
+                let _ = parse_where(&prefix);
+            }
+        }
+    }
+
+    #[test]
+    fn key_literals_are_numbers_or_text() {
+        assert_eq!(key_literal("42"), Value::Int(42));
+        assert_eq!(key_literal("-4.5"), Value::Float(-4.5));
+        assert_eq!(key_literal("'42'"), Value::Str("42".into()));
+        assert_eq!(key_literal("\"it\"\"s\""), Value::Str("it\"s".into()));
+        assert_eq!(key_literal("Seattle"), Value::Str("Seattle".into()));
+        assert_eq!(key_literal("007x"), Value::Str("007x".into()));
+    }
+}

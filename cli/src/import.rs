@@ -1,0 +1,619 @@
+//! `strata import`: loads a CSV or JSON-lines file into a table.
+//!
+//! Two passes over the file:
+//! 1. **Check.** Parse every line, check each has the header's field count (CSV) or is a JSON
+//!    object of scalars (JSON lines), that every primary-key field is present and not empty,
+//!    and infer each CSV column's type: integer if every non-empty cell is one, else float if
+//!    every non-empty cell is a number, else text. A malformed line stops the import here,
+//!    before anything is written, with its line number.
+//! 2. **Load.** Parse again, build typed records and write them in batches of
+//!    [`ImportOptions::batch_rows`]. Each batch is one atomic write; when one fails (a key
+//!    that exists, an oversized record, an I/O error), the error names the line, every batch
+//!    before it is committed and nothing of it or after it is. The logs are synced at the
+//!    end, so a finished import survives a crash.
+//!
+//! Numbers keep their text's meaning: a cell with a leading zero (`007`, a ZIP code) is
+//! text, not the integer 7, and an integer column whose cells are all integers stays integer.
+//! An empty CSV cell is NULL (the field is absent from the record).
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, IsTerminal, Read, Seek};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use indicatif::{ProgressBar, ProgressStyle};
+use strata::table::format::MAX_RECORD_BYTES;
+use strata::{Db, Record, TableBatch, Value, WriteOptions};
+
+use crate::expr::number;
+
+/// The input's format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Comma-separated values with a header line naming the fields (RFC 4180 quoting).
+    Csv,
+    /// One JSON object per line; blank lines are skipped.
+    Jsonl,
+}
+
+impl Format {
+    /// The format a file's extension suggests: `.jsonl`, `.ndjson` and `.json` are JSON lines,
+    /// anything else CSV.
+    pub fn of_path(path: &Path) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some(e) if ["jsonl", "ndjson", "json"].contains(&e.to_ascii_lowercase().as_str()) => {
+                Format::Jsonl
+            }
+            _ => Format::Csv,
+        }
+    }
+}
+
+/// How to import.
+#[derive(Clone, Debug)]
+pub struct ImportOptions {
+    /// The input's format.
+    pub format: Format,
+    /// Rows per atomic write.
+    pub batch_rows: usize,
+    /// Replace rows whose key exists (upsert) instead of failing on them.
+    pub replace: bool,
+    /// Show a progress bar (on standard error).
+    pub progress: bool,
+}
+
+impl ImportOptions {
+    /// Defaults for `format`: batches of 1,000 rows, inserts, a progress bar when standard
+    /// error is a terminal.
+    pub fn new(format: Format) -> Self {
+        ImportOptions {
+            format,
+            batch_rows: 1000,
+            replace: false,
+            progress: std::io::stderr().is_terminal(),
+        }
+    }
+}
+
+/// A CSV column's inferred type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ColumnType {
+    /// Every cell was empty: the field is NULL in every row.
+    Empty,
+    /// Every non-empty cell is a 64-bit integer.
+    Integer,
+    /// Every non-empty cell is a number, some not integers.
+    Float,
+    /// Anything else.
+    Text,
+}
+
+impl fmt::Display for ColumnType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            ColumnType::Empty => "empty",
+            ColumnType::Integer => "integer",
+            ColumnType::Float => "float",
+            ColumnType::Text => "text",
+        })
+    }
+}
+
+/// What an import did.
+#[derive(Clone, Debug)]
+pub struct ImportReport {
+    /// Rows written.
+    pub rows: u64,
+    /// Bytes of input.
+    pub bytes: u64,
+    /// Wall time of both passes.
+    pub elapsed: Duration,
+    /// The columns and their inferred types (CSV; empty for JSON lines).
+    pub columns: Vec<(String, ColumnType)>,
+}
+
+impl ImportReport {
+    /// Rows written per second.
+    pub fn rows_per_second(&self) -> f64 {
+        self.rows as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Why an import stopped, and how much of it is committed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ImportError {
+    /// The input line at fault, when one is.
+    pub line: Option<u64>,
+    /// What is wrong.
+    pub message: String,
+    /// Rows committed before the failure (whole batches).
+    pub imported: u64,
+    /// The last input line of the committed rows (0: none).
+    pub imported_through: u64,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(line) = self.line {
+            write!(f, "line {line}: ")?;
+        }
+        write!(f, "{}", self.message)?;
+        if self.imported == 0 {
+            write!(f, "; nothing was imported")
+        } else {
+            write!(
+                f,
+                "; the {} rows through line {} were imported, nothing after them",
+                self.imported, self.imported_through
+            )
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+fn fail(line: Option<u64>, message: impl Into<String>) -> ImportError {
+    ImportError {
+        line,
+        message: message.into(),
+        imported: 0,
+        imported_through: 0,
+    }
+}
+
+/// A cell's type alone.
+fn cell_type(cell: &str) -> ColumnType {
+    if cell.is_empty() {
+        return ColumnType::Empty;
+    }
+    let digits = cell.strip_prefix('-').unwrap_or(cell);
+    let (whole, _) = digits.split_once(['.', 'e', 'E']).unwrap_or((digits, ""));
+    if whole.len() > 1 && whole.starts_with('0') {
+        return ColumnType::Text; // `007`, `0123.5`: an identifier, not a quantity
+    }
+    if cell.starts_with('+') {
+        return ColumnType::Text;
+    }
+    match number(cell) {
+        Some(Value::Int(_)) => ColumnType::Integer,
+        Some(_) => ColumnType::Float,
+        None => ColumnType::Text,
+    }
+}
+
+/// The value of `cell` in a column of type `column` (the cell's own type is at most it).
+fn cell_value(cell: &str, column: ColumnType) -> Option<Value> {
+    if cell.is_empty() {
+        return None;
+    }
+    Some(match column {
+        ColumnType::Integer => number(cell).unwrap_or_else(|| Value::Str(cell.to_owned())),
+        ColumnType::Float => match number(cell) {
+            Some(Value::Int(i)) => Value::Float(i as f64),
+            Some(v) => v,
+            None => Value::Str(cell.to_owned()),
+        },
+        ColumnType::Empty | ColumnType::Text => Value::Str(cell.to_owned()),
+    })
+}
+
+/// A JSON value as a field value; nested arrays and objects are refused.
+fn json_value(field: &str, v: serde_json::Value) -> Result<Value, String> {
+    Ok(match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(b),
+        serde_json::Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::Int(i)
+            } else if n.is_u64() {
+                return Err(format!(
+                    "field {field:?}: {n} does not fit a 64-bit signed integer"
+                ));
+            } else {
+                Value::Float(n.as_f64().unwrap_or(f64::NAN))
+            }
+        }
+        serde_json::Value::String(s) => Value::Str(s),
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => {
+            return Err(format!(
+                "field {field:?} is an array or object; only numbers, strings, booleans and \
+                 null can be stored"
+            ));
+        }
+    })
+}
+
+/// Reads rows of one format; `each` gets the line number, the record, and the bytes read so
+/// far. In the check pass, `types` is filled; in the load pass, it is read.
+struct Input<'a> {
+    path: &'a Path,
+    format: Format,
+    key: &'a [String],
+}
+
+type Sink<'s> = dyn FnMut(u64, Record, u64) -> Result<(), ImportError> + 's;
+
+impl Input<'_> {
+    fn open(&self) -> Result<File, ImportError> {
+        File::open(self.path)
+            .map_err(|e| fail(None, format!("cannot read {}: {e}", self.path.display())))
+    }
+
+    fn check_key(&self, line: u64, record: &Record) -> Result<(), ImportError> {
+        for field in self.key {
+            if record.value(field).is_null() {
+                return Err(fail(
+                    Some(line),
+                    format!("the primary-key field {field:?} is missing or empty"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The CSV header, checked.
+    fn csv_header(&self, reader: &mut csv::Reader<File>) -> Result<Vec<String>, ImportError> {
+        let header = reader
+            .headers()
+            .map_err(|e| csv_error(&e, "the header"))?
+            .iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        if header.is_empty() || header.iter().all(String::is_empty) {
+            return Err(fail(Some(1), "the header line names no fields"));
+        }
+        for (i, name) in header.iter().enumerate() {
+            strata::table::catalog::validate_field(name)
+                .map_err(|e| fail(Some(1), format!("column {}: {e}", i + 1)))?;
+            if header[..i].contains(name) {
+                return Err(fail(Some(1), format!("the column {name:?} appears twice")));
+            }
+        }
+        for field in self.key {
+            if !header.contains(field) {
+                return Err(fail(
+                    Some(1),
+                    format!("the header has no column for the primary-key field {field:?}"),
+                ));
+            }
+        }
+        Ok(header)
+    }
+
+    fn csv(
+        &self,
+        types: &mut Vec<ColumnType>,
+        check: bool,
+        each: &mut Sink,
+    ) -> Result<(), ImportError> {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(true)
+            .flexible(false)
+            .from_reader(self.open()?);
+        let header = self.csv_header(&mut reader)?;
+        if check {
+            *types = vec![ColumnType::Empty; header.len()];
+        }
+        let mut row = csv::StringRecord::new();
+        loop {
+            match reader.read_record(&mut row) {
+                Ok(true) => {}
+                Ok(false) => return Ok(()),
+                Err(e) => return Err(csv_error(&e, "a row")),
+            }
+            let line = row.position().map_or(0, csv::Position::line);
+            let mut record = Record::new();
+            for (i, cell) in row.iter().enumerate() {
+                if check {
+                    types[i] = types[i].max(cell_type(cell));
+                    if !cell.is_empty() {
+                        record.set(header[i].as_str(), Value::Bool(true));
+                    }
+                } else if let Some(v) = cell_value(cell, types[i]) {
+                    record.set(header[i].as_str(), v);
+                }
+            }
+            self.check_key(line, &record)?;
+            let read = reader.position().byte();
+            each(line, record, read)?;
+        }
+    }
+
+    fn jsonl(&self, each: &mut Sink) -> Result<(), ImportError> {
+        let mut reader = BufReader::new(self.open()?);
+        let mut text = String::new();
+        let mut line = 0u64;
+        let mut read = 0u64;
+        loop {
+            text.clear();
+            let n = match reader.read_line(&mut text) {
+                Ok(0) => return Ok(()),
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(fail(Some(line + 1), "not UTF-8"));
+                }
+                Err(e) => return Err(fail(Some(line + 1), format!("cannot read: {e}"))),
+            };
+            line += 1;
+            read += n as u64;
+            if text.trim().is_empty() {
+                continue;
+            }
+            let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
+                .map_err(|e| {
+                    let what = if e.is_data() {
+                        "not a JSON object".to_owned()
+                    } else {
+                        format!("invalid JSON at column {}: {e}", e.column())
+                    };
+                    fail(Some(line), what)
+                })?;
+            let mut record = Record::new();
+            for (field, v) in object {
+                strata::table::catalog::validate_field(&field)
+                    .map_err(|e| fail(Some(line), e.to_string()))?;
+                let v = json_value(&field, v).map_err(|e| fail(Some(line), e))?;
+                if !v.is_null() {
+                    record.set(field, v);
+                }
+            }
+            self.check_key(line, &record)?;
+            each(line, record, read)?;
+        }
+    }
+
+    fn rows(
+        &self,
+        types: &mut Vec<ColumnType>,
+        check: bool,
+        each: &mut Sink,
+    ) -> Result<(), ImportError> {
+        match self.format {
+            Format::Csv => self.csv(types, check, each),
+            Format::Jsonl => self.jsonl(each),
+        }
+    }
+}
+
+fn csv_error(e: &csv::Error, what: &str) -> ImportError {
+    let line = e.position().map(csv::Position::line);
+    let message = match e.kind() {
+        csv::ErrorKind::UnequalLengths {
+            expected_len, len, ..
+        } => format!("{len} fields, but the header has {expected_len}"),
+        csv::ErrorKind::Utf8 { .. } => "not UTF-8".to_owned(),
+        csv::ErrorKind::Io(io) => format!("cannot read {what}: {io}"),
+        _ => format!("cannot parse {what}: {e}"),
+    };
+    fail(line, message)
+}
+
+fn progress_bar(show: bool, total: u64, message: &'static str) -> ProgressBar {
+    if !show {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{msg:>9} [{bar:40}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+        .progress_chars("=> "),
+    );
+    bar.set_message(message);
+    bar
+}
+
+/// A batch being filled, with the input line of each row.
+struct Pending {
+    batch: TableBatch,
+    lines: Vec<u64>,
+    keys: Vec<Vec<Value>>,
+}
+
+/// Imports `path` into `table`. See the module docs for what is checked and what a failure
+/// leaves behind.
+pub fn import(
+    db: &Db,
+    table: &str,
+    path: &Path,
+    options: &ImportOptions,
+) -> Result<ImportReport, ImportError> {
+    let start = Instant::now();
+    let def = db.table(table).map_err(|e| fail(None, e.to_string()))?;
+    let bytes = {
+        let mut f = File::open(path)
+            .map_err(|e| fail(None, format!("cannot read {}: {e}", path.display())))?;
+        f.seek(std::io::SeekFrom::End(0))
+            .map_err(|e| fail(None, format!("cannot read {}: {e}", path.display())))?
+    };
+    let input = Input {
+        path,
+        format: options.format,
+        key: &def.primary_key,
+    };
+
+    // 1. Check every line and infer the columns' types.
+    let mut types = Vec::new();
+    let bar = progress_bar(options.progress, bytes, "checking");
+    let mut rows = 0u64;
+    input.rows(&mut types, true, &mut |_, _, read| {
+        rows += 1;
+        if rows.is_multiple_of(4096) {
+            bar.set_position(read);
+        }
+        Ok(())
+    })?;
+    bar.finish_and_clear();
+
+    // 2. Load in atomic batches.
+    let bar = progress_bar(options.progress, bytes, "importing");
+    let batch_rows = options.batch_rows.max(1);
+    let mut imported = 0u64;
+    let mut imported_through = 0u64;
+    let mut pending = Pending {
+        batch: TableBatch::new(),
+        lines: Vec::with_capacity(batch_rows),
+        keys: Vec::with_capacity(batch_rows),
+    };
+    let commit = |pending: &mut Pending, imported: &mut u64, through: &mut u64| {
+        let batch = std::mem::take(&mut pending.batch);
+        let n = batch.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        if let Err(e) = db.write(table, batch, WriteOptions::default()) {
+            let line = culprit(db, table, &e, pending);
+            return Err(ImportError {
+                line,
+                message: e.to_string(),
+                imported: *imported,
+                imported_through: *through,
+            });
+        }
+        *imported += n;
+        *through = pending.lines.last().copied().unwrap_or(*through);
+        pending.lines.clear();
+        pending.keys.clear();
+        Ok(())
+    };
+    let mut sink = |line: u64, record: Record, read: u64| -> Result<(), ImportError> {
+        let len = record.encode().len();
+        if len > MAX_RECORD_BYTES {
+            return Err(ImportError {
+                line: Some(line),
+                message: format!(
+                    "the record is {len} bytes; a record may have at most {MAX_RECORD_BYTES}"
+                ),
+                imported,
+                imported_through,
+            });
+        }
+        pending.lines.push(line);
+        pending.keys.push(
+            def.primary_key
+                .iter()
+                .map(|f| record.value(f).clone())
+                .collect(),
+        );
+        if options.replace {
+            pending.batch.upsert(record);
+        } else {
+            pending.batch.insert(record);
+        }
+        if pending.batch.len() >= batch_rows {
+            commit(&mut pending, &mut imported, &mut imported_through)?;
+            bar.set_position(read);
+        }
+        Ok(())
+    };
+    input.rows(&mut types, false, &mut sink)?;
+    commit(&mut pending, &mut imported, &mut imported_through)?;
+    // Durable when the command returns.
+    db.write(table, TableBatch::new(), WriteOptions::synced())
+        .map_err(|e| ImportError {
+            line: None,
+            message: format!("syncing the logs: {e}"),
+            imported,
+            imported_through,
+        })?;
+    bar.finish_and_clear();
+    let columns = match options.format {
+        Format::Csv => {
+            let mut reader = csv::Reader::from_reader(input.open()?);
+            let header = input.csv_header(&mut reader)?;
+            header.into_iter().zip(types).collect()
+        }
+        Format::Jsonl => Vec::new(),
+    };
+    Ok(ImportReport {
+        rows: imported,
+        bytes,
+        elapsed: start.elapsed(),
+        columns,
+    })
+}
+
+/// The line of the row that made a batch fail, when the failure is a row's: a key that
+/// exists (in the table, or earlier in the batch).
+fn culprit(db: &Db, table: &str, error: &strata::Error, pending: &Pending) -> Option<u64> {
+    if !matches!(error, strata::Error::Conflict(_)) {
+        return pending.lines.first().copied();
+    }
+    let mut seen = std::collections::HashSet::new();
+    for (key, line) in pending.keys.iter().zip(&pending.lines) {
+        let exists = db.get(table, key).ok().flatten().is_some();
+        if exists || !seen.insert(format!("{key:?}")) {
+            return Some(*line);
+        }
+    }
+    pending.lines.first().copied()
+}
+
+/// Reads a few bytes of `path` to tell whether it looks like JSON lines (its first non-blank
+/// byte is `{`).
+pub fn sniff(path: &Path) -> Option<Format> {
+    let mut head = [0u8; 512];
+    let n = File::open(path).ok()?.read(&mut head).ok()?;
+    let first = head[..n].iter().find(|b| !b.is_ascii_whitespace())?;
+    Some(if *first == b'{' {
+        Format::Jsonl
+    } else {
+        Format::Csv
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cells_are_typed_by_their_text() {
+        assert_eq!(cell_type(""), ColumnType::Empty);
+        assert_eq!(cell_type("42"), ColumnType::Integer);
+        assert_eq!(cell_type("-7"), ColumnType::Integer);
+        assert_eq!(cell_type("0"), ColumnType::Integer);
+        assert_eq!(cell_type("3.25"), ColumnType::Float);
+        assert_eq!(cell_type("0.5"), ColumnType::Float);
+        assert_eq!(cell_type("1e3"), ColumnType::Float);
+        assert_eq!(cell_type("007"), ColumnType::Text);
+        assert_eq!(cell_type("+7"), ColumnType::Text);
+        assert_eq!(cell_type("12 "), ColumnType::Text);
+        assert_eq!(cell_type("nan"), ColumnType::Text);
+        assert_eq!(cell_type("inf"), ColumnType::Text);
+        assert_eq!(cell_type("99999999999999999999"), ColumnType::Text);
+        assert_eq!(cell_type("Seattle"), ColumnType::Text);
+    }
+
+    #[test]
+    fn a_column_takes_the_widest_type_of_its_cells() {
+        let widest = |cells: &[&str]| {
+            cells
+                .iter()
+                .map(|c| cell_type(c))
+                .fold(ColumnType::Empty, ColumnType::max)
+        };
+        assert_eq!(widest(&["1", "", "2"]), ColumnType::Integer);
+        assert_eq!(widest(&["1", "2.5"]), ColumnType::Float);
+        assert_eq!(widest(&["1", "x"]), ColumnType::Text);
+        assert_eq!(cell_value("3", ColumnType::Float), Some(Value::Float(3.0)));
+        assert_eq!(
+            cell_value("3", ColumnType::Text),
+            Some(Value::Str("3".into()))
+        );
+        assert_eq!(cell_value("", ColumnType::Integer), None);
+    }
+
+    #[test]
+    fn json_values_are_scalars() {
+        let v = |text: &str| json_value("f", serde_json::from_str(text).unwrap());
+        assert_eq!(v("12"), Ok(Value::Int(12)));
+        assert_eq!(v("1.5"), Ok(Value::Float(1.5)));
+        assert_eq!(v("\"x\""), Ok(Value::Str("x".into())));
+        assert_eq!(v("true"), Ok(Value::Bool(true)));
+        assert_eq!(v("null"), Ok(Value::Null));
+        assert!(v("[1]").unwrap_err().contains("array or object"));
+        assert!(v("18446744073709551615").unwrap_err().contains("64-bit"));
+    }
+}

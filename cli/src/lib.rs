@@ -1,0 +1,10 @@
+//! The pieces of the `strata` command, as a library: the `--where` language ([`expr`]), the
+//! CSV and JSON-lines importer ([`import`]), the row and plan printers ([`output`]), the
+//! demo ([`demo`]) and the log dump ([`wal`]). The comparison harness imports through
+//! [`import::import`], so its figures are the command's.
+
+pub mod demo;
+pub mod expr;
+pub mod import;
+pub mod output;
+pub mod wal;
