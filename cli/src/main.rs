@@ -75,7 +75,7 @@ enum Command {
         table: String,
         /// The key's values: numbers are numbers, anything else text; quote a number to
         /// make it text ('42').
-        #[arg(required = true, allow_hyphen_values = true)]
+        #[arg(required = true, allow_negative_numbers = true)]
         key: Vec<String>,
         /// How to print the row.
         #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
@@ -106,8 +106,11 @@ enum Command {
         /// The table.
         table: Option<String>,
     },
-    /// Index advice: which indexes do not pay for themselves. The usage counts cover this
-    /// process only, so from the command line only the statistics-based findings show.
+    /// Index advice: indexes that do not pay for themselves.
+    ///
+    /// The usage counts (chosen, lost, fetches) cover one process, so from the command line
+    /// only the findings drawn from statistics show (too few distinct values); an
+    /// application gets the rest from `Db::index_advice`.
     Advice,
     /// Write-ahead log tools.
     Wal {
@@ -270,7 +273,10 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         eprintln!("strata: internal error{at}: {what} (this is a bug; please report it)");
     }));
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(&e),
+    };
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -278,6 +284,38 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Help and version go to standard output as clap writes them; a usage mistake becomes one
+/// line on standard error, like every other error.
+fn usage_error(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(
+        e.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        let _ = e.print();
+        return if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+            ExitCode::from(2)
+        } else {
+            ExitCode::SUCCESS
+        };
+    }
+    // The message is the lines before the usage; a list ("required arguments: <TABLE>")
+    // joins into the one line.
+    let text = e.render().to_string();
+    let message: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+        .filter(|l| !l.is_empty() && !l.starts_with("tip:"))
+        .collect();
+    let message = message.join(" ");
+    let message = message.strip_prefix("error: ").unwrap_or(&message);
+    eprintln!("strata: {message} (see strata --help)");
+    ExitCode::from(2)
 }
 
 fn run(cli: Cli) -> Outcome {

@@ -1,0 +1,567 @@
+//! Drives the real `strata` binary: import, query in every format, explain, get, the
+//! administration commands, the demo, and what every mistake prints.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value as Json;
+
+/// A database directory, and the binary run against it.
+struct Db {
+    _dir: tempfile::TempDir,
+    path: PathBuf,
+}
+
+impl Db {
+    fn new() -> Db {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("db");
+        Db { _dir: dir, path }
+    }
+
+    /// Runs `strata --db DIR args…`.
+    fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["--db", self.path.to_str().expect("UTF-8 path")];
+        all.extend_from_slice(args);
+        strata(&all)
+    }
+
+    /// Runs and expects success; returns standard output.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert!(
+            out.status.success(),
+            "strata {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).expect("UTF-8 output")
+    }
+
+    /// Runs and expects failure; returns the one line of standard error.
+    fn fails(&self, args: &[&str]) -> String {
+        one_line_error(&self.run(args), args)
+    }
+
+    /// A file in the test's directory.
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.path.with_file_name(name);
+        std::fs::write(&path, text).expect("write input");
+        path.to_str().expect("UTF-8 path").to_owned()
+    }
+
+    /// The rows of a JSON query.
+    fn rows(&self, table: &str, args: &[&str]) -> Vec<Json> {
+        let mut all = vec!["query", table, "--format", "json"];
+        all.extend_from_slice(args);
+        self.ok(&all)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l}: {e}")))
+            .collect()
+    }
+}
+
+fn strata(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .output()
+        .expect("run strata")
+}
+
+/// Asserts a failure printed exactly one line, `strata: …`, and no panic.
+fn one_line_error(out: &Output, args: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "strata {args:?} succeeded");
+    assert_eq!(
+        stderr.lines().count(),
+        1,
+        "strata {args:?}: not one line: {stderr}"
+    );
+    assert!(stderr.starts_with("strata: "), "{stderr}");
+    assert!(
+        !stderr.contains("panicked") && !stderr.contains("internal error"),
+        "{stderr}"
+    );
+    stderr.trim_end().to_owned()
+}
+
+const PEOPLE: &str = "\
+id,name,town,zip,score,age,note
+1,Ada,Redmond,02134,3.5,36,
+2,Alan,Seattle,98101,4,41,\"likes, commas\"
+3,Grace,Seattle,98102,2.25,,\"says \"\"hi\"\"\"
+4,Edsger,Ely,00501,1,70,
+";
+
+fn people(db: &Db) {
+    db.ok(&["table", "create", "people", "--key", "id"]);
+    db.ok(&[
+        "index",
+        "create",
+        "people",
+        "by_town",
+        "--on",
+        "town",
+        "--include",
+        "name",
+    ]);
+    let csv = db.file("people.csv", PEOPLE);
+    let out = db.ok(&["import", "people", &csv]);
+    assert!(
+        out.contains(
+            "columns: id integer, name text, town text, zip text, score float, age integer, \
+             note text"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("imported 4 rows into people"), "{out}");
+    assert!(out.contains("rows/s"), "{out}");
+}
+
+#[test]
+fn a_csv_imports_with_inferred_types_and_queries_back_in_every_format() {
+    let db = Db::new();
+    people(&db);
+
+    let rows = db.rows("people", &["--where", "town = 'Seattle'"]);
+    assert_eq!(rows.len(), 2);
+    let grace = rows.iter().find(|r| r["id"] == 3).expect("Grace");
+    assert_eq!(grace["name"], "Grace");
+    assert_eq!(grace["zip"], "98102", "a ZIP code stays text");
+    assert_eq!(grace["score"], 2.25);
+    assert_eq!(grace["note"], "says \"hi\"");
+    assert!(grace.get("age").is_none(), "an empty cell is NULL: {grace}");
+    let alan = rows.iter().find(|r| r["id"] == 2).expect("Alan");
+    assert!(alan["score"].is_f64(), "4 in a float column is a float");
+    assert!(alan["age"].is_i64());
+
+    // --select orders the fields; --limit stops.
+    let out = db.ok(&[
+        "query", "people", "--select", "name,id", "--limit", "2", "--format", "json",
+    ]);
+    assert_eq!(
+        out,
+        "{\"name\":\"Ada\",\"id\":1}\n{\"name\":\"Alan\",\"id\":2}\n"
+    );
+
+    // Every operator.
+    let ids = |expr: &str| -> Vec<i64> {
+        let mut ids: Vec<i64> = db
+            .rows("people", &["--where", expr])
+            .iter()
+            .map(|r| r["id"].as_i64().expect("id"))
+            .collect();
+        ids.sort_unstable();
+        ids
+    };
+    assert_eq!(ids("score >= 2.25 AND score < 4"), [1, 3]);
+    assert_eq!(ids("town != 'Seattle'"), [1, 4]);
+    assert_eq!(ids("id IN (1, 4, 9)"), [1, 4]);
+    assert_eq!(ids("age BETWEEN 36 AND 41"), [1, 2]);
+    assert_eq!(ids("age IS NULL"), [3]);
+    assert_eq!(ids("note IS NULL AND age > 40"), [4]);
+    assert_eq!(ids("zip <= '02134'"), [1, 4]);
+
+    // The table format: a header, aligned columns, a count.
+    let table = db.ok(&[
+        "query",
+        "people",
+        "--where",
+        "town = 'Seattle'",
+        "--select",
+        "id,name,age",
+    ]);
+    assert_eq!(
+        table,
+        "id | name  | age\n\
+         ---+-------+-----\n \
+         2 | Alan  |   41\n \
+         3 | Grace | NULL\n\
+         (2 rows)\n"
+    );
+
+    // CSV: quoted where needed, NULL empty, floats with their point.
+    let csv = db.ok(&[
+        "query",
+        "people",
+        "--where",
+        "id <= 3",
+        "--select",
+        "id,note,score,age",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(
+        csv,
+        "id,note,score,age\n1,,3.5,36\n2,\"likes, commas\",4.0,41\n3,\"says \"\"hi\"\"\",2.25,\n"
+    );
+}
+
+#[test]
+fn csv_output_imports_back_to_the_same_rows() {
+    let db = Db::new();
+    people(&db);
+    let csv = db.ok(&["query", "people", "--format", "csv"]);
+    let copy = db.file("copy.csv", &csv);
+    db.ok(&["table", "create", "copy", "--key", "id"]);
+    db.ok(&["import", "copy", &copy]);
+    assert_eq!(db.rows("copy", &[]), db.rows("people", &[]));
+}
+
+#[test]
+fn explain_prints_the_plan_and_every_candidate() {
+    let db = Db::new();
+    people(&db);
+    db.ok(&["analyze"]);
+    let text = db.ok(&["query", "people", "--where", "town = 'Ely'", "--explain"]);
+    assert!(text.starts_with("plan: "), "{text}");
+    assert!(text.contains("candidates:"), "{text}");
+
+    let json: Json = serde_json::from_str(
+        db.ok(&[
+            "query",
+            "people",
+            "--where",
+            "town = 'Ely'",
+            "--select",
+            "name",
+            "--explain",
+            "--format",
+            "json",
+        ])
+        .trim(),
+    )
+    .expect("one JSON object");
+    for field in ["plan", "index", "estimated_rows", "cost", "candidates"] {
+        assert!(json.get(field).is_some(), "{field} missing: {json}");
+    }
+    let candidates = json["candidates"].as_array().expect("candidates");
+    assert_eq!(candidates.len(), 2, "the scan and by_town: {json}");
+    for c in candidates {
+        for field in ["plan", "index", "estimated_rows", "cost"] {
+            assert!(c.get(field).is_some(), "{field} missing: {c}");
+        }
+    }
+    assert!(
+        candidates
+            .iter()
+            .any(|c| c["plan"] == "scan" && c["index"].is_null()),
+        "{json}"
+    );
+    assert!(
+        candidates
+            .iter()
+            .any(|c| c["plan"] == "index" && c["index"] == "by_town"),
+        "{json}"
+    );
+
+    // Hints force a plan; --analyze runs it and reports what it read.
+    let forced: Json = serde_json::from_str(
+        db.ok(&[
+            "query",
+            "people",
+            "--where",
+            "town = 'Ely'",
+            "--scan",
+            "--analyze",
+            "--format",
+            "json",
+        ])
+        .trim(),
+    )
+    .expect("one JSON object");
+    assert_eq!(forced["plan"], "scan");
+    assert_eq!(forced["actual"]["rows_returned"], 1);
+    assert_eq!(forced["actual"]["rows_read"], 4);
+    let by_index: Json = serde_json::from_str(
+        db.ok(&[
+            "query",
+            "people",
+            "--use-index",
+            "by_town",
+            "--explain",
+            "--format",
+            "json",
+        ])
+        .trim(),
+    )
+    .expect("one JSON object");
+    assert_eq!(by_index["index"], "by_town");
+    let key: Json = serde_json::from_str(
+        db.ok(&[
+            "query",
+            "people",
+            "--where",
+            "id = 2",
+            "--explain",
+            "--format",
+            "json",
+        ])
+        .trim(),
+    )
+    .expect("one JSON object");
+    assert_eq!(key["plan"], "primary_key");
+}
+
+#[test]
+fn a_malformed_line_is_reported_and_nothing_is_written() {
+    let db = Db::new();
+    db.ok(&["table", "create", "t", "--key", "id"]);
+    let bad = db.file("bad.csv", "id,v\n1,a\n2,b\n3,c,extra\n4,d\n");
+    let error = db.fails(&["import", "t", &bad]);
+    assert_eq!(
+        error,
+        "strata: line 4: 3 fields, but the header has 2; nothing was imported"
+    );
+    assert!(db.rows("t", &[]).is_empty());
+
+    let no_key = db.file("nokey.csv", "id,v\n1,a\n,b\n");
+    assert_eq!(
+        db.fails(&["import", "t", &no_key]),
+        "strata: line 3: the primary-key field \"id\" is missing or empty; nothing was imported"
+    );
+    let no_key_column = db.file("nokeycol.csv", "v,w\n1,a\n");
+    assert_eq!(
+        db.fails(&["import", "t", &no_key_column]),
+        "strata: line 1: the header has no column for the primary-key field \"id\"; nothing \
+         was imported"
+    );
+    let jsonl = db.file(
+        "bad.jsonl",
+        "{\"id\": 1, \"v\": \"a\"}\n\n{\"id\": 2, \"v\": [1, 2]}\n",
+    );
+    assert_eq!(
+        db.fails(&["import", "t", &jsonl]),
+        "strata: line 3: field \"v\" is an array or object; only numbers, strings, booleans \
+         and null can be stored; nothing was imported"
+    );
+    let broken = db.file("broken.jsonl", "{\"id\": 1}\n{\"id\": 2\n");
+    let error = db.fails(&["import", "t", &broken]);
+    assert!(
+        error.starts_with("strata: line 2: invalid JSON at column"),
+        "{error}"
+    );
+    assert!(db.rows("t", &[]).is_empty(), "nothing of any of them");
+}
+
+#[test]
+fn a_failing_batch_leaves_the_batches_before_it_and_nothing_after() {
+    let db = Db::new();
+    db.ok(&["table", "create", "t", "--key", "id"]);
+    // Batches of two rows: lines 2–3, 4–5, then 6–7, where line 7 repeats the key of line 2.
+    let dup = db.file("dup.csv", "id,v\n1,a\n2,b\n3,c\n4,d\n5,e\n1,again\n6,f\n");
+    let error = db.fails(&["import", "t", &dup, "--batch", "2"]);
+    assert!(error.starts_with("strata: line 7: conflict: "), "{error}");
+    assert!(
+        error.ends_with("the 4 rows through line 5 were imported, nothing after them"),
+        "{error}"
+    );
+    let ids: Vec<i64> = db
+        .rows("t", &[])
+        .iter()
+        .map(|r| r["id"].as_i64().expect("id"))
+        .collect();
+    assert_eq!(
+        ids,
+        [1, 2, 3, 4],
+        "the batch of lines 6-7 is not half-written"
+    );
+
+    // --replace upserts instead.
+    db.ok(&["import", "t", &dup, "--replace"]);
+    let rows = db.rows("t", &["--where", "id = 1"]);
+    assert_eq!(rows[0]["v"], "again");
+    assert_eq!(db.rows("t", &[]).len(), 6);
+}
+
+#[test]
+fn json_lines_import_keeps_json_types() {
+    let db = Db::new();
+    db.ok(&[
+        "table", "create", "events", "--key", "day,seq", "--shards", "3",
+    ]);
+    db.ok(&[
+        "index", "create", "events", "by_kind", "--on", "kind", "--global",
+    ]);
+    let input = db.file(
+        "events.jsonl",
+        "{\"day\": \"2026-11-21\", \"seq\": 1, \"kind\": \"click\", \"ok\": true, \"ms\": 1.5}\n\
+         {\"day\": \"2026-11-21\", \"seq\": 2, \"kind\": \"view\", \"ok\": false, \"ms\": null}\n",
+    );
+    db.ok(&["import", "events", &input]);
+    let rows = db.rows("events", &["--where", "kind = 'click'"]);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["ok"], true);
+    assert_eq!(rows[0]["ms"], 1.5);
+    let out = db.ok(&["get", "events", "2026-11-21", "2", "--format", "json"]);
+    assert_eq!(
+        out,
+        "{\"day\":\"2026-11-21\",\"kind\":\"view\",\"ok\":false,\"seq\":2}\n"
+    );
+    assert!(
+        db.ok(&["table", "list"])
+            .contains("index by_kind on (kind)")
+    );
+    assert!(db.ok(&["verify"]).contains("table events: 2 rows"));
+}
+
+#[test]
+fn the_administration_commands_report_what_they_did() {
+    let db = Db::new();
+    people(&db);
+    assert!(db.ok(&["analyze", "people"]).starts_with("people: 4 rows"));
+    let stats = db.ok(&["stats", "people"]);
+    assert!(stats.starts_with("people: 4 rows"), "{stats}");
+    assert!(stats.contains("town: 3 distinct"), "{stats}");
+    let verify = db.ok(&["verify", "people"]);
+    assert!(
+        verify.contains("index by_town (Ready): 4 entries, 0 missing, 0 dangling, 0 stale"),
+        "{verify}"
+    );
+    assert!(db.ok(&["compact"]).starts_with("people: compacted"));
+    assert!(db.ok(&["advice"]).contains("people.by_town"));
+    let get = db.ok(&["get", "people", "2"]);
+    assert!(get.contains("Alan"), "{get}");
+    assert!(
+        db.ok(&["index", "drop", "people", "by_town"])
+            .contains("dropped")
+    );
+    assert!(db.ok(&["table", "drop", "people"]).contains("dropped"));
+    assert_eq!(db.ok(&["table", "list"]), "no tables\n");
+}
+
+#[test]
+fn every_mistake_is_one_line_and_a_failure() {
+    let db = Db::new();
+    // Before the database exists.
+    let missing = db.fails(&["query", "people"]);
+    assert!(missing.contains("holds no Strata database"), "{missing}");
+    assert!(
+        !Path::new(&db.path).join("CURRENT").exists(),
+        "nothing created"
+    );
+    people(&db);
+    let cases: &[(&[&str], &str)] = &[
+        (&["query", "nope"], "not found: table \"nope\""),
+        (
+            &["query", "people", "--where", "town = Ely"],
+            "--where: at column 8: expected a number or a quoted string, found Ely",
+        ),
+        (
+            &["query", "people", "--where", "town = 'Ely' OR id = 1"],
+            "OR is not supported",
+        ),
+        (
+            &["query", "people", "--use-index", "nope"],
+            "no index named \"nope\"",
+        ),
+        (
+            &["query", "people", "--explain", "--analyze"],
+            "cannot be used with",
+        ),
+        (
+            &["query", "people", "--format", "xml"],
+            "invalid value 'xml'",
+        ),
+        (&["get", "people", "99"], "no row in people with key (99)"),
+        (&["get", "people", "1", "2"], "key"),
+        (&["table", "create", "people", "--key", "id"], "people"),
+        (
+            &["table", "create", "9lives", "--key", "id"],
+            "must be 1 to 64 ASCII",
+        ),
+        (
+            &["table", "create", "t", "--key", "id", "--shards", "0"],
+            "shard",
+        ),
+        (&["index", "create", "nope", "i", "--on", "x"], "nope"),
+        (
+            &["index", "create", "people", "by_town", "--on", "town"],
+            "by_town",
+        ),
+        (
+            &["import", "people", "/no/such/file.csv"],
+            "cannot read /no/such/file.csv",
+        ),
+        (
+            &["import", "nope", "/no/such/file.csv"],
+            "not found: table \"nope\"",
+        ),
+        (&["stats", "nope"], "nope"),
+        (&["verify", "nope"], "nope"),
+        (&["no-such-command"], "unrecognized subcommand"),
+    ];
+    for (args, expected) in cases {
+        let error = db.fails(args);
+        assert!(
+            error.contains(expected),
+            "strata {args:?}: {error:?} does not mention {expected:?}"
+        );
+    }
+    let no_db = one_line_error(&strata(&["query", "people"]), &["query", "people"]);
+    assert!(no_db.contains("--db DIR"), "{no_db}");
+    // Nothing above changed the table.
+    assert_eq!(db.rows("people", &[]).len(), 4);
+}
+
+#[test]
+fn the_demo_shows_the_planner_choosing_and_refusing_indexes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("demo");
+    let out = strata(&[
+        "demo",
+        "--rows",
+        "4000",
+        "--dir",
+        path.to_str().expect("path"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let plan_of = |title: &str| -> String {
+        let at = text
+            .find(title)
+            .unwrap_or_else(|| panic!("{title} missing:\n{text}"));
+        text[at..]
+            .lines()
+            .find(|l| l.trim_start().starts_with("->"))
+            .expect("a plan line")
+            .to_owned()
+    };
+    assert!(plan_of("ids of the customers").contains("index by_town (covering"));
+    assert!(plan_of("their names").contains("index by_town_names (covering"));
+    assert!(plan_of("their whole records").contains("index by_town_all (covering"));
+    assert!(plan_of("a 50/50 field").contains("full scan"));
+    assert!(plan_of("the common value").contains("full scan"));
+    assert!(plan_of("a rare value").contains("index by_status"));
+    assert!(plan_of("one genre").contains("primary-key range"));
+    assert!(plan_of("one actor's films").contains("index by_actor"));
+    // The database is kept and the command works on it.
+    let rows = strata(&[
+        "--db",
+        path.to_str().expect("path"),
+        "query",
+        "movies",
+        "--where",
+        "genre = 'noir'",
+        "--limit",
+        "1",
+        "--format",
+        "json",
+    ]);
+    assert!(rows.status.success());
+    assert!(String::from_utf8_lossy(&rows.stdout).contains("\"genre\":\"noir\""));
+    // A second demo into the same directory refuses rather than mixing data.
+    let again = strata(&[
+        "demo",
+        "--rows",
+        "4000",
+        "--dir",
+        path.to_str().expect("path"),
+    ]);
+    let error = one_line_error(&again, &["demo"]);
+    assert!(error.contains("already holds the demo's tables"), "{error}");
+}
