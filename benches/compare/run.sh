@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Runs the side-by-side KV benchmark (Strata, RocksDB, fjall) with one command:
-#   bash benches/compare/run.sh [--keys N] [--synced N] [--engines strata,rocksdb,fjall] [--dir DIR]
+# Runs the side-by-side benchmarks with one command:
+#   bash benches/compare/run.sh [--keys N] [--synced N] [--engines strata,rocksdb,fjall] [--rounds N] [--dir DIR]
+#     the key-value workloads against RocksDB and fjall (src/main.rs);
+#   bash benches/compare/run.sh tables [--rows N] [--lookups N] [--queries N] [--rounds N] [--dir DIR]
+#     tables against SQLite: CSV import with and without indexes, point and index queries
+#     (src/bin/tables.rs).
 # The first run compiles RocksDB's C++ through the `rocksdb` crate: about 13 minutes on two
 # cores, once. That build needs clang and libclang, installed here from the system's packages
 # when missing.
@@ -13,4 +17,8 @@ if ! command -v clang >/dev/null || ! ls /usr/lib/llvm-*/lib/libclang.so* >/dev/
     $SUDO apt-get install -y libclang-dev clang
 fi
 cargo build --release --locked
+if [ "${1:-}" = tables ]; then
+    shift
+    exec ./target/release/tables "$@"
+fi
 exec ./target/release/strata-compare "$@"

@@ -446,6 +446,21 @@ pub fn import(
         Ok(())
     })?;
     bar.finish_and_clear();
+    if options.format == Format::Csv {
+        let mut reader = csv::Reader::from_reader(input.open()?);
+        let header = input.csv_header(&mut reader)?;
+        for (name, ty) in header.iter().zip(&types) {
+            if *ty == ColumnType::Float && def.primary_key.contains(name) {
+                return Err(fail(
+                    None,
+                    format!(
+                        "the primary-key column {name:?} holds numbers that are not \
+                         integers, and a key cannot be a float"
+                    ),
+                ));
+            }
+        }
+    }
 
     // 2. Load in atomic batches.
     let bar = progress_bar(options.progress, bytes, "importing");
@@ -479,7 +494,17 @@ pub fn import(
         Ok(())
     };
     let mut sink = |line: u64, record: Record, read: u64| -> Result<(), ImportError> {
-        let len = record.encode().len();
+        // The encoded size is at most the names and strings plus a few bytes a field; only
+        // a record that might be too large is encoded here (the write encodes it anyway).
+        let bound: usize = record
+            .iter()
+            .map(|(name, v)| name.len() + 16 + if let Value::Str(s) = v { s.len() } else { 0 })
+            .sum();
+        let len = if bound > MAX_RECORD_BYTES {
+            record.encode().len()
+        } else {
+            0
+        };
         if len > MAX_RECORD_BYTES {
             return Err(ImportError {
                 line: Some(line),

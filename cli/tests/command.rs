@@ -326,6 +326,12 @@ fn a_malformed_line_is_reported_and_nothing_is_written() {
         "strata: line 1: the header has no column for the primary-key field \"id\"; nothing \
          was imported"
     );
+    let float_key = db.file("floatkey.csv", "id,v\n1,a\n2.5,b\n");
+    assert_eq!(
+        db.fails(&["import", "t", &float_key]),
+        "strata: the primary-key column \"id\" holds numbers that are not integers, and a key \
+         cannot be a float; nothing was imported"
+    );
     let jsonl = db.file(
         "bad.jsonl",
         "{\"id\": 1, \"v\": \"a\"}\n\n{\"id\": 2, \"v\": [1, 2]}\n",
