@@ -83,7 +83,8 @@ pub struct Options {
     /// Tables only: `analyze` runs by itself, on a background thread, once the rows changed
     /// since a table's last analysis exceed `auto_analyze_scale` × its analysed row count +
     /// `auto_analyze_rows` (default on, 0.1 and 50: PostgreSQL's autovacuum analyze defaults).
-    /// The count of changes is kept in memory, so it starts again at open.
+    /// The count of changes is kept in memory, so it starts again at open. The analyzer pauses
+    /// four times a run's duration before the next, and close abandons a run under way.
     pub auto_analyze: bool,
     /// See [`Options::auto_analyze`] (default 0.1; finite, at least 0).
     pub auto_analyze_scale: f64,

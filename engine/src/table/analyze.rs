@@ -7,11 +7,11 @@
 //!    values, histograms, null fractions, widths).
 //! 3. Store the result in the catalog; the planner uses it from then on.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use strata_planner::{TableStats, TableStatsBuilder};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::lsm::ReadOptions;
 use crate::table::db::{Db, Shared};
 use crate::table::entry::record_corrupt;
@@ -21,6 +21,9 @@ use crate::table::sketch::statistics_shape;
 /// Most fields `analyze` keeps statistics for.
 pub const MAX_ANALYZED_FIELDS: usize = 64;
 
+/// Rows between two looks at an auto-analysis's stop flag.
+const STOP_CHECK_ROWS: usize = 4096;
+
 /// Rows whose fields are added to the analysed columns.
 const FIELD_DISCOVERY_ROWS: usize = 100;
 
@@ -28,12 +31,18 @@ impl Db {
     /// Collects `table`'s statistics, stores them, and returns them. (It also runs by itself
     /// after enough changes: `Options::auto_analyze`.)
     pub fn analyze(&self, table: &str) -> Result<TableStats> {
-        self.analyze_table(table)
+        self.analyze_table(table, None)
     }
 }
 
 impl Shared {
-    pub(crate) fn analyze_table(&self, table: &str) -> Result<TableStats> {
+    /// Analyses `table`; with `stop`, gives up with [`Error::Closed`] once it is set (checked
+    /// every [`STOP_CHECK_ROWS`] rows).
+    pub(crate) fn analyze_table(
+        &self,
+        table: &str,
+        stop: Option<&AtomicBool>,
+    ) -> Result<TableStats> {
         let t = self.handle(table)?;
         // Changes from here on count towards the next analysis.
         t.changed.store(0, Ordering::Relaxed);
@@ -56,7 +65,10 @@ impl Shared {
         }
         let mut builder = TableStatsBuilder::new(&columns, &prefixes);
         for (s, shard) in t.shards.iter().enumerate() {
-            for kv in shard.store.store.iter(&shard.fact, read(s))? {
+            for (n, kv) in shard.store.store.iter(&shard.fact, read(s))?.enumerate() {
+                if n % STOP_CHECK_ROWS == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return Err(Error::Closed);
+                }
                 let (k, v) = kv?;
                 let record =
                     Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), e))?;

@@ -86,6 +86,8 @@ pub struct Shared {
     analyze_queue: Mutex<Option<std::sync::mpsc::Sender<String>>>,
     /// Tables queued or being analysed by it.
     analyze_queued: Mutex<BTreeSet<String>>,
+    /// Set at close: an auto-analysis under way stops and is dropped.
+    pub(crate) analyze_stop: std::sync::atomic::AtomicBool,
     /// Collects each fact table file's statistics sketch (`sketch.rs`).
     sketches: Arc<SketchFactory>,
 }
@@ -97,6 +99,13 @@ impl std::ops::Deref for Db {
         &self.shared
     }
 }
+
+/// After an auto-analyze run, the analyzer waits this many times the run's duration before the
+/// next: at most one part in `ANALYZE_PAUSE + 1` of one core goes to auto-analyze.
+/// TUNING: the share PostgreSQL's cost-based autovacuum delay aims at in spirit (it keeps
+/// background maintenance from competing with the foreground); 4 measured here: a 1,000,000-row
+/// import spent half its CPU time in back-to-back analyses without it (`docs/benchmarks.md`).
+pub(crate) const ANALYZE_PAUSE: u32 = 4;
 
 /// One shard store: an LSM store holding shard `number` of every table with more than
 /// `number` shards, and its outbox.
@@ -272,6 +281,7 @@ impl Db {
             tracker: Tracker::new(),
             analyze_queue: Mutex::new(None),
             analyze_queued: Mutex::new(BTreeSet::new()),
+            analyze_stop: std::sync::atomic::AtomicBool::new(false),
             sketches,
         };
         for def in defs.values() {
@@ -414,7 +424,9 @@ impl Db {
         {
             tracing::error!("the indexer thread panicked");
         }
-        // Closing the queue ends the analyzer after the table it is on.
+        // Closing the queue ends the analyzer; an auto-analysis under way is abandoned rather
+        // than waited for (a large table takes seconds, and the next open counts anew).
+        self.analyze_stop.store(true, Ordering::Relaxed);
         lock(&self.analyze_queue).take();
         if let Some(analyzer) = self.analyzer.take()
             && analyzer.join().is_err()
@@ -909,16 +921,43 @@ impl Shared {
     }
 
     /// The analyzer thread: analyses the tables queued by `note_changes` until the queue
-    /// closes.
+    /// closes. After each run it pauses [`ANALYZE_PAUSE`] times as long as the run took, so
+    /// auto-analyze spends at most a fifth of one core: a table growing fast (an import) would
+    /// otherwise be read whole again after every tenth of growth, about eleven times its size
+    /// in all, on the cores the writer needs. The tables due meanwhile wait their turn.
     fn run_analyzer(&self, queued: &std::sync::mpsc::Receiver<String>) {
-        while let Ok(table) = queued.recv() {
-            match self.analyze_table(&table) {
+        use std::sync::mpsc::RecvTimeoutError;
+        let mut due: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        let mut resume = std::time::Instant::now();
+        loop {
+            if due.is_empty() {
+                match queued.recv() {
+                    Ok(table) => due.push_back(table),
+                    Err(_) => return,
+                }
+            }
+            while let Some(wait) = resume
+                .checked_duration_since(std::time::Instant::now())
+                .filter(|d| !d.is_zero())
+            {
+                match queued.recv_timeout(wait) {
+                    Ok(table) => due.push_back(table),
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            let Some(table) = due.pop_front() else {
+                continue;
+            };
+            let started = std::time::Instant::now();
+            match self.analyze_table(&table, Some(&self.analyze_stop)) {
                 Ok(stats) => tracing::debug!(%table, rows = stats.row_count, "auto-analyze"),
-                // Dropped meanwhile.
-                Err(Error::NotFound(_)) => {}
+                // Dropped meanwhile, or the database is closing.
+                Err(Error::NotFound(_) | Error::Closed) => {}
                 Err(error) => tracing::warn!(%table, %error, "auto-analyze failed"),
             }
             lock(&self.analyze_queued).remove(&table);
+            resume = std::time::Instant::now() + started.elapsed() * ANALYZE_PAUSE;
         }
     }
 
