@@ -533,7 +533,16 @@ pub fn import(
         }
         Ok(())
     };
-    input.rows(&mut types, false, &mut sink)?;
+    let loaded = input.rows(&mut types, false, &mut sink);
+    if let Err(mut e) = loaded {
+        // A line that passed the check and fails now (the file changed between the passes)
+        // says what the batches before it committed, as a failed batch does.
+        if e.imported == 0 {
+            e.imported = imported;
+            e.imported_through = imported_through;
+        }
+        return Err(e);
+    }
     commit(&mut pending, &mut imported, &mut imported_through)?;
     // Durable when the command returns.
     db.write(table, TableBatch::new(), WriteOptions::synced())
