@@ -259,7 +259,12 @@ fn sigkill_with_sharded_tables_and_async_indexes_loses_nothing() {
 /// has the database open), and returns how many batches were acknowledged in all.
 fn run_child(dir: &Path, seed: u64, start: u64, lifetime: Duration) -> u64 {
     let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--ignored", "--exact", "table_crash_writer_child", "--nocapture"])
+        .args([
+            "--ignored",
+            "--exact",
+            "table_crash_writer_child",
+            "--nocapture",
+        ])
         .env(CHILD_DIR, dir)
         .env(CHILD_SEED, seed.to_string())
         .env(CHILD_START, start.to_string())
