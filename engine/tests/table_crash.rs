@@ -301,8 +301,7 @@ fn run_child(dir: &Path, seed: u64, start: u64, lifetime: Duration) -> u64 {
     if let Some(why) = failure.lock().expect("lock").take() {
         panic!("the child's write failed: {why}");
     }
-    let acked = *acked.lock().expect("lock");
-    acked
+    *acked.lock().expect("lock")
 }
 
 /// Run only as a child of the test above: writes batches from `CHILD_START` on until killed,
