@@ -7,6 +7,8 @@ mod common;
 
 #[path = "../../fuzz/checks/corpus.rs"]
 mod corpus;
+#[path = "../../fuzz/checks/engine_model.rs"]
+mod engine_model;
 #[path = "../../fuzz/checks/key_codec.rs"]
 mod key_codec;
 #[path = "../../fuzz/checks/manifest.rs"]
@@ -43,6 +45,11 @@ fn the_write_batch_corpus_passes_the_fuzz_checks() {
 #[test]
 fn the_manifest_corpus_passes_the_fuzz_checks() {
     replay("manifest", manifest::check);
+}
+
+#[test]
+fn the_engine_model_corpus_passes_the_fuzz_checks() {
+    corpus::replay("engine_model", 8, engine_model::check);
 }
 
 #[test]

@@ -1,0 +1,306 @@
+//! Checks for the `engine_model` fuzz target: the bytes are a program of table operations on
+//! a database over `SimFs`. The operations are inserts, upserts, deletes, synced writes,
+//! flushes, compactions, pauses of the indexer, reopens and simulated power cuts. After each
+//! step the database must agree with a model.
+//!
+//! - A write returns an error only when the model says it must: an insert of a key that
+//!   exists. No I/O fails here, so any other error is a finding.
+//! - A full scan returns exactly the model's rows. So do a lookup through the sync index and
+//!   one through the async index with `Consistency::Strong`, which folds in what the indexer
+//!   has not applied yet.
+//! - After a reopen, the model holds as it is. After a power cut, every row is as the last
+//!   synced write left it or as a later write did, and never older or invented. The model
+//!   then becomes what survived.
+//! - After each reopen or power cut, once the indexer has caught up, `verify` finds every
+//!   index entry matching its row.
+//!
+//! The table has 1 or 2 shards (from the first byte), a local sync index on `g`, and an
+//! async index on `n` (local, or global on 2 shards) that includes `g`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use strata::fs::SimFs;
+use strata::{
+    Consistency, Db, Error, IndexOptions, Options, Predicate, Projection, Query, Record,
+    TableBatch, Value, WriteOptions,
+};
+
+const DIR: &str = "/fuzz";
+const MAX_STEPS: usize = 96;
+
+fn options(fs: &SimFs) -> Options {
+    Options {
+        fs: Arc::new(fs.clone()),
+        write_buffer_bytes: 4 << 10,
+        max_total_wal_bytes: 32 << 10,
+        num_levels: 3,
+        l0_compaction_trigger: 2,
+        level1_bytes: 16 << 10,
+        level_size_ratio: 4,
+        target_table_bytes: 4 << 10,
+        compaction_threads: 1,
+        auto_analyze: false,
+        ..Options::default()
+    }
+}
+
+struct Input<'a> {
+    data: &'a [u8],
+    at: usize,
+}
+
+impl Input<'_> {
+    fn byte(&mut self) -> Option<u8> {
+        let b = self.data.get(self.at).copied();
+        self.at += 1;
+        b
+    }
+}
+
+type Rows = BTreeMap<i64, Record>;
+
+fn row(id: i64, g: u8, n: u8, pad: u8) -> Record {
+    let mut r = Record::new();
+    r.set("id", id);
+    r.set("g", i64::from(g % 4));
+    if n % 5 != 0 {
+        r.set("n", i64::from(n % 7));
+    }
+    r.set("pad", "x".repeat(usize::from(pad) * 4));
+    r
+}
+
+fn id_of(r: &Record) -> i64 {
+    match r.value("id") {
+        Value::Int(id) => *id,
+        other => panic!("a row's id is {other}"),
+    }
+}
+
+fn open(fs: &SimFs, shards: u32, create: bool) -> Db {
+    let db = Db::open(DIR, options(fs)).expect("the database opens");
+    if create {
+        db.create_sharded_table("t", &["id"], shards)
+            .expect("create table");
+        db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
+            .expect("sync index");
+        let scope = if shards > 1 {
+            IndexOptions::global()
+        } else {
+            IndexOptions::local_async()
+        };
+        db.create_index_with(
+            "t",
+            "by_n",
+            &["n"],
+            Projection::Include(vec!["g".into()]),
+            scope,
+        )
+        .expect("async index");
+    }
+    db
+}
+
+fn scan(db: &Db) -> Rows {
+    let query = Query::default().hint(strata::Hint::Scan);
+    db.query("t", &query)
+        .expect("scan")
+        .map(|r| {
+            let r = r.expect("a scanned row");
+            (id_of(&r), r)
+        })
+        .collect()
+}
+
+fn through(db: &Db, index: &str, predicate: Predicate) -> Rows {
+    let query = Query::default()
+        .filter(predicate)
+        .hint(strata::Hint::Index(index.into()))
+        .consistency(Consistency::Strong);
+    db.query("t", &query)
+        .expect("an index query")
+        .map(|r| {
+            let r = r.expect("an index row");
+            (id_of(&r), r)
+        })
+        .collect()
+}
+
+fn agree(db: &Db, model: &Rows, step: usize) {
+    assert_eq!(&scan(db), model, "step {step}: the scan differs from the model");
+    for g in 0..4i64 {
+        let want: Rows = model
+            .iter()
+            .filter(|(_, r)| r.value("g") == &Value::Int(g))
+            .map(|(k, r)| (*k, r.clone()))
+            .collect();
+        assert_eq!(
+            through(db, "by_g", Predicate::eq("g", g)),
+            want,
+            "step {step}: the sync index on g = {g}"
+        );
+    }
+    for n in [0i64, 3, 6] {
+        let want: Rows = model
+            .iter()
+            .filter(|(_, r)| r.value("n") == &Value::Int(n))
+            .map(|(k, r)| (*k, r.clone()))
+            .collect();
+        assert_eq!(
+            through(db, "by_n", Predicate::eq("n", n)),
+            want,
+            "step {step}: the async index on n = {n}, strongly consistent"
+        );
+    }
+}
+
+fn caught_up_and_clean(db: &Db, step: usize) {
+    db.resume_indexer();
+    db.wait_for_indexes().expect("the indexes catch up");
+    let report = db.verify("t").expect("verify");
+    assert!(report.is_clean(), "step {step}: {report}");
+}
+
+pub fn check(data: &[u8]) {
+    let mut input = Input { data, at: 0 };
+    let Some(first) = input.byte() else {
+        return;
+    };
+    let shards = 1 + u32::from(first % 2);
+    let mut fs = SimFs::new();
+    let mut db = open(&fs, shards, true);
+    let mut model = Rows::new();
+    // The model as of the last synced write, and every row value written since.
+    let mut durable = Rows::new();
+    let mut since: Vec<(i64, Option<Record>)> = Vec::new();
+    let mut paused = false;
+    for step in 0..MAX_STEPS {
+        let Some(op) = input.byte() else { break };
+        let arg = input.byte().unwrap_or(0);
+        let id = i64::from(arg % 24);
+        match op % 12 {
+            0..=4 => {
+                // A batch of one to three changes, synced when the op says so.
+                let count = 1 + usize::from(op / 12 % 3);
+                let sync = op / 36 % 2 == 1;
+                let mut batch = TableBatch::new();
+                let mut after = model.clone();
+                let mut conflict = false;
+                let mut written = Vec::new();
+                for k in 0..count {
+                    let b = input.byte().unwrap_or(0);
+                    let id = i64::from((u16::from(arg) + k as u16 * 7) % 24);
+                    match b % 4 {
+                        0 => {
+                            batch.delete(vec![Value::Int(id)]);
+                            after.remove(&id);
+                            written.push((id, None));
+                        }
+                        1 => {
+                            let r = row(id, b >> 2, b >> 4, b);
+                            conflict |= after.contains_key(&id);
+                            batch.insert(r.clone());
+                            after.insert(id, r.clone());
+                            written.push((id, Some(r)));
+                        }
+                        _ => {
+                            let r = row(id, b >> 2, b >> 4, b);
+                            batch.upsert(r.clone());
+                            after.insert(id, r.clone());
+                            written.push((id, Some(r)));
+                        }
+                    }
+                }
+                let options = if sync {
+                    WriteOptions::synced()
+                } else {
+                    WriteOptions::default()
+                };
+                match db.write("t", batch, options) {
+                    Ok(()) => {
+                        assert!(!conflict, "step {step}: an insert of an existing key passed");
+                        model = after;
+                        since.extend(written);
+                        if sync {
+                            durable = model.clone();
+                            since.clear();
+                        }
+                    }
+                    // A refused batch writes nothing and syncs nothing.
+                    Err(Error::Conflict(_)) => {
+                        assert!(conflict, "step {step}: a conflict the model does not see");
+                    }
+                    Err(e) => panic!("step {step}: a write failed: {e}"),
+                }
+            }
+            5 => {
+                db.delete("t", &[Value::Int(id)]).expect("delete");
+                model.remove(&id);
+                since.push((id, None));
+            }
+            6 => {
+                db.flush().expect("flush");
+                durable = model.clone();
+                since.clear();
+            }
+            7 => {
+                // Compaction of the table's families: it must not make anything less durable
+                // than it was, nor more (the model assumes nothing new is synced).
+                db.compact("t").expect("compact");
+            }
+            8 => {
+                if paused {
+                    db.resume_indexer();
+                } else {
+                    db.pause_indexer();
+                }
+                paused = !paused;
+            }
+            9 => {
+                db.close().expect("close");
+                db = open(&fs, shards, false);
+                paused = false;
+                durable = model.clone();
+                since.clear();
+                caught_up_and_clean(&db, step);
+            }
+            10 => {
+                // A power cut now: reopen on what it leaves.
+                let survivor = fs.crashed_copy();
+                drop(db);
+                fs = survivor;
+                db = open(&fs, shards, false);
+                paused = false;
+                caught_up_and_clean(&db, step);
+                let found = scan(&db);
+                let ids: BTreeSet<i64> = found
+                    .keys()
+                    .chain(model.keys())
+                    .chain(durable.keys())
+                    .copied()
+                    .collect();
+                for id in ids {
+                    let got = found.get(&id);
+                    let ok = got == durable.get(&id)
+                        || since
+                            .iter()
+                            .any(|(k, v)| *k == id && v.as_ref() == got);
+                    assert!(
+                        ok,
+                        "step {step}: after a power cut row {id} is {got:?}; the last sync left \
+                         {:?}",
+                        durable.get(&id)
+                    );
+                }
+                model = found;
+                durable = model.clone();
+                since.clear();
+            }
+            _ => {}
+        }
+        agree(&db, &model, step);
+    }
+    caught_up_and_clean(&db, MAX_STEPS);
+    db.close().expect("the final close");
+}
