@@ -64,7 +64,7 @@ fn row(id: i64, g: u8, n: u8, pad: u8) -> Record {
     let mut r = Record::new();
     r.set("id", id);
     r.set("g", i64::from(g % 4));
-    if n % 5 != 0 {
+    if !n.is_multiple_of(5) {
         r.set("n", i64::from(n % 7));
     }
     r.set("pad", "x".repeat(usize::from(pad) * 4));
@@ -128,7 +128,11 @@ fn through(db: &Db, index: &str, predicate: Predicate) -> Rows {
 }
 
 fn agree(db: &Db, model: &Rows, step: usize) {
-    assert_eq!(&scan(db), model, "step {step}: the scan differs from the model");
+    assert_eq!(
+        &scan(db),
+        model,
+        "step {step}: the scan differs from the model"
+    );
     for g in 0..4i64 {
         let want: Rows = model
             .iter()
@@ -219,7 +223,10 @@ pub fn check(data: &[u8]) {
                 };
                 match db.write("t", batch, options) {
                     Ok(()) => {
-                        assert!(!conflict, "step {step}: an insert of an existing key passed");
+                        assert!(
+                            !conflict,
+                            "step {step}: an insert of an existing key passed"
+                        );
                         model = after;
                         since.extend(written);
                         if sync {
@@ -283,9 +290,7 @@ pub fn check(data: &[u8]) {
                 for id in ids {
                     let got = found.get(&id);
                     let ok = got == durable.get(&id)
-                        || since
-                            .iter()
-                            .any(|(k, v)| *k == id && v.as_ref() == got);
+                        || since.iter().any(|(k, v)| *k == id && v.as_ref() == got);
                     assert!(
                         ok,
                         "step {step}: after a power cut row {id} is {got:?}; the last sync left \

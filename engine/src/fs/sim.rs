@@ -65,6 +65,10 @@ struct State {
     generation: u64,
     counts: HashMap<OpKind, u64>,
     faults: HashSet<(OpKind, u64)>,
+    /// Every operation but reads fails, as on a file system mounted read-only.
+    read_only: bool,
+    /// The bytes all files may hold together; a write past it fails as on a full disk.
+    capacity: Option<u64>,
 }
 
 #[derive(Clone, Default)]
@@ -90,6 +94,10 @@ fn split(path: &Path) -> io::Result<(PathBuf, String)> {
     }
 }
 
+fn read_only_error() -> io::Error {
+    io::Error::new(io::ErrorKind::ReadOnlyFilesystem, "read-only file system")
+}
+
 fn not_found(path: &Path) -> io::Error {
     io::Error::new(
         io::ErrorKind::NotFound,
@@ -107,7 +115,24 @@ impl State {
                 "injected fault: {kind:?} #{count}"
             )));
         }
+        if self.read_only && kind != OpKind::Read {
+            return Err(read_only_error());
+        }
         Ok(())
+    }
+
+    /// Bytes held by the files the directories name now (a removed file's space is free).
+    fn used(&self) -> u64 {
+        let named: HashSet<u64> = self
+            .dirs
+            .values()
+            .flat_map(|dir| dir.current.values().copied())
+            .collect();
+        named
+            .iter()
+            .filter_map(|id| self.inodes.get(id))
+            .map(|inode| inode.data.len() as u64)
+            .sum()
     }
 
     fn dir(&mut self, dir: &Path) -> io::Result<&mut Dir> {
@@ -185,6 +210,18 @@ impl SimFs {
         self.state().faults.clear();
     }
 
+    /// Makes every operation but reads fail, as on a file system mounted read-only (`true`),
+    /// or lifts that (`false`).
+    pub fn set_read_only(&self, read_only: bool) {
+        self.state().read_only = read_only;
+    }
+
+    /// Caps the bytes all files may hold together: a write that would pass the cap fails with
+    /// `StorageFull` and writes nothing, as on a full disk. `None` lifts the cap.
+    pub fn set_capacity(&self, bytes: Option<u64>) {
+        self.state().capacity = bytes;
+    }
+
     /// How many operations of `kind` ran (or were failed) so far.
     pub fn op_count(&self, kind: OpKind) -> u64 {
         self.state().counts.get(&kind).copied().unwrap_or(0)
@@ -252,6 +289,17 @@ impl SimFile {
 
 impl Write for SimFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        {
+            let state = self.fs.state();
+            if let Some(capacity) = state.capacity
+                && state.used() + buf.len() as u64 > capacity
+            {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "no space left on device",
+                ));
+            }
+        }
         self.with_inode(OpKind::Write, |inode| inode.data.extend_from_slice(buf))?;
         Ok(buf.len())
     }
@@ -287,6 +335,9 @@ impl Drop for SimLock {
 impl FileSystem for SimFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         let mut state = self.state();
+        if state.read_only && !state.dirs.contains_key(dir) {
+            return Err(read_only_error());
+        }
         for ancestor in dir.ancestors() {
             state.dirs.entry(ancestor.to_path_buf()).or_default();
         }
