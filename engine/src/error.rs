@@ -39,6 +39,14 @@ pub enum Corruption {
     /// A file the manifest lists is missing.
     #[error("file is missing")]
     Missing,
+    /// A log a clean close synced whole is shorter than the size the manifest recorded.
+    #[error("log is {actual} bytes, but the close recorded {expected} synced")]
+    LogSize {
+        /// What the close recorded.
+        expected: u64,
+        /// What is on disk.
+        actual: u64,
+    },
     /// A key in a table or index column family does not decode (the "file" is the family).
     #[error("key: {0}")]
     Key(crate::table::KeyError),

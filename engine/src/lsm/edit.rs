@@ -54,6 +54,10 @@ pub struct VersionEdit {
     pub added_tables: Vec<(u32, u32, TableMeta)>,
     /// `(cf, level, file number)`.
     pub removed_tables: Vec<(u32, u32, u64)>,
+    /// `(log, size)`: a clean close synced log `log` whole at `size` bytes. The next open
+    /// refuses the log shorter, or damaged within those bytes, rather than take the damage
+    /// for a torn tail (as RocksDB's `track_and_verify_wals_in_manifest` does).
+    pub closed_log: Option<(u64, u64)>,
 }
 
 impl VersionEdit {
@@ -72,6 +76,10 @@ impl VersionEdit {
         }
         if let Some(n) = self.next_cf_id {
             field(&mut out, tag::NEXT_CF_ID, u64::from(n));
+        }
+        if let Some((log, size)) = self.closed_log {
+            field(&mut out, tag::CLOSED_LOG, log);
+            put_varint(&mut out, size);
         }
         for (id, name) in &self.created_cfs {
             field(&mut out, tag::CREATE_CF, u64::from(*id));
@@ -116,6 +124,7 @@ impl VersionEdit {
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(number(&mut r)?),
                 tag::LAST_SEQNO => edit.last_seqno = Some(number(&mut r)?),
                 tag::NEXT_CF_ID => edit.next_cf_id = Some(small(&mut r)?),
+                tag::CLOSED_LOG => edit.closed_log = Some((number(&mut r)?, number(&mut r)?)),
                 tag::CREATE_CF => {
                     let id = small(&mut r)?;
                     let name = r.len_prefixed().ok_or("truncated name")?;
@@ -203,6 +212,9 @@ pub struct ManifestState {
     pub last_seqno: u64,
     /// The next unused column family id; ids are never reused.
     pub next_cf_id: u32,
+    /// The log a clean close synced whole, and its size (see [`VersionEdit::closed_log`]).
+    /// Open clears it once the logs are replayed.
+    pub closed_log: Option<(u64, u64)>,
 }
 
 impl ManifestState {
@@ -213,6 +225,7 @@ impl ManifestState {
             next_file_number: 1,
             last_seqno: 0,
             next_cf_id: 0,
+            closed_log: None,
         }
     }
 
@@ -228,6 +241,9 @@ impl ManifestState {
         }
         if let Some(n) = edit.next_cf_id {
             next.next_cf_id = next.next_cf_id.max(n);
+        }
+        if edit.closed_log.is_some() {
+            next.closed_log = edit.closed_log;
         }
         for (id, name) in &edit.created_cfs {
             if next.cfs.contains_key(id) || next.cfs.values().any(|cf| &cf.name == name) {
@@ -288,6 +304,7 @@ impl ManifestState {
             next_file_number: Some(self.next_file_number),
             last_seqno: Some(self.last_seqno),
             next_cf_id: Some(self.next_cf_id),
+            closed_log: self.closed_log,
             ..VersionEdit::default()
         };
         for (id, cf) in &self.cfs {

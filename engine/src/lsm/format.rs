@@ -36,6 +36,8 @@ pub mod tag {
     pub const REMOVE_TABLE: u64 = 7;
     /// `next_cf_id: varint`.
     pub const NEXT_CF_ID: u64 = 8;
+    /// `log_number, size: varint`: the log was synced whole at this size by a clean close.
+    pub const CLOSED_LOG: u64 = 9;
 }
 
 /// The column family every store has; it cannot be dropped.

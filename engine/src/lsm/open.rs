@@ -117,6 +117,28 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
         .map(|(_, n)| *n)
         .collect();
     logs.sort_unstable();
+    // A log a clean close synced whole must be there whole: shorter, it was cut after the
+    // close, not torn by a crash.
+    if let Some((number, size)) = state.closed_log
+        && number >= oldest_needed
+    {
+        let path = file_path(dir, FileKind::Log, number);
+        let actual = if fs.exists(&path)? {
+            fs.read(&path)?.len() as u64
+        } else {
+            0
+        };
+        if actual < size {
+            return Err(Error::Corruption {
+                file: path,
+                offset: actual,
+                what: Corruption::LogSize {
+                    expected: size,
+                    actual,
+                },
+            });
+        }
+    }
     for (i, &number) in logs.iter().enumerate() {
         let is_last = i + 1 == logs.len();
         let replayed = replay_log(&fs, dir, number, is_last, &options, &state, &memtables)?;
@@ -157,6 +179,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
         edit.log_numbers.push((*id, new_log));
     }
     edit.last_seqno = Some(last_seqno);
+    // The logs are replayed and will be removed: the close record has served.
+    state.closed_log = None;
     state.apply(&edit).map_err(|what| Error::Corruption {
         file: dir.join(crate::lsm::format::CURRENT_FILE),
         offset: 0,
@@ -279,6 +303,11 @@ fn replay_log(
     let mut reader = LogReader::new(&data, log_number(number), mode);
     if !is_last {
         reader = reader.with_known_durable(data.len() as u64);
+    } else if let Some((closed, size)) = state.closed_log
+        && closed == number
+    {
+        // Synced whole by a clean close: damage inside is damage, not a torn tail.
+        reader = reader.with_known_durable(size);
     }
     let mut replayed = Replayed {
         last_seqno: 0,

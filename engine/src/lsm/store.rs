@@ -677,7 +677,15 @@ impl Store {
         wal.log
             .sync(|file| file.sync_data())
             .map(drop)
-            .map_err(|e| Error::log(path, e))
+            .map_err(|e| Error::log(path, e))?;
+        // Record that the log is whole at this size, so the next open can tell a log cut
+        // short after the close from a crash's torn tail.
+        let edit = crate::lsm::edit::VersionEdit {
+            closed_log: Some((wal.number, wal.log.offset())),
+            ..Default::default()
+        };
+        let mut versions = lock(&self.shared.versions);
+        self.shared.log_edit(&mut versions, &edit)
     }
 }
 
