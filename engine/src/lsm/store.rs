@@ -372,6 +372,9 @@ impl Store {
     pub fn sync_wal(&self) -> Result<()> {
         self.shared.check_writable()?;
         let mut wal = lock(&self.shared.writer);
+        if wal.log.durable_offset() == wal.log.offset() {
+            return Ok(()); // nothing written since the last sync
+        }
         let synced = wal.log.sync(|file| file.sync_data());
         let path = self.shared.log_path(wal.number);
         synced
