@@ -10,50 +10,16 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use common::tables::{fill_two_tables, snapshot};
 use strata::fs::SimFs;
 use strata::table::format::{MAX_PRIMARY_KEY_BYTES, MAX_RECORD_BYTES};
 use strata::{
     Db, Error, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, Store,
     TableBatch, Value, WriteOptions, record,
 };
-
-/// Every table's definition and rows.
-type Snapshot = BTreeMap<String, (String, Vec<Record>)>;
-
-fn snapshot(db: &Db) -> Snapshot {
-    db.tables()
-        .into_iter()
-        .map(|def| {
-            let rows = db
-                .query(&def.name, &Query::default().hint(Hint::Scan))
-                .expect("scan")
-                .collect::<Result<Vec<_>, _>>()
-                .expect("rows");
-            (def.name.clone(), (format!("{def:?}"), rows))
-        })
-        .collect()
-}
-
-/// Two tables: `t` keyed by `id` with an index on `g`, and `c` with a composite key.
-fn fill(db: &Db) {
-    db.create_table("t", &["id"]).expect("t");
-    db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
-        .expect("index");
-    db.create_table("c", &["a", "b"]).expect("c");
-    let mut batch = TableBatch::new();
-    for id in 0..40i64 {
-        batch.insert(record! { "id" => id, "g" => id % 4, "name" => format!("n{id}") });
-    }
-    db.write("t", batch, WriteOptions::synced()).expect("rows");
-    for a in 0..5i64 {
-        db.insert("c", record! { "a" => a, "b" => "x", "v" => a * 10 })
-            .expect("c rows");
-    }
-}
 
 fn big(bytes: usize) -> String {
     "x".repeat(bytes)
@@ -291,7 +257,7 @@ fn cases() -> Vec<Case> {
 fn each_bad_call_is_a_clear_error_and_changes_nothing() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     let before = snapshot(&db);
     for (name, call, expected) in cases() {
         match call(&db) {
@@ -324,7 +290,7 @@ fn each_bad_call_is_a_clear_error_and_changes_nothing() {
 fn a_locked_directory_is_refused_while_its_owner_runs() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     let before = snapshot(&db);
     let second = Db::open(dir.path(), Options::default());
     let Err(e) = second else {
@@ -347,7 +313,7 @@ fn sim(fs: &SimFs) -> Options {
 fn a_read_only_directory_is_refused_and_left_as_it_was() {
     let fs = SimFs::new();
     let db = Db::open("/db", sim(&fs)).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     let before = snapshot(&db);
     db.close().expect("close");
     fs.set_read_only(true);
@@ -365,7 +331,7 @@ fn a_read_only_directory_is_refused_and_left_as_it_was() {
 fn a_full_disk_fails_writes_and_loses_no_acknowledged_one() {
     let fs = SimFs::new();
     let db = Db::open("/db", sim(&fs)).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     let mut acknowledged = snapshot(&db)["t"].1.len();
     // Room for a little more, then none: the writes must start failing.
     fs.set_capacity(Some(fs_used(&fs) + (64 << 10)));
@@ -423,7 +389,7 @@ fn fs_used(fs: &SimFs) -> u64 {
 fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     let before = snapshot(&db);
     db.close().expect("close");
     // Rewrite table t's definition as a newer build would have written it.

@@ -3,44 +3,12 @@
 //! either reports an error or returns exactly what was written, with clean indexes. Never a
 //! panic, and never a silent loss.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::{Path, PathBuf};
 
-use strata::{Db, Hint, Options, Projection, Query, Record, TableBatch, WriteOptions, record};
-
-/// Every table's definition and rows.
-type Snapshot = BTreeMap<String, (String, Vec<Record>)>;
-
-fn snapshot(db: &Db) -> Snapshot {
-    db.tables()
-        .into_iter()
-        .map(|def| {
-            let rows = db
-                .query(&def.name, &Query::default().hint(Hint::Scan))
-                .expect("scan")
-                .collect::<Result<Vec<_>, _>>()
-                .expect("rows");
-            (def.name.clone(), (format!("{def:?}"), rows))
-        })
-        .collect()
-}
-
-/// Two tables: `t` keyed by `id` with an index on `g`, and `c` with a composite key.
-fn fill(db: &Db) {
-    db.create_table("t", &["id"]).expect("t");
-    db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
-        .expect("index");
-    db.create_table("c", &["a", "b"]).expect("c");
-    let mut batch = TableBatch::new();
-    for id in 0..40i64 {
-        batch.insert(record! { "id" => id, "g" => id % 4, "name" => format!("n{id}") });
-    }
-    db.write("t", batch, WriteOptions::synced()).expect("rows");
-    for a in 0..5i64 {
-        db.insert("c", record! { "a" => a, "b" => "x", "v" => a * 10 })
-            .expect("c rows");
-    }
-}
+use common::tables::{Snapshot, fill_two_tables, snapshot};
+use strata::{Db, Hint, Options, Query, record};
 
 /// Every file below `dir`.
 fn files(dir: &Path) -> Vec<PathBuf> {
@@ -112,7 +80,7 @@ fn every_file_truncated_or_bit_flipped_is_an_error_or_harmless() {
     let dir = tempfile::tempdir().expect("tempdir");
     let original = dir.path().join("db");
     let db = Db::open(&original, Options::default()).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     db.flush().expect("flush");
     db.insert("t", record! { "id" => 500, "g" => 1 })
         .expect("one row in the log only");
@@ -171,7 +139,7 @@ fn a_log_cut_after_a_clean_close_is_refused_not_taken_for_a_torn_tail() {
         ..Options::default()
     };
     let db = Db::open("/db", options()).expect("open");
-    fill(&db);
+    fill_two_tables(&db);
     let before = snapshot(&db);
     db.close().expect("close");
     let log = fs

@@ -111,31 +111,7 @@ impl Record {
 
     /// Parses a stored record.
     pub fn decode(bytes: &[u8]) -> Result<Record, RecordError> {
-        let mut r = Reader { bytes, at: 0 };
-        let version = r.byte()?;
-        if version != RECORD_VERSION {
-            return Err(RecordError::Version(version));
-        }
-        let count = r.varint()?;
-        if count > MAX_FIELDS as u64 {
-            return Err(RecordError::TooManyFields(count));
-        }
-        let mut fields = BTreeMap::new();
-        let mut last: Option<&str> = None;
-        for _ in 0..count {
-            let len = r.len(MAX_FIELD_NAME_BYTES)?;
-            let name = std::str::from_utf8(r.take(len)?).map_err(|_| RecordError::NotUtf8)?;
-            if last.is_some_and(|last| last >= name) {
-                return Err(RecordError::FieldOrder);
-            }
-            last = Some(name);
-            let value = r.value()?;
-            fields.insert(name.to_owned(), value);
-        }
-        if r.at != bytes.len() {
-            return Err(RecordError::TrailingBytes);
-        }
-        Ok(Record { fields })
+        Record::decode_where(bytes, |_| true)
     }
 }
 
@@ -143,8 +119,15 @@ impl Record {
     /// Parses only the fields named in `wanted` (sorted and without repeats), skipping the
     /// other values without building them: what the statistics collector reads of every row
     /// a flush writes. The header, the names and their order are checked as [`Record::decode`]
-    /// checks them; a skipped string is not checked for UTF-8.
+    /// checks them; a skipped field's name and string are not checked for UTF-8.
     pub fn decode_only(bytes: &[u8], wanted: &[String]) -> Result<Record, RecordError> {
+        Record::decode_where(bytes, |name| {
+            wanted.binary_search_by(|w| w.as_bytes().cmp(name)).is_ok()
+        })
+    }
+
+    /// Parses a stored record, building the fields `keep` accepts and skipping the others.
+    fn decode_where(bytes: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Record, RecordError> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.byte()?;
         if version != RECORD_VERSION {
@@ -163,7 +146,7 @@ impl Record {
                 return Err(RecordError::FieldOrder);
             }
             last = Some(name);
-            if wanted.binary_search_by(|w| w.as_bytes().cmp(name)).is_ok() {
+            if keep(name) {
                 let name = std::str::from_utf8(name).map_err(|_| RecordError::NotUtf8)?;
                 fields.insert(name.to_owned(), r.value()?);
             } else {

@@ -133,3 +133,39 @@ pub fn random_index(rng: &mut Rng) -> (Vec<&'static str>, Projection) {
     ];
     (fields, projections[rng.below(3) as usize].clone())
 }
+
+/// Every table's definition (as its debug text) and rows, for "nothing changed" checks.
+pub type Snapshot = BTreeMap<String, (String, Vec<Record>)>;
+
+/// Every table of `db`: its definition and its rows, read by forced scans.
+pub fn snapshot(db: &Db) -> Snapshot {
+    db.tables()
+        .into_iter()
+        .map(|def| {
+            let rows = db
+                .query(&def.name, &Query::default().hint(strata::Hint::Scan))
+                .expect("scan")
+                .collect::<Result<Vec<_>, _>>()
+                .expect("rows");
+            (def.name.clone(), (format!("{def:?}"), rows))
+        })
+        .collect()
+}
+
+/// Two tables: `t` keyed by `id` with 40 rows and an index on `g`, and `c` with a composite
+/// key and 5 rows.
+pub fn fill_two_tables(db: &Db) {
+    db.create_table("t", &["id"]).expect("t");
+    db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
+        .expect("index");
+    db.create_table("c", &["a", "b"]).expect("c");
+    let mut batch = TableBatch::new();
+    for id in 0..40i64 {
+        batch.insert(record! { "id" => id, "g" => id % 4, "name" => format!("n{id}") });
+    }
+    db.write("t", batch, WriteOptions::synced()).expect("rows");
+    for a in 0..5i64 {
+        db.insert("c", record! { "a" => a, "b" => "x", "v" => a * 10 })
+            .expect("c rows");
+    }
+}
