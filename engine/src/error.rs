@@ -104,6 +104,15 @@ pub enum Error {
     /// The store is shutting down.
     #[error("the store is closed")]
     Closed,
+    /// Something could not be encoded for storage (a bug, never the data's fault); nothing
+    /// was written.
+    #[error("{what} does not encode: {reason}")]
+    Encode {
+        /// What was being encoded.
+        what: &'static str,
+        /// The encoder's message.
+        reason: String,
+    },
 }
 
 impl From<io::Error> for Error {

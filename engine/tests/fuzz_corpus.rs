@@ -195,7 +195,11 @@ fn write_table_seed_corpora() {
             shards: 1,
             indexes: vec![index],
         };
-        std::fs::write(records.join(format!("seed-table-{i}")), def.encode()).expect("write");
+        std::fs::write(
+            records.join(format!("seed-table-{i}")),
+            def.encode().expect("encode"),
+        )
+        .expect("write");
     }
 
     use strata::table::outbox::{OutboxEntry, OutboxOp};

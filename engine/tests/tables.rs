@@ -462,8 +462,7 @@ fn corrupt_rows_and_entries_are_errors_not_panics() {
 }
 
 /// `analyze` runs by itself once the rows changed since the last analysis pass 10% of its row
-/// count + 50 (the defaults). Closing the database finishes the analyses queued, so reopening
-/// shows what ran.
+/// count + 50 (the defaults); `wait_for_analyses` waits for the runs the writes queued.
 #[test]
 fn analyze_runs_by_itself_after_enough_changes() {
     let dir = tempfile::tempdir().unwrap();
@@ -475,36 +474,28 @@ fn analyze_runs_by_itself_after_enough_changes() {
         db.write("t", batch, WriteOptions::default()).unwrap();
     };
     let analysed = |db: &Db| db.table_stats("t").unwrap().map(|s| s.row_count);
-    // The analyzer runs in the background and close abandons it, so a test that expects a
-    // run waits for it first; one that expects none checks after a pause long enough for it.
-    let settle = |db: &Db, expected: Option<u64>| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-        while analysed(db) != expected && std::time::Instant::now() < deadline {
-            std::thread::sleep(std::time::Duration::from_millis(5));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(200));
+    // A write past the threshold queues its table before it returns, so waiting for the
+    // queued analyses shows exactly what the writes asked for: no sleeping, no guessing.
+    let settle = |db: &Db| {
+        db.wait_for_analyses();
         analysed(db)
     };
 
     let db = Db::open(dir.path(), Options::default()).unwrap();
     db.create_table("t", &["id"]).unwrap();
     insert(&db, 0..49);
-    assert_eq!(settle(&db, None), None, "49 changes: under 0 × 10% + 50");
+    assert_eq!(settle(&db), None, "49 changes: under 0 × 10% + 50");
     db.close().unwrap();
 
     let db = Db::open(dir.path(), Options::default()).unwrap();
     insert(&db, 49..100);
-    assert_eq!(settle(&db, Some(100)), Some(100), "51 changes since open");
+    assert_eq!(settle(&db), Some(100), "51 changes since open");
     db.close().unwrap();
 
     let db = Db::open(dir.path(), Options::default()).unwrap();
     assert_eq!(analysed(&db), Some(100), "stored");
     insert(&db, 100..159);
-    assert_eq!(
-        settle(&db, Some(100)),
-        Some(100),
-        "59 changes: under 10 + 50"
-    );
+    assert_eq!(settle(&db), Some(100), "59 changes: under 10 + 50");
     db.close().unwrap();
 
     let off = Options {
@@ -513,16 +504,12 @@ fn analyze_runs_by_itself_after_enough_changes() {
     };
     let db = Db::open(dir.path(), off).unwrap();
     insert(&db, 200..400);
-    assert_eq!(settle(&db, Some(100)), Some(100), "off: nothing ran");
+    assert_eq!(settle(&db), Some(100), "off: nothing ran");
     db.close().unwrap();
 
     let db = Db::open(dir.path(), Options::default()).unwrap();
     insert(&db, 400..461);
-    assert_eq!(
-        settle(&db, Some(420)),
-        Some(420),
-        "61 changes: over 10 + 50"
-    );
+    assert_eq!(settle(&db), Some(420), "61 changes: over 10 + 50");
     db.close().unwrap();
 }
 

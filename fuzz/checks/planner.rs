@@ -2,7 +2,8 @@
 //! query, and `choose` must hold its promises — no panic, estimates within the table, finite
 //! non-negative costs, the cheapest candidate chosen. Bytes starting with `{` are fed to
 //! `TableStats::decode` instead, which must refuse or accept them without panicking and
-//! accept only statistics that validate.
+//! accept only statistics that validate. Values include NaN of both signs, ±inf and -0.0,
+//! and the statistics made from them must round-trip through their stored form exactly.
 
 use strata_planner::*;
 
@@ -21,11 +22,23 @@ impl Bytes<'_> {
     }
 
     fn value(&mut self) -> Value {
-        match self.byte() % 5 {
+        match self.byte() % 6 {
             0 => Value::Null,
             1 => Value::Int(i64::from(self.byte() as i8)),
             2 => Value::Float(f64::from(self.byte()) / 7.0),
-            3 => Value::Str(char::from(b'a' + self.byte() % 26).to_string()),
+            3 => Value::Float(
+                [
+                    f64::NAN,
+                    -f64::NAN,
+                    f64::INFINITY,
+                    f64::NEG_INFINITY,
+                    -0.0,
+                    f64::MAX,
+                    f64::MIN_POSITIVE,
+                    f64::from_bits(0x7ff0_0000_0000_0001),
+                ][usize::from(self.byte() % 8)],
+            ),
+            4 => Value::Str(char::from(b'a' + self.byte() % 26).to_string()),
             _ => Value::Bool(self.byte().is_multiple_of(2)),
         }
     }
@@ -83,6 +96,12 @@ pub fn check(data: &[u8]) {
             fields: vec!["a".into(), "b".into()],
             distinct: f64::from(input.byte()) * 10.0,
         });
+    }
+    let stored = stats.encode().expect("statistics encode");
+    if stats.validate().is_ok() {
+        let back = TableStats::decode(&stored).expect("valid statistics decode");
+        assert_eq!(back, stats, "statistics round-trip");
+        assert_eq!(back.encode().expect("re-encode"), stored, "bit for bit");
     }
     let projection = |p: u8| match p % 3 {
         0 => Projection::KeysOnly,

@@ -1,7 +1,9 @@
 //! The `record` fuzz checks: the stored forms of the table layer besides keys. Shared by the
 //! libFuzzer target and by the corpus replay in `engine/tests/fuzz_corpus.rs`. For any input:
 //!
-//! 1. As a record: decoding never panics; what decodes re-encodes to exactly the input.
+//! 1. As a record: decoding never panics; what decodes re-encodes to exactly the input, and
+//!    statistics of its fields (any float bits: NaN, ±inf, -0.0) round-trip their stored
+//!    form exactly.
 //! 2. As an index entry value (of a keys-only, an include and an all index, under any key
 //!    made of the input's first half): decoding never panics.
 //! 3. As a catalog table definition: decoding never panics; what decodes validates, and
@@ -9,11 +11,25 @@
 
 use strata::table::catalog::{IndexDef, TableDef};
 use strata::table::entry::decode_entry;
-use strata::{IndexState, Maintenance, Projection, Record, Scope};
+use strata::{IndexState, Maintenance, Projection, Record, Scope, TableStats};
+use strata_planner::TableStatsBuilder;
 
 pub fn check(data: &[u8]) {
     if let Ok(record) = Record::decode(data) {
         assert_eq!(record.encode(), data, "decoded records re-encode exactly");
+        let fields: Vec<String> = record.iter().map(|(name, _)| name.to_owned()).collect();
+        let mut builder = TableStatsBuilder::new(&fields, &[]);
+        builder.add_row(|f| record.get(f), data.len());
+        let stored = builder.encode().expect("a sketch encodes");
+        let back = TableStatsBuilder::decode(&stored).expect("a sketch decodes");
+        assert_eq!(
+            back.encode().expect("re-encode"),
+            stored,
+            "sketches round-trip"
+        );
+        let stats = builder.finish();
+        let stored = stats.encode().expect("statistics encode");
+        assert_eq!(TableStats::decode(&stored).expect("decode"), stats);
     }
 
     let table = TableDef {
@@ -45,6 +61,9 @@ pub fn check(data: &[u8]) {
 
     if let Ok(def) = TableDef::decode(data) {
         def.validate().expect("a decoded definition is valid");
-        assert_eq!(TableDef::decode(&def.encode()).expect("re-encoded"), def);
+        assert_eq!(
+            TableDef::decode(&def.encode().expect("encode")).expect("re-encoded"),
+            def
+        );
     }
 }

@@ -10,7 +10,8 @@ pub fn check(data: &[u8]) {
     let Ok(sketch) = FileSketch::decode(data) else {
         return;
     };
-    let again = FileSketch::decode(&sketch.encode()).expect("a re-encoded sketch decodes");
+    let again = FileSketch::decode(&sketch.encode().expect("a decoded sketch encodes"))
+        .expect("a re-encoded sketch decodes");
     assert_eq!(again.tombstones, sketch.tombstones);
     let stats = sketch.rows.finish();
     assert_eq!(

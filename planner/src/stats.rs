@@ -88,13 +88,19 @@ pub struct TableStats {
     pub collected_rows: u64,
 }
 
-/// Decoding failed.
+/// Encoding or decoding failed.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum StatsError {
     /// Not a statistics record.
     Malformed(String),
     /// Written by a newer version of Strata.
     UnknownVersion(u32),
+    /// Written by a build that stored a non-finite float (NaN, ±inf) as JSON `null`, so the
+    /// value is lost: the statistics are unknown and the table must be analysed again.
+    LostFloat,
+    /// The statistics could not be encoded (nothing was stored).
+    Encode(String),
 }
 
 impl std::fmt::Display for StatsError {
@@ -105,11 +111,27 @@ impl std::fmt::Display for StatsError {
                 f,
                 "statistics of version {v}; this build reads version {STATS_VERSION}"
             ),
+            StatsError::LostFloat => f.write_str(
+                "statistics written by an earlier build hold a non-finite float as null",
+            ),
+            StatsError::Encode(why) => write!(f, "statistics do not encode: {why}"),
         }
     }
 }
 
 impl std::error::Error for StatsError {}
+
+/// Whether `json` holds `{"Float": null}` anywhere: what builds before non-finite floats
+/// were stored by their bits wrote for NaN and ±inf.
+fn holds_lost_float(json: &serde_json::Value) -> bool {
+    match json {
+        serde_json::Value::Object(map) => map.iter().any(|(key, value)| {
+            (key == "Float" && map.len() == 1 && value.is_null()) || holds_lost_float(value)
+        }),
+        serde_json::Value::Array(items) => items.iter().any(holds_lost_float),
+        _ => false,
+    }
+}
 
 #[derive(Serialize, Deserialize)]
 struct Stored {
@@ -129,22 +151,29 @@ impl TableStats {
             .map(|p| p.distinct)
     }
 
-    /// The bytes the catalog stores: `{"version": 1, "stats": …}` as JSON.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The bytes the catalog stores: `{"version": 1, "stats": …}` as JSON. Every value
+    /// round-trips exactly, non-finite floats included.
+    pub fn encode(&self) -> Result<Vec<u8>, StatsError> {
+        let stats = serde_json::to_value(self).map_err(|e| StatsError::Encode(e.to_string()))?;
         let stored = Stored {
             version: STATS_VERSION,
-            stats: serde_json::to_value(self).unwrap_or(serde_json::Value::Null),
+            stats,
         };
-        serde_json::to_vec(&stored).unwrap_or_default()
+        serde_json::to_vec(&stored).map_err(|e| StatsError::Encode(e.to_string()))
     }
 
     /// Reads what [`Self::encode`] wrote; refuses other versions and anything malformed,
     /// including frequencies or counts that cannot be (negative, not finite, above 1).
+    /// Statistics an earlier build wrote with a non-finite float as `null` are
+    /// [`StatsError::LostFloat`]: the caller treats them as unknown and analyses again.
     pub fn decode(bytes: &[u8]) -> Result<TableStats, StatsError> {
         let stored: Stored =
             serde_json::from_slice(bytes).map_err(|e| StatsError::Malformed(e.to_string()))?;
         if stored.version != STATS_VERSION {
             return Err(StatsError::UnknownVersion(stored.version));
+        }
+        if holds_lost_float(&stored.stats) {
+            return Err(StatsError::LostFloat);
         }
         let stats: TableStats = serde_json::from_value(stored.stats)
             .map_err(|e| StatsError::Malformed(e.to_string()))?;
@@ -422,7 +451,7 @@ impl TableStatsBuilder {
     }
 
     /// The stored form: `{"version": 1, "builder": …}` as JSON.
-    pub fn encode(&self) -> Vec<u8> {
+    pub fn encode(&self) -> Result<Vec<u8>, StatsError> {
         #[derive(Serialize)]
         struct Borrowed<'a> {
             version: u32,
@@ -432,7 +461,7 @@ impl TableStatsBuilder {
             version: STATS_VERSION,
             builder: self,
         })
-        .unwrap_or_default()
+        .map_err(|e| StatsError::Encode(e.to_string()))
     }
 
     /// Reads what [`Self::encode`] wrote; refuses other versions and builders that
@@ -576,7 +605,7 @@ mod tests {
     #[test]
     fn statistics_round_trip_and_refuse_other_versions() {
         let stats = build((0..1_000i64).map(|i| (Value::Int(i % 7), Value::Int(i))));
-        let bytes = stats.encode();
+        let bytes = stats.encode().expect("encode");
         assert_eq!(TableStats::decode(&bytes), Ok(stats));
         let newer =
             String::from_utf8(bytes)
@@ -645,10 +674,11 @@ mod tests {
             let v = Value::from(format!("v{}", i % 40));
             b.add_row(|_| Some(&v), 12);
         }
-        let decoded = TableStatsBuilder::decode(&b.encode()).expect("round trip");
+        let bytes = b.encode().expect("encode");
+        let decoded = TableStatsBuilder::decode(&bytes).expect("round trip");
         assert_eq!(decoded.finish(), b.finish());
 
-        let text = String::from_utf8(b.encode()).expect("json");
+        let text = String::from_utf8(bytes).expect("json");
         let more_nulls = text.replacen("\"nulls\":0", "\"nulls\":5000", 1);
         assert_ne!(more_nulls, text);
         assert!(matches!(
@@ -660,5 +690,73 @@ mod tests {
             TableStatsBuilder::decode(newer.as_bytes()).err(),
             Some(StatsError::UnknownVersion(9))
         );
+    }
+
+    /// Every kind of float a column can hold, NaN of both signs, ±inf and -0.0 among them.
+    fn awkward_float(i: i64) -> Value {
+        match i % 9 {
+            0 => Value::Float(f64::NAN),
+            1 => Value::Float(-f64::NAN),
+            2 => Value::Float(f64::INFINITY),
+            3 => Value::Float(f64::NEG_INFINITY),
+            4 => Value::Float(-0.0),
+            5 => Value::Null,
+            _ => Value::Float(i as f64 / 7.0),
+        }
+    }
+
+    #[test]
+    fn statistics_and_builders_of_non_finite_floats_round_trip_exactly() {
+        // Before, serde_json wrote NaN and ±inf as null and the catalog refused to read them
+        // back, which made the whole database refuse to open.
+        let stats = build((0..2_000i64).map(|i| (awkward_float(i), awkward_float(i / 3))));
+        let x = &stats.columns["status"];
+        assert!(
+            x.min
+                .as_ref()
+                .is_some_and(|m| matches!(m, Value::Float(f) if f.is_nan()))
+        );
+        let bytes = stats.encode().expect("encode");
+        let back = TableStats::decode(&bytes).expect("decode");
+        assert_eq!(back, stats);
+        // PartialEq on Value is total order, so NaN == NaN only with the same sign; check bits.
+        let bits = |s: &TableStats| -> Vec<u64> {
+            s.columns["status"]
+                .most_common
+                .iter()
+                .filter_map(|(v, _)| match v {
+                    Value::Float(f) => Some(f.to_bits()),
+                    _ => None,
+                })
+                .collect()
+        };
+        assert_eq!(bits(&back), bits(&stats));
+
+        let mut b = TableStatsBuilder::with_limits(&["a".into()], &[], 16, 64);
+        for i in 0..500i64 {
+            let v = awkward_float(i);
+            b.add_row(|_| Some(&v), 9);
+        }
+        let decoded = TableStatsBuilder::decode(&b.encode().expect("encode")).expect("decode");
+        assert_eq!(decoded.finish(), b.finish());
+    }
+
+    #[test]
+    fn statistics_an_earlier_build_wrote_with_a_lost_float_are_unknown_not_malformed() {
+        // The exact shape the old encoder produced for a column whose minimum was -inf.
+        let stats = build((0..100i64).map(|i| (awkward_float(i), Value::Int(i))));
+        let text = String::from_utf8(stats.encode().expect("encode")).expect("json");
+        let old = text.replace(r#"{"Float":"0xfff0000000000000"}"#, r#"{"Float":null}"#);
+        assert_ne!(old, text);
+        assert_eq!(
+            TableStats::decode(old.as_bytes()),
+            Err(StatsError::LostFloat)
+        );
+        // A null float anywhere else in a value is still malformed, not lost.
+        let broken = text.replacen(r#""row_count":100"#, r#""row_count":null"#, 1);
+        assert!(matches!(
+            TableStats::decode(broken.as_bytes()),
+            Err(StatsError::Malformed(_))
+        ));
     }
 }

@@ -3,15 +3,23 @@
 //!
 //! The order is total: `Null` < booleans < numbers < strings < bytes. Integers and floats
 //! compare by numeric value (an integer before an equal float, so the order stays total);
-//! floats use IEEE total order. A stable 64-bit hash feeds the distinct-count sketches, so
-//! sketches built on different machines or shards merge.
+//! floats use IEEE total order (`f64::total_cmp`): a negative NaN sorts below -inf, a positive
+//! NaN above +inf, -0.0 just below 0.0, and a NaN equals only a NaN of the same bits. Keys
+//! (`docs/formats/keys.md`), filters and the statistics all use this one order. A stable
+//! 64-bit hash feeds the distinct-count sketches, so sketches built on different machines or
+//! shards merge.
+//!
+//! Stored statistics hold values as JSON (`docs/formats/stats.md`): `"Null"`, `{"Bool":b}`,
+//! `{"Int":i}`, `{"Float":x}`, `{"Str":s}`, `{"Bytes":[…]}`. JSON has no NaN or infinity, so
+//! a float that is not finite is written as the string of its IEEE bits in hex
+//! (`{"Float":"0x7ff8000000000000"}`), and every float round-trips bit for bit.
 
 use std::cmp::Ordering;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A field value.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug)]
 pub enum Value {
     /// No value.
     Null,
@@ -107,6 +115,81 @@ impl Value {
                 buf.extend(b);
             }
         }
+    }
+}
+
+/// The stored (JSON) form of a [`Value`]: the shape serde derives for the enum, except that a
+/// float JSON cannot hold as a number goes as the hex string of its bits.
+#[derive(Serialize, Deserialize)]
+#[serde(rename = "Value")]
+enum Stored<'a> {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(StoredFloat),
+    #[serde(borrow)]
+    Str(std::borrow::Cow<'a, str>),
+    Bytes(Vec<u8>),
+}
+
+/// A float as a JSON number when it is finite, else as `"0x…"`: the 16 hex digits of its bits.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum StoredFloat {
+    Number(f64),
+    Bits(String),
+}
+
+/// The prefix of a float stored by its bits.
+const FLOAT_BITS_PREFIX: &str = "0x";
+
+impl StoredFloat {
+    fn new(x: f64) -> StoredFloat {
+        if x.is_finite() {
+            StoredFloat::Number(x)
+        } else {
+            StoredFloat::Bits(format!("{FLOAT_BITS_PREFIX}{:016x}", x.to_bits()))
+        }
+    }
+
+    fn value(self) -> Result<f64, String> {
+        match self {
+            StoredFloat::Number(x) => Ok(x),
+            StoredFloat::Bits(text) => text
+                .strip_prefix(FLOAT_BITS_PREFIX)
+                .filter(|hex| hex.len() == 16)
+                .and_then(|hex| u64::from_str_radix(hex, 16).ok())
+                .map(f64::from_bits)
+                .ok_or_else(|| format!("a float's bits {text:?} are not 0x and 16 hex digits")),
+        }
+    }
+}
+
+impl Serialize for Value {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let stored = match self {
+            Value::Null => Stored::Null,
+            Value::Bool(b) => Stored::Bool(*b),
+            Value::Int(i) => Stored::Int(*i),
+            Value::Float(x) => Stored::Float(StoredFloat::new(*x)),
+            Value::Str(s) => Stored::Str(std::borrow::Cow::Borrowed(s)),
+            // A copy, but only where statistics are written, never on a query path.
+            Value::Bytes(b) => Stored::Bytes(b.clone()),
+        };
+        stored.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Value {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Stored::deserialize(deserializer)? {
+            Stored::Null => Value::Null,
+            Stored::Bool(b) => Value::Bool(b),
+            Stored::Int(i) => Value::Int(i),
+            Stored::Float(x) => Value::Float(x.value().map_err(serde::de::Error::custom)?),
+            Stored::Str(s) => Value::Str(s.into_owned()),
+            Stored::Bytes(b) => Value::Bytes(b),
+        })
     }
 }
 
@@ -350,6 +433,83 @@ mod tests {
         assert!(Value::Int(i64::MIN + 1) > Value::Float(i64::MIN as f64));
         assert!(Value::Int(0) > Value::Float(f64::NEG_INFINITY));
         assert!(Value::Int(i64::MAX) < Value::Float(f64::INFINITY));
+    }
+
+    #[test]
+    fn every_value_round_trips_through_its_stored_form_bit_for_bit() {
+        let floats = [
+            f64::NAN,
+            -f64::NAN,
+            f64::from_bits(0x7ff0_0000_0000_0001), // a signalling NaN with a payload
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -0.0,
+            0.0,
+            f64::MIN_POSITIVE,
+            f64::MAX,
+            -1.5e-300,
+            5e-324,
+        ];
+        for x in floats {
+            let json = serde_json::to_string(&Value::Float(x)).unwrap();
+            let back: Value = serde_json::from_str(&json).unwrap();
+            match back {
+                Value::Float(y) => assert_eq!(y.to_bits(), x.to_bits(), "{x} via {json}"),
+                other => panic!("{x} came back as {other:?}"),
+            }
+        }
+        let others = [
+            Value::Null,
+            Value::Bool(true),
+            Value::Int(i64::MIN),
+            Value::Str("quote \" and \u{0}".into()),
+            Value::Bytes(vec![0, 255]),
+        ];
+        for v in others {
+            let back: Value = serde_json::from_str(&serde_json::to_string(&v).unwrap()).unwrap();
+            assert_eq!(back, v);
+        }
+    }
+
+    #[test]
+    fn the_stored_form_is_what_earlier_builds_wrote() {
+        // Statistics written before non-finite floats were stored by their bits must read.
+        let old = r#"["Null",{"Bool":false},{"Int":-3},{"Float":2.5},{"Float":-0.0},{"Str":"a"},{"Bytes":[1,2]}]"#;
+        let values: Vec<Value> = serde_json::from_str(old).unwrap();
+        assert_eq!(serde_json::to_string(&values).unwrap(), old);
+        assert!(matches!(values[4], Value::Float(z) if z.is_sign_negative()));
+        assert_eq!(
+            serde_json::to_string(&Value::Float(f64::NEG_INFINITY)).unwrap(),
+            r#"{"Float":"0xfff0000000000000"}"#
+        );
+        // What the old encoder wrote for a non-finite float, and malformed bits: errors.
+        for bad in [
+            r#"{"Float":null}"#,
+            r#"{"Float":"0x7ff8"}"#,
+            r#"{"Float":"nan"}"#,
+            r#"{"Float":"0xzzzzzzzzzzzzzzzz"}"#,
+        ] {
+            assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn nan_and_signed_zero_order_as_ieee_total_order() {
+        let ordered = [
+            Value::Float(-f64::NAN),
+            Value::Float(f64::NEG_INFINITY),
+            Value::Int(i64::MIN),
+            Value::Float(-0.0),
+            Value::Int(0),
+            Value::Float(0.0),
+            Value::Float(f64::INFINITY),
+            Value::Float(f64::NAN),
+            Value::Str(String::new()),
+        ];
+        for pair in ordered.windows(2) {
+            assert!(pair[0] < pair[1], "{:?} < {:?}", pair[0], pair[1]);
+        }
+        assert_eq!(Value::Float(f64::NAN), Value::Float(f64::NAN));
     }
 
     #[test]

@@ -168,9 +168,11 @@ impl TableDef {
     }
 
     /// The stored form.
-    pub fn encode(&self) -> Vec<u8> {
-        // Serialising plain structs of strings and enums cannot fail.
-        serde_json::to_vec(self).unwrap_or_default()
+    pub fn encode(&self) -> Result<Vec<u8>> {
+        serde_json::to_vec(self).map_err(|e| Error::Encode {
+            what: "a table definition",
+            reason: e.to_string(),
+        })
     }
 
     /// Parses and checks a stored definition.
@@ -314,17 +316,21 @@ mod tests {
     #[test]
     fn definitions_round_trip() {
         let d = def();
-        assert_eq!(TableDef::decode(&d.encode()).unwrap(), d);
+        assert_eq!(TableDef::decode(&d.encode().unwrap()).unwrap(), d);
     }
 
     #[test]
     fn newer_formats_and_bad_names_are_refused() {
         let mut d = def();
         d.format = CATALOG_FORMAT + 1;
-        assert!(TableDef::decode(&d.encode()).unwrap_err().contains("newer"));
+        assert!(
+            TableDef::decode(&d.encode().unwrap())
+                .unwrap_err()
+                .contains("newer")
+        );
         let mut d = def();
         d.name = "bad name".into();
-        assert!(TableDef::decode(&d.encode()).is_err());
+        assert!(TableDef::decode(&d.encode().unwrap()).is_err());
         assert!(TableDef::decode(b"{").is_err());
         assert!(validate_name("table", "9lives").is_err());
         assert!(validate_name("table", "").is_err());

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use strata_planner::{CostModel, IndexState, Projection, Scope, TableStats, Value};
+use strata_planner::{CostModel, IndexState, Projection, Scope, StatsError, TableStats, Value};
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Options, ReadOptions, Store, WriteBatch, WriteOptions};
@@ -86,6 +86,8 @@ pub struct Shared {
     analyze_queue: Mutex<Option<std::sync::mpsc::Sender<String>>>,
     /// Tables queued or being analysed by it.
     analyze_queued: Mutex<BTreeSet<String>>,
+    /// Signalled each time a table leaves `analyze_queued`.
+    analyze_done: std::sync::Condvar,
     /// Set at close: an auto-analysis under way stops and is dropped.
     pub(crate) analyze_stop: std::sync::atomic::AtomicBool,
     /// Collects each fact table file's statistics sketch (`sketch.rs`).
@@ -238,6 +240,7 @@ impl Db {
         };
         let mut defs = BTreeMap::new();
         let mut stats = BTreeMap::new();
+        let mut reanalyze = Vec::new();
         let mut cost_model = CostModel::default();
         for kv in store.iter(&catalog, ReadOptions::default())? {
             let (k, v) = kv?;
@@ -254,9 +257,22 @@ impl Db {
                 }
                 defs.insert(def.name.clone(), def);
             } else if let Some(name) = key.strip_prefix(CATALOG_STATS_PREFIX) {
-                let s =
-                    TableStats::decode(&v).map_err(|e| catalog_corrupt(format!("{key}: {e}")))?;
-                stats.insert(name.to_owned(), s);
+                match TableStats::decode(&v) {
+                    Ok(s) => {
+                        stats.insert(name.to_owned(), s);
+                    }
+                    // An earlier build stored a NaN or an infinity as null: the statistics
+                    // are unknown, not corrupt. The table plans without them until the
+                    // analysis queued below replaces them.
+                    Err(StatsError::LostFloat) => {
+                        tracing::warn!(
+                            table = name,
+                            "statistics with a lost float; analysing again"
+                        );
+                        reanalyze.push(name.to_owned());
+                    }
+                    Err(e) => return Err(catalog_corrupt(format!("{key}: {e}"))),
+                }
             } else if key == CATALOG_COST_MODEL {
                 cost_model = serde_json::from_slice::<CostModel>(&v)
                     .ok()
@@ -281,6 +297,7 @@ impl Db {
             tracker: Tracker::new(),
             analyze_queue: Mutex::new(None),
             analyze_queued: Mutex::new(BTreeSet::new()),
+            analyze_done: std::sync::Condvar::new(),
             analyze_stop: std::sync::atomic::AtomicBool::new(false),
             sketches,
         };
@@ -346,6 +363,9 @@ impl Db {
             indexer: Some(indexer),
             analyzer: Some(analyzer),
         };
+        for table in reanalyze {
+            db.queue_analyze(&table);
+        }
         // Finish what a crash interrupted.
         let unfinished: Vec<(String, String)> = db
             .read_tables()
@@ -391,6 +411,19 @@ impl Db {
     /// The definition of table `name`.
     pub fn table(&self, name: &str) -> Result<TableDef> {
         Ok(self.handle(name)?.def.clone())
+    }
+
+    /// Waits until every analysis that auto-analyze has queued so far has run. A write that
+    /// passes the auto-analyze threshold queues its table before it returns, so after this a
+    /// caller sees the statistics of every analysis its writes asked for.
+    pub fn wait_for_analyses(&self) {
+        let mut queued = lock(&self.analyze_queued);
+        while !queued.is_empty() {
+            queued = self
+                .analyze_done
+                .wait(queued)
+                .unwrap_or_else(|p| p.into_inner());
+        }
     }
 
     /// The statistics of the last [`Db::analyze`] of `table`, if any.
@@ -508,7 +541,7 @@ impl Db {
         }
         self.write_catalog(
             &[
-                (format!("{CATALOG_TABLE_PREFIX}{name}"), def.encode()),
+                (format!("{CATALOG_TABLE_PREFIX}{name}"), def.encode()?),
                 (
                     CATALOG_NEXT_ID.to_owned(),
                     (id + 1).to_string().into_bytes(),
@@ -621,7 +654,7 @@ impl Db {
         }
         self.write_catalog(
             &[
-                (format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()),
+                (format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?),
                 (
                     CATALOG_NEXT_ID.to_owned(),
                     (id + 1).to_string().into_bytes(),
@@ -646,7 +679,7 @@ impl Db {
         let mut def = current.def.clone();
         def.indexes[i].state = state;
         self.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode())],
+            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
             &[],
         )?;
         self.publish(current.with(def, None));
@@ -667,7 +700,7 @@ impl Db {
             .map(|s| (Arc::clone(&s.store), s.indexes.remove(i)))
             .collect();
         self.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode())],
+            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
             &[],
         )?;
         self.publish(current.with(def, Some(shards)));
@@ -881,7 +914,13 @@ impl Shared {
             )));
         }
         self.write_catalog(
-            &[(format!("{CATALOG_STATS_PREFIX}{table}"), stats.encode())],
+            &[(
+                format!("{CATALOG_STATS_PREFIX}{table}"),
+                stats.encode().map_err(|e| Error::Encode {
+                    what: "statistics",
+                    reason: e.to_string(),
+                })?,
+            )],
             &[],
         )?;
         let mut table = current.with(current.def.clone(), None);
@@ -906,13 +945,27 @@ impl Shared {
         if (changed as f64) < self.analyze_threshold(base) {
             return;
         }
-        if !lock(&self.analyze_queued).insert(t.def.name.clone()) {
+        self.queue_analyze(&t.def.name);
+    }
+
+    /// Queues `table` for the analyzer thread, unless it is queued already.
+    pub(crate) fn queue_analyze(&self, table: &str) {
+        if !lock(&self.analyze_queued).insert(table.to_owned()) {
             return; // queued already
         }
-        if let Some(queue) = lock(&self.analyze_queue).as_ref() {
-            // A closed queue means the database is closing: nothing to do.
-            let _ = queue.send(t.def.name.clone());
+        let sent = lock(&self.analyze_queue)
+            .as_ref()
+            .is_some_and(|queue| queue.send(table.to_owned()).is_ok());
+        if !sent {
+            // The database is closing: nothing will run it.
+            self.analysis_finished(table);
         }
+    }
+
+    /// Takes `table` off the analyzer's list and wakes [`Db::wait_for_analyses`].
+    fn analysis_finished(&self, table: &str) {
+        lock(&self.analyze_queued).remove(table);
+        self.analyze_done.notify_all();
     }
 
     /// Changed rows after which a table analysed at `rows` rows is due for analysis again.
@@ -956,7 +1009,7 @@ impl Shared {
                 Err(Error::NotFound(_) | Error::Closed) => {}
                 Err(error) => tracing::warn!(%table, %error, "auto-analyze failed"),
             }
-            lock(&self.analyze_queued).remove(&table);
+            self.analysis_finished(&table);
             resume = std::time::Instant::now() + started.elapsed() * ANALYZE_PAUSE;
         }
     }

@@ -60,18 +60,16 @@ pub struct FileSketch {
 }
 
 impl FileSketch {
-    /// `version:u8 tombstones:varint zstd(rows in the planner's stored form)`.
-    pub fn encode(&self) -> Vec<u8> {
+    /// `version:u8 tombstones:varint zstd(rows in the planner's stored form)`; an error if
+    /// the rows do not encode or compress (the file is then written without a sketch).
+    pub fn encode(&self) -> std::result::Result<Vec<u8>, String> {
         let mut out = vec![SKETCH_VERSION];
         strata_sstable::coding::put_varint(&mut out, self.tombstones);
-        let json = self.rows.encode();
-        match zstd::bulk::compress(&json, 3) {
-            Ok(compressed) => out.extend_from_slice(&compressed),
-            // Compression of an in-memory buffer does not fail; should it, nothing is stored
-            // and the file simply has no sketch (decode refuses the empty frame).
-            Err(_) => out.truncate(0),
-        }
-        out
+        let json = self.rows.encode().map_err(|e| e.to_string())?;
+        let compressed =
+            zstd::bulk::compress(&json, 3).map_err(|e| format!("sketch does not compress: {e}"))?;
+        out.extend_from_slice(&compressed);
+        Ok(out)
     }
 
     /// Reads what [`Self::encode`] wrote. Anything else is an error, never a panic.
@@ -204,11 +202,15 @@ impl PropertyCollector for SketchCollector {
             tombstones: self.tombstones,
             rows: self.rows,
         };
-        let bytes = sketch.encode();
-        if bytes.is_empty() {
-            return Vec::new();
+        match sketch.encode() {
+            Ok(bytes) => vec![(STATS_PROPERTY.to_owned(), bytes)],
+            // The file is still written; its rows count as unsketched (as a file written
+            // before sketches were kept) until compaction rewrites it.
+            Err(why) => {
+                tracing::warn!(%why, "a table file's statistics sketch was not stored");
+                Vec::new()
+            }
         }
-        vec![(STATS_PROPERTY.to_owned(), bytes)]
     }
 }
 
