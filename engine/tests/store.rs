@@ -351,15 +351,43 @@ fn damaged_files_fail_the_open_with_corruption_and_never_panic() {
             file.sync_data().expect("sync");
             drop(file);
             match Store::open(Path::new(DIR), sim_options(&copy)) {
-                // Damage in a log's unsynced tail, or in bytes no check covers, can be
-                // harmless; whatever opens must still read.
+                // Damage in bytes no check covers can be harmless; whatever opens must read
+                // back exactly what was written, or report corruption: never a wrong value.
                 Ok(store) => {
                     let cf = store.default_cf();
-                    let _ = store.get(&cf, &key(5));
-                    let _: Vec<_> = store
-                        .iter(&cf, ReadOptions::default())
-                        .expect("iter")
-                        .collect();
+                    let expect_value = |k: &[u8], v: &[u8]| {
+                        let want: &[u8] = if k == b"tail" {
+                            b"in the log"
+                        } else {
+                            &[3; 40]
+                        };
+                        assert_eq!(v, want, "{name} flipped at {at}: key {k:?}");
+                    };
+                    for i in 0..200u64 {
+                        match store.get(&cf, &key(i)) {
+                            Ok(Some(v)) => expect_value(&key(i), &v),
+                            Ok(None) => panic!("{name} flipped at {at}: key {i} lost"),
+                            Err(e) => assert!(e.is_corruption(), "{name} at {at}: {e}"),
+                        }
+                    }
+                    let mut seen = 0;
+                    for kv in store.iter(&cf, ReadOptions::default()).expect("iter") {
+                        match kv {
+                            Ok((k, v)) => {
+                                expect_value(&k, &v);
+                                seen += 1;
+                            }
+                            Err(e) => {
+                                assert!(e.is_corruption(), "{name} at {at}: {e}");
+                                seen = usize::MAX;
+                                break;
+                            }
+                        }
+                    }
+                    assert!(
+                        seen == usize::MAX || seen == 200 || seen == 201,
+                        "{name} flipped at {at}: a scan saw {seen} keys"
+                    );
                 }
                 Err(error) => assert!(
                     error.is_corruption(),
@@ -471,4 +499,91 @@ fn damage_in_synced_log_data_follows_the_recovery_mode() {
     let store = Store::open(Path::new(DIR), with_mode(RecoveryMode::PointInTime))
         .expect("point-in-time opens");
     assert_eq!(scan(&store, "default").len(), 0);
+}
+
+/// Writes a manifest holding `edits` (each one log record) and points `CURRENT` at it.
+fn write_manifest(fs: &SimFs, edits: &[strata::fuzzing::VersionEdit]) {
+    let dir = Path::new(DIR);
+    strata::fs::FileSystem::create_dir_all(fs, dir).expect("dir");
+    let file = strata::fs::FileSystem::create(fs, &dir.join("MANIFEST-000001")).expect("create");
+    let mut writer = strata_wal::LogWriter::new(file, 1);
+    for edit in edits {
+        writer.add_record(&edit.encode()).expect("append");
+    }
+    writer.sync(|f| f.sync_data()).expect("sync");
+    let mut current = strata::fs::FileSystem::create(fs, &dir.join("CURRENT")).expect("create");
+    std::io::Write::write_all(&mut current, b"MANIFEST-000001\n").expect("write");
+    current.sync_data().expect("sync");
+}
+
+/// What broke: a manifest that never created column family 0, or dropped it, was accepted and
+/// `Store::default_cf` then panicked; a table numbered `u64::MAX` overflowed `number + 1`.
+#[test]
+fn a_manifest_without_the_default_family_or_with_impossible_numbers_is_corruption() {
+    use strata::fuzzing::{TableMeta, VersionEdit};
+    let create = |id: u32, name: &str| VersionEdit {
+        created_cfs: vec![(id, name.to_owned())],
+        ..VersionEdit::default()
+    };
+    let table = |number: u64| VersionEdit {
+        added_tables: vec![(
+            0,
+            1,
+            TableMeta {
+                number,
+                file_size: 100,
+                smallest_seqno: 1,
+                largest_seqno: 1,
+                smallest_key: b"a".to_vec(),
+                largest_key: b"b".to_vec(),
+            },
+        )],
+        ..VersionEdit::default()
+    };
+    let cases: [(&str, Vec<VersionEdit>); 5] = [
+        ("never creates family 0", vec![create(1, "other")]),
+        (
+            "drops family 0",
+            vec![
+                create(0, "default"),
+                create(1, "other"),
+                VersionEdit {
+                    dropped_cfs: vec![0],
+                    ..VersionEdit::default()
+                },
+            ],
+        ),
+        (
+            "a table numbered u64::MAX",
+            vec![create(0, "default"), table(u64::MAX)],
+        ),
+        (
+            "a next file number of u64::MAX",
+            vec![
+                create(0, "default"),
+                VersionEdit {
+                    next_file_number: Some(u64::MAX),
+                    ..VersionEdit::default()
+                },
+            ],
+        ),
+        (
+            "a last seqno over 56 bits",
+            vec![
+                create(0, "default"),
+                VersionEdit {
+                    last_seqno: Some(u64::MAX),
+                    ..VersionEdit::default()
+                },
+            ],
+        ),
+    ];
+    for (what, edits) in cases {
+        let fs = SimFs::new();
+        write_manifest(&fs, &edits);
+        match Store::open(Path::new(DIR), sim_options(&fs)) {
+            Ok(store) => panic!("{what}: opened, default family {:?}", store.default_cf()),
+            Err(error) => assert!(error.is_corruption(), "{what}: {error}"),
+        }
+    }
 }

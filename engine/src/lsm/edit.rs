@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use strata_sstable::coding::{Reader, put_len_prefixed, put_varint};
 
-use crate::lsm::format::{MAX_CF_NAME_BYTES, MAX_LEVELS, tag};
+use crate::lsm::format::{DEFAULT_CF_ID, MAX_CF_NAME_BYTES, MAX_FILE_NUMBER, MAX_LEVELS, tag};
 
 type DecodeResult<T> = std::result::Result<T, &'static str>;
 
@@ -230,13 +230,20 @@ impl ManifestState {
     }
 
     /// Applies one edit, checking it against the state: an edit that names a family or table
-    /// that does not exist, or creates one twice, is refused and changes nothing.
+    /// that does not exist, creates one twice, drops the default family, or records a file
+    /// number or seqno the store could not count on from, is refused and changes nothing.
     pub fn apply(&mut self, edit: &VersionEdit) -> DecodeResult<()> {
         let mut next = self.clone();
         if let Some(n) = edit.next_file_number {
+            if n > MAX_FILE_NUMBER {
+                return Err("next file number out of range");
+            }
             next.next_file_number = next.next_file_number.max(n);
         }
         if let Some(n) = edit.last_seqno {
+            if n > strata_sstable::MAX_SEQNO {
+                return Err("last seqno out of range");
+            }
             next.last_seqno = next.last_seqno.max(n);
         }
         if let Some(n) = edit.next_cf_id {
@@ -283,6 +290,9 @@ impl ManifestState {
                 .cfs
                 .get_mut(id)
                 .ok_or("table added to unknown family")?;
+            if table.number >= MAX_FILE_NUMBER {
+                return Err("table number out of range");
+            }
             let tables = &mut cf.levels[*level as usize];
             if tables.iter().any(|t| t.number == table.number) {
                 return Err("table added twice");
@@ -292,6 +302,9 @@ impl ManifestState {
             next.next_file_number = next.next_file_number.max(table.number + 1);
         }
         for id in &edit.dropped_cfs {
+            if *id == DEFAULT_CF_ID {
+                return Err("the default column family dropped");
+            }
             next.cfs.remove(id).ok_or("unknown family dropped")?;
         }
         *self = next;

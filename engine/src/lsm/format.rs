@@ -51,6 +51,11 @@ pub const MAX_CF_NAME_BYTES: usize = 255;
 /// The most levels a column family may have; bounds what a manifest may claim.
 pub const MAX_LEVELS: usize = 16;
 
+/// The largest file number a manifest may record (as a table's number or the next unused
+/// one). Far beyond any real store (a file a microsecond for 2,000 years), it leaves the
+/// store room to count on from any recorded number without overflow.
+pub const MAX_FILE_NUMBER: u64 = 1 << 56;
+
 /// The file that names the live manifest.
 pub const CURRENT_FILE: &str = "CURRENT";
 /// The lock file.

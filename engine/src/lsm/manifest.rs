@@ -17,7 +17,7 @@ use strata_wal::{LogReader, LogWriter, RecoveryMode};
 use crate::error::{Corruption, Error, Result};
 use crate::fs::{FileSystem, WritableFile};
 use crate::lsm::edit::{ManifestState, VersionEdit};
-use crate::lsm::format::{CURRENT_FILE, FileKind, file_name, parse_file_name};
+use crate::lsm::format::{CURRENT_FILE, DEFAULT_CF_ID, FileKind, file_name, parse_file_name};
 
 /// The live manifest, open for appending.
 pub(crate) struct Manifest {
@@ -132,11 +132,13 @@ pub(crate) fn read_manifest(
         let edit = VersionEdit::decode(&record.data).map_err(corrupt)?;
         state.apply(&edit).map_err(corrupt)?;
     }
-    if state.cfs.is_empty() {
+    // Every store has the default family from its first edit on, and no edit can drop it:
+    // `Store::default_cf` relies on it.
+    if !state.cfs.contains_key(&DEFAULT_CF_ID) {
         return Err(Error::Corruption {
             file: path,
             offset: 0,
-            what: Corruption::Manifest("no column family"),
+            what: Corruption::Manifest("no default column family"),
         });
     }
     Ok(state)

@@ -50,4 +50,5 @@ pub use store::{CfStats, CollectedTable, LevelStats, Store, WriteStalls};
 pub mod fuzzing {
     pub use super::batch::{BatchEntry, DecodedBatch, decode_batch, encode_batch};
     pub use super::edit::{CfMeta, ManifestState, TableMeta, VersionEdit};
+    pub use super::format::MAX_FILE_NUMBER;
 }

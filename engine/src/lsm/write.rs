@@ -396,10 +396,14 @@ impl Shared {
             )));
         }
         let id = versions.state.next_cf_id;
+        // Ids are never reused; 2^32 families in one store's life is a limit, not a wrap.
+        let next_id = id.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument("this store has used every column family id".into())
+        })?;
         let edit = VersionEdit {
             created_cfs: vec![(id, name.to_owned())],
             log_numbers: vec![(id, wal.number)],
-            next_cf_id: Some(id + 1),
+            next_cf_id: Some(next_id),
             ..VersionEdit::default()
         };
         self.log_edit(&mut versions, &edit)?;
