@@ -508,6 +508,17 @@ impl<'a> Planner<'a> {
         }
     }
 
+    /// The factor a read in `ordered` order costs: [`CostModel::backward_read`] when that
+    /// order serves a descending `ORDER BY` (the executor reads backwards), else 1.
+    fn direction(&self, ordered: bool) -> f64 {
+        let descending = self.query.order.as_ref().is_some_and(|o| o.descending);
+        if ordered && descending {
+            self.model.backward_read
+        } else {
+            1.0
+        }
+    }
+
     fn scan_row_cost(&self) -> f64 {
         let m = self.model;
         m.scan_row_us
@@ -517,9 +528,9 @@ impl<'a> Planner<'a> {
 
     fn full_scan(&self) -> Candidate {
         let setup = self.shards * self.model.seek_us;
-        let per_row = self.scan_row_cost();
-        let run = self.rows * per_row;
         let ordered = self.provides_order(&self.table.primary_key);
+        let per_row = self.scan_row_cost() * self.direction(ordered);
+        let run = self.rows * per_row;
         let (cost, stops_early, tail) = self.finish(setup, run, ordered, true);
         Candidate {
             plan: "scan",
@@ -608,9 +619,10 @@ impl<'a> Planner<'a> {
         }
         let read = self.rows * self.selectivity_of(&bound);
         let setup = seeks * m.seek_us;
-        let per_row = self.scan_row_cost();
+        let ordered = self.provides_order(key);
+        let per_row = self.scan_row_cost() * self.direction(ordered);
         let run = read * per_row;
-        let (cost, stops_early, tail) = self.finish(setup, run, self.provides_order(key), true);
+        let (cost, stops_early, tail) = self.finish(setup, run, ordered, true);
         Some(Candidate {
             plan: "primary_key",
             index: None,
@@ -688,9 +700,12 @@ impl<'a> Planner<'a> {
             .filter(|p| !bound.contains(&p.field))
             .count() as f64;
         let setup = seeks * m.seek_us;
-        let per_entry = m.index_entry_us + entry_bytes * m.scan_byte_us;
-        let read = entries * per_entry;
         let ordered = self.provides_order(&index.fields);
+        // In index order (covering, or fetching as the entries come), backwards for a
+        // descending order; fetches sorted by key read the entries forwards.
+        let forward_entry = m.index_entry_us + entry_bytes * m.scan_byte_us;
+        let per_entry = forward_entry * self.direction(ordered);
+        let read = entries * per_entry;
         let (cost, stops_early, fetch, tail) = if covering {
             let run = read + entries * residual * m.filter_us;
             let (cost, stops, tail) = self.finish(setup, run, ordered, true);
@@ -703,7 +718,7 @@ impl<'a> Planner<'a> {
             let sort_keys = m.sort(entries);
             let sorted = self.finish(
                 setup,
-                read + entries * (m.sorted_fetch_us + record) + sort_keys,
+                entries * forward_entry + entries * (m.sorted_fetch_us + record) + sort_keys,
                 // Fetching in key order gives up the index order.
                 self.provides_order(&self.table.primary_key),
                 false,
@@ -727,6 +742,11 @@ impl<'a> Planner<'a> {
                     .then(sorted.2);
                 (sorted.0, sorted.1, Fetch::SortedByKey, formula)
             }
+        };
+        let per_entry = if fetch == Fetch::SortedByKey {
+            forward_entry
+        } else {
+            per_entry
         };
         Some(Candidate {
             plan: "index",

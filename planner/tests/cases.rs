@@ -50,6 +50,7 @@ fn model() -> CostModel {
         sorted_fetch_us: 1.0,
         filter_us: 0.02,
         sort_row_us: 0.01,
+        backward_read: 1.4,
     }
 }
 
@@ -277,6 +278,34 @@ fn case8_limit_10_on_a_non_selective_predicate_scans_and_stops_early() {
     assert_eq!(plan.chosen.plan, "scan", "{plan}");
     assert!(plan.chosen.stops_early);
     assert!(plan.chosen.cost < 10.0, "about 20 rows read: {plan}");
+}
+
+#[test]
+fn a_descending_order_the_key_provides_stops_early_and_costs_the_backward_read() {
+    let stats = stats_with(
+        vec![("gender", categorical(&[("F", 0.5), ("M", 0.5)]))],
+        120.0,
+    );
+    let table = people("gender", Projection::KeysOnly);
+    let ordered = |descending: bool, limit: Option<u64>| {
+        let query = Query {
+            limit,
+            ..Query::default()
+        }
+        .order_by(&["id"], descending);
+        plan(&query, &table, &stats).chosen
+    };
+    let (asc, desc) = (ordered(false, Some(10)), ordered(true, Some(10)));
+    assert!(asc.stops_early && desc.stops_early, "{asc:?} {desc:?}");
+    assert!(desc.cost < 10.0, "about ten rows read backwards: {desc:?}");
+    // Without a limit, the whole table read backwards: the same seeks, 1.4 times the reading.
+    let (asc, desc) = (ordered(false, None), ordered(true, None));
+    let seeks = model().seek_us;
+    let ratio = (desc.cost - seeks) / (asc.cost - seeks);
+    assert!((ratio - 1.4).abs() < 1e-9, "{ratio}: {asc:?} {desc:?}");
+    // An order the key does not give is sorted, whichever the direction.
+    let by_gender = Query::default().order_by(&["gender"], true);
+    assert!(!plan(&by_gender, &table, &stats).chosen.stops_early);
 }
 
 #[test]

@@ -243,6 +243,7 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
         sorted_fetch_us: or_default(sorted_fetch, defaults.sorted_fetch_us),
         filter_us: or_default(filter, defaults.filter_us),
         sort_row_us: or_default(sort_row, defaults.sort_row_us),
+        backward_read: defaults.backward_read,
     };
     if model.is_valid() {
         Ok(model)

@@ -13,6 +13,7 @@
 //! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
 //! - `db`, `write`, `indexer`, `backfill`, `query` (with `stream`), `verify`, `analyze`: the `Db` API.
 
+mod access;
 mod advice;
 mod analyze;
 mod backfill;

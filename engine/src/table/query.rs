@@ -14,27 +14,22 @@
 //!    gives it, else sorts; projects; stops at `LIMIT`.
 
 use std::collections::VecDeque;
-use std::ops::Bound;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use strata_planner::selectivity::{Constraint, constraints};
+use strata_planner::selectivity::constraints;
 use strata_planner::{
-    Access, Consistency, DIVE_LIMIT, Dive, Fetch, Observations, Plan, Query, Scope, TableStats,
-    Value, Wanted, choose_observed, wanted,
+    DIVE_LIMIT, Dive, Observations, Plan, Query, TableStats, Value, Wanted, choose_observed, wanted,
 };
 
 use crate::error::{Error, Result};
 use crate::lsm::Snapshot;
-use crate::table::db::{Db, Table, leading_value, shard_of};
+use crate::table::access::{Direction, StreamKit, access_order, direction, ranges};
+use crate::table::db::{Db, Table};
 use crate::table::format::KEY_NULL;
-use crate::table::key::{decode_value, encode_value, prefix_successor};
+use crate::table::key::decode_value;
 use crate::table::record::Record;
-use crate::table::stream::{KeyRanges, Mode, Source, Stream, merge_pending};
-
-/// Most point lookups or ranges a query's `=`/`IN` lists expand to; beyond it the executor
-/// binds fewer fields and lets the re-check filter.
-const MAX_SEEKS: usize = 1 << 16;
+use crate::table::stream::Stream;
 
 /// Average row size assumed for a table the store has no size for yet.
 pub const DEFAULT_ROW_BYTES: f64 = 100.0;
@@ -125,6 +120,9 @@ pub struct Rows<'a> {
     heads: Vec<VecDeque<Record>>,
     /// Fields to merge the streams by, when each gives the query's order.
     merge_by: Option<Vec<String>>,
+    /// The streams run backwards (a descending order the access path provides): merge them
+    /// largest first.
+    descending: bool,
     parallel: bool,
     /// Rows a stream reads ahead per fill.
     batch: usize,
@@ -308,93 +306,6 @@ impl Db {
     }
 }
 
-/// The key ranges for `fields` bound as the plan says: the equality sets' product, in
-/// ascending order, each optionally narrowed by a range on the last bound field.
-fn ranges(
-    bound: &[String],
-    by_field: &std::collections::BTreeMap<String, Constraint>,
-) -> KeyRanges {
-    let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
-    let mut range: Option<&Constraint> = None;
-    for field in bound {
-        let Some(c) = by_field.get(field) else { break };
-        match &c.values {
-            Some(values) => {
-                if prefixes.len().saturating_mul(values.len()) > MAX_SEEKS {
-                    break;
-                }
-                let mut next = Vec::with_capacity(prefixes.len() * values.len());
-                for p in &prefixes {
-                    for v in values {
-                        let mut k = p.clone();
-                        encode_value(v, &mut k);
-                        next.push(k);
-                    }
-                }
-                prefixes = next;
-            }
-            None => {
-                range = Some(c);
-                break;
-            }
-        }
-    }
-    prefixes
-        .into_iter()
-        .map(|p| {
-            let Some(c) = range else {
-                let upper = prefix_successor(&p);
-                return (p, upper);
-            };
-            let with = |v: &Value| {
-                let mut k = p.clone();
-                encode_value(v, &mut k);
-                k
-            };
-            let lower = match &c.lower {
-                // A comparison never matches NULL, which sorts first: start after it.
-                Bound::Unbounded => {
-                    let mut k = p.clone();
-                    k.push(KEY_NULL + 1);
-                    k
-                }
-                Bound::Included(v) => with(v),
-                Bound::Excluded(v) => prefix_successor(&with(v)).unwrap_or_else(|| with(v)),
-            };
-            let upper = match &c.upper {
-                Bound::Unbounded => prefix_successor(&p),
-                Bound::Included(v) => prefix_successor(&with(v)),
-                Bound::Excluded(v) => Some(with(v)),
-            };
-            (lower, upper)
-        })
-        .collect()
-}
-
-/// All primary keys an equality-bound key names, ascending.
-fn point_keys(
-    fields: &[String],
-    by_field: &std::collections::BTreeMap<String, Constraint>,
-) -> Option<VecDeque<Vec<u8>>> {
-    let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
-    for field in fields {
-        let values = by_field.get(field)?.values.as_ref()?;
-        if keys.len().saturating_mul(values.len()) > MAX_SEEKS {
-            return None;
-        }
-        let mut next = Vec::with_capacity(keys.len() * values.len());
-        for k in &keys {
-            for v in values {
-                let mut key = k.clone();
-                encode_value(v, &mut key);
-                next.push(key);
-            }
-        }
-        keys = next;
-    }
-    Some(keys.into())
-}
-
 /// Rows a stream reads ahead per parallel fill.
 /// TUNING: enough that a scoped thread per shard per fill (tens of microseconds) is noise
 /// beside the reading; few enough that the read-ahead of every shard fits in cache-sized
@@ -416,8 +327,9 @@ fn compare_by(fields: &[String], a: &Record, b: &Record) -> std::cmp::Ordering {
 impl<'a> Rows<'a> {
     fn new(db: &'a Db, table: Arc<Table>, query: Query, plan: &Plan, timed: bool) -> Result<Self> {
         let by_field = constraints(&query.predicates);
-        let def = &table.def;
-        let n = table.shards.len();
+        let access = &plan.chosen.access;
+        let order_fields = access_order(&table, access)?;
+        let direction = direction(&query, &by_field, order_fields.as_deref());
         // Floors before snapshots: no outbox entry the snapshots see is below its floor.
         let floors: Vec<u64> = table
             .shards
@@ -430,155 +342,16 @@ impl<'a> Rows<'a> {
             .map(|s| s.store.store.snapshot())
             .collect();
         let query = Arc::new(query);
-        let stream = |shard: usize, snapshot: Snapshot, source: Source, mode: Mode| Stream {
-            table: Arc::clone(&table),
-            query: Arc::clone(&query),
-            facts: Arc::clone(&facts),
-            store: Arc::clone(&table.shards[shard].store),
-            snapshot,
-            shard,
-            source,
-            mode,
-            pending: VecDeque::new(),
-            stats: ExecStats::default(),
+        let kit = StreamKit {
+            table: &table,
+            query: &query,
+            facts: &facts,
+            by_field: &by_field,
             timed,
-            done: false,
+            reverse: direction == Direction::Reverse,
         };
-        let fact_ranges = |s: usize, ranges: KeyRanges| Source::Ranges {
-            cf: table.shards[s].fact.clone(),
-            ranges,
-            cursor: None,
-        };
-        let whole = || VecDeque::from([(Vec::new(), None)]);
-        let scan = || -> Vec<Stream> {
-            (0..n)
-                .map(|s| stream(s, facts[s].clone(), fact_ranges(s, whole()), Mode::Fact))
-                .collect()
-        };
-        let (streams, order_fields): (Vec<Stream>, Option<Vec<String>>) = match &plan.chosen.access
-        {
-            Access::FullScan => (scan(), Some(def.primary_key.clone())),
-            Access::PrimaryKeyLookup { .. } => {
-                let streams = match point_keys(&def.primary_key, &by_field) {
-                    Some(keys) => {
-                        let mut per: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); n];
-                        for k in keys {
-                            per[table.fact_shard(&k)].push_back(k);
-                        }
-                        per.into_iter()
-                            .enumerate()
-                            .filter(|(_, keys)| !keys.is_empty())
-                            .map(|(s, keys)| {
-                                stream(s, facts[s].clone(), Source::Keys(keys), Mode::Fact)
-                            })
-                            .collect()
-                    }
-                    None => scan(),
-                };
-                (streams, Some(def.primary_key.clone()))
-            }
-            Access::PrimaryKeyRange { bound_fields } => {
-                let r = ranges(bound_fields, &by_field);
-                let streams = (0..n)
-                    .map(|s| stream(s, facts[s].clone(), fact_ranges(s, r.clone()), Mode::Fact))
-                    .collect();
-                (streams, Some(def.primary_key.clone()))
-            }
-            Access::Index {
-                index,
-                bound_fields,
-                covering,
-                fetch,
-            } => {
-                let (ix, ixdef) = table.index(index)?;
-                let global = ixdef.scope == Scope::Global && n > 1;
-                let asynchronous = ixdef.is_async();
-                // A global index's ranges go to the shard their leading value hashes to,
-                // when `ranges` expanded the leading field into its values.
-                let routed = global
-                    && bound_fields.first() == ixdef.fields.first()
-                    && bound_fields
-                        .first()
-                        .and_then(|f| by_field.get(f))
-                        .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() <= MAX_SEEKS));
-                let mut per: Vec<KeyRanges> = vec![VecDeque::new(); n];
-                for r in ranges(bound_fields, &by_field) {
-                    if routed {
-                        per[shard_of(leading_value(&r.0), n)].push_back(r);
-                    } else {
-                        for shard_ranges in &mut per {
-                            shard_ranges.push_back(r.clone());
-                        }
-                    }
-                }
-                let overlay = if asynchronous && query.consistency == Consistency::Strong {
-                    Some(db.pending_changes(&table, ixdef, &facts, &floors)?)
-                } else {
-                    None
-                };
-                let mode = Mode::Index {
-                    ix,
-                    covering: *covering && !asynchronous,
-                    fetch: *fetch,
-                    recheck_entry: asynchronous,
-                };
-                let mut streams = Vec::new();
-                for (s, r) in per.into_iter().enumerate() {
-                    if r.is_empty() {
-                        continue;
-                    }
-                    let shard = &table.shards[s];
-                    // A global async index is read at a snapshot taken after the facts':
-                    // an entry gone from an outbox at the facts' snapshot was applied
-                    // before it, so it is in the index at this one.
-                    let snapshot = if global && asynchronous {
-                        shard.store.store.snapshot()
-                    } else {
-                        facts[s].clone()
-                    };
-                    let cf = shard.indexes[ix].clone();
-                    let source = match overlay.as_ref().map(|o| &o[s]) {
-                        Some(pending) if !pending.is_empty() => {
-                            Source::Pairs(merge_pending(&shard.store, &cf, &snapshot, &r, pending)?)
-                        }
-                        _ => Source::Ranges {
-                            cf,
-                            ranges: r,
-                            cursor: None,
-                        },
-                    };
-                    streams.push(stream(s, snapshot, source, mode));
-                }
-                let order = (*fetch != Fetch::SortedByKey).then(|| {
-                    ixdef
-                        .fields
-                        .iter()
-                        .chain(&def.primary_key)
-                        .cloned()
-                        .collect()
-                });
-                (streams, order)
-            }
-        };
-        let needs_sort = match &query.order {
-            None => false,
-            Some(order) => {
-                let constant = |f: &String| {
-                    by_field
-                        .get(f)
-                        .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() == 1))
-                };
-                let provided = order_fields.as_ref().is_some_and(|available| {
-                    let mut available = available.iter().filter(|f| !constant(f));
-                    order
-                        .fields
-                        .iter()
-                        .filter(|f| !constant(f))
-                        .all(|f| available.next() == Some(f))
-                });
-                order.descending || !provided
-            }
-        };
+        let streams = kit.streams(db, access, &floors)?;
+        let needs_sort = direction == Direction::Sort;
         let merge_by = (query.order.is_some() && !needs_sort && streams.len() > 1)
             .then_some(order_fields)
             .flatten();
@@ -597,6 +370,7 @@ impl<'a> Rows<'a> {
             query,
             streams,
             merge_by,
+            descending: direction == Direction::Reverse,
             parallel,
             batch,
             ready: None,
@@ -707,9 +481,14 @@ impl<'a> Rows<'a> {
                 for (i, h) in self.heads.iter().enumerate() {
                     let Some(r) = h.front() else { continue };
                     let better = best.is_none_or(|b| {
-                        self.heads[b]
-                            .front()
-                            .is_none_or(|current| compare_by(&fields, r, current).is_lt())
+                        self.heads[b].front().is_none_or(|current| {
+                            let ord = compare_by(&fields, r, current);
+                            if self.descending {
+                                ord.is_gt()
+                            } else {
+                                ord.is_lt()
+                            }
+                        })
                     });
                     if better {
                         best = Some(i);

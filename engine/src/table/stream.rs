@@ -81,6 +81,9 @@ pub(super) struct Stream {
     pub(super) pending: VecDeque<Record>,
     pub(super) stats: ExecStats,
     pub(super) timed: bool,
+    /// Read the source from its end backwards: the last range first, each from its upper
+    /// bound down (a descending ORDER BY that the key or index order provides).
+    pub(super) reverse: bool,
     pub(super) done: bool,
 }
 
@@ -186,10 +189,12 @@ impl Stream {
         Ok(record)
     }
 
-    /// The next key-value pair of the source.
+    /// The next key-value pair of the source, in the stream's direction.
     fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Bytes)>> {
+        let reverse = self.reverse;
         loop {
             let (cf, ranges, cursor) = match &mut self.source {
+                Source::Pairs(pairs) if reverse => return Ok(pairs.pop_back()),
                 Source::Pairs(pairs) => return Ok(pairs.pop_front()),
                 Source::Keys(_) => return Ok(None),
                 Source::Ranges { cf, ranges, cursor } => (cf, ranges, cursor),
@@ -197,13 +202,22 @@ impl Stream {
             if let Some(c) = cursor {
                 if c.valid() {
                     let pair = (c.key().to_vec(), c.value());
-                    c.next();
+                    if reverse {
+                        c.prev();
+                    } else {
+                        c.next();
+                    }
                     return Ok(Some(pair));
                 }
                 c.status()?;
                 *cursor = None;
             }
-            let Some((lower, upper)) = ranges.pop_front() else {
+            let next = if reverse {
+                ranges.pop_back()
+            } else {
+                ranges.pop_front()
+            };
+            let Some((lower, upper)) = next else {
                 return Ok(None);
             };
             let mut options = ReadOptions::default().snapshot(&self.snapshot);
@@ -214,7 +228,11 @@ impl Stream {
                 options = options.upper_bound(upper);
             }
             let mut c = self.store.store.cursor(cf, options)?;
-            c.seek_to_first();
+            if reverse {
+                c.seek_to_last();
+            } else {
+                c.seek_to_first();
+            }
             *cursor = Some(Box::new(c));
         }
     }
@@ -257,7 +275,12 @@ impl Stream {
                 let Source::Keys(keys) = &mut self.source else {
                     return Ok(None);
                 };
-                let Some(key) = keys.pop_front() else {
+                let next = if self.reverse {
+                    keys.pop_back()
+                } else {
+                    keys.pop_front()
+                };
+                let Some(key) = next else {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
