@@ -10,7 +10,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use strata::{Options, Store, WriteBatch, WriteOptions};
+use strata::{Store, StoreOptions, WriteBatch, WriteOptions};
 
 const VALUE_BYTES: usize = 100;
 /// Keys in the get benches: 16-byte keys, 100-byte values, about 12 MiB of data.
@@ -26,7 +26,7 @@ fn key(i: u64) -> [u8; 16] {
 }
 
 fn open(dir: &std::path::Path) -> Store {
-    Store::open(dir, Options::default()).expect("open")
+    Store::open(dir, StoreOptions::default()).expect("open")
 }
 
 fn puts(c: &mut Criterion) {

@@ -9,7 +9,8 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use strata::{
-    Db, Hint, IndexOptions, Maintenance, Options, Projection, Query, Record, Scope, TableDef,
+    Db, Hint, IndexOptions, Maintenance, Options, Projection, Query, Record, Scope, StoreOptions,
+    TableDef,
 };
 use strata_cli::expr::{key_literal, parse_where};
 use strata_cli::import::{self, ImportOptions};
@@ -529,10 +530,10 @@ fn with_db(dir: &Path, create: bool, f: impl FnOnce(&Db) -> Outcome) -> Outcome 
             dir.display()
         ));
     }
-    let options = Options {
+    let options = Options::from(StoreOptions {
         create_if_missing: create,
-        ..Options::default()
-    };
+        ..StoreOptions::default()
+    });
     let db = Db::open(dir, options)
         .map_err(|e| format!("cannot open the database in {}: {e}", dir.display()))?;
     let result = f(&db);

@@ -1,108 +1,131 @@
-//! The engine's one error type.
+//! The table layer's error type: the store's ([`strata_lsm::Error`]), wrapped, plus the kinds
+//! only tables have.
 //!
-//! Corruption is never a string: it names the file, the offset, and what the format check found,
-//! reusing the structured reasons of `strata-wal` and `strata-sstable`. `Error` is `Clone` so
-//! that one failed group commit can report the same failure to every writer in the group, and
-//! so the store can keep it as its sticky error.
+//! Corruption is never a string: table-layer corruption names the column family, the key
+//! where it was found (empty when it is the family as a whole) and a typed reason. `Error` is
+//! `Clone`, as the store's is.
 
-use std::io;
-use std::path::PathBuf;
-use std::sync::Arc;
+use strata_planner::StatsError;
 
-/// What is wrong with bytes the engine read back.
+use crate::table::{KeyError, RecordError};
+
+/// What is wrong with table-layer data the engine read back.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Corruption {
-    /// The log framing is damaged where the recovery mode does not allow it.
-    #[error("log: {0}")]
-    Log(strata_wal::Damage),
-    /// A table failed a format check.
-    #[error("table: {0}")]
-    Table(strata_sstable::Corruption),
-    /// A write batch record does not decode.
-    #[error("write batch: {0}")]
-    Batch(&'static str),
-    /// A manifest edit does not decode, or the edits contradict each other.
-    #[error("manifest: {0}")]
-    Manifest(&'static str),
-    /// The `CURRENT` file does not name a manifest.
-    #[error("CURRENT does not name a manifest")]
-    Current,
-    /// A table's size on disk differs from the size the manifest recorded.
-    #[error("table is {actual} bytes, the manifest recorded {expected}")]
-    TableSize {
-        /// What the manifest recorded.
-        expected: u64,
-        /// What is on disk.
-        actual: u64,
-    },
-    /// A file the manifest lists is missing.
-    #[error("file is missing")]
-    Missing,
-    /// A log a clean close synced whole is shorter than the size the manifest recorded.
-    #[error("log is {actual} bytes, but the close recorded {expected} synced")]
-    LogSize {
-        /// What the close recorded.
-        expected: u64,
-        /// What is on disk.
-        actual: u64,
-    },
-    /// A key in a table or index column family does not decode (the "file" is the family).
+    /// A key in a table or index column family does not decode.
     #[error("key: {0}")]
-    Key(crate::table::KeyError),
+    Key(KeyError),
     /// A stored record or index entry does not decode.
     #[error("record: {0}")]
-    Record(crate::table::RecordError),
-    /// A catalog entry does not decode, or names something that is not there.
+    Record(RecordError),
+    /// An index entry names a shard its table does not have.
+    #[error("an entry names shard {shard} of a table of {shards}")]
+    ShardOutOfRange {
+        /// The shard named.
+        shard: u64,
+        /// The table's shards.
+        shards: usize,
+    },
+    /// A catalog entry is wrong.
     #[error("catalog: {0}")]
-    Catalog(String),
-    /// An outbox key is malformed, or an entry names a shard its table does not have.
+    Catalog(CatalogCorruption),
+    /// An outbox entry or key is wrong.
     #[error("outbox: {0}")]
-    Outbox(String),
+    Outbox(OutboxCorruption),
+}
+
+/// What is wrong with the catalog (`sys/catalog`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogCorruption {
+    /// A key is not UTF-8.
+    #[error("a key is not UTF-8")]
+    KeyNotUtf8,
+    /// A key the catalog does not use.
+    #[error("unknown key")]
+    UnknownKey,
+    /// A table definition does not parse or does not validate.
+    #[error("table definition: {0}")]
+    Definition(String),
+    /// A definition stored under one table's key defines another table.
+    #[error("defines table {defined:?}")]
+    NameMismatch {
+        /// The name inside the definition.
+        defined: String,
+    },
+    /// Statistics that do not decode.
+    #[error("{0}")]
+    Statistics(StatsError),
+    /// Cost constants that do not parse or are not finite and non-negative.
+    #[error("not valid cost constants")]
+    CostModel,
+    /// The next id is not a number.
+    #[error("next_id is not a number")]
+    NextId,
+    /// A column family a definition names is missing.
+    #[error("column family {0:?} the catalog names is missing")]
+    MissingFamily(String),
+}
+
+/// What is wrong with an outbox (`sys/outbox` of a shard store).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum OutboxCorruption {
+    /// A key that is not the 8-byte big-endian entry number.
+    #[error("a key of {len} bytes, not 8")]
+    KeyLength {
+        /// Its length.
+        len: usize,
+    },
+    /// The entry number `u64::MAX`, which the outbox never assigns.
+    #[error("an entry numbered u64::MAX")]
+    LastNumber,
+    /// An entry names a shard the database does not have open.
+    #[error("an entry names shard {0}, which is not open")]
+    ShardNotOpen(u64),
 }
 
 /// The error type of the engine.
 #[derive(Clone, Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An operating-system I/O error.
-    #[error("I/O error: {0}")]
-    Io(Arc<io::Error>),
-    /// Bytes read from disk fail a format check.
-    #[error("corruption in {} at offset {offset}: {what}", file.display())]
+    /// The key-value store failed: I/O (with path and operation), store corruption (with
+    /// file and offset), a store limit, or a closed or read-only store.
+    #[error(transparent)]
+    Store(#[from] strata_lsm::Error),
+    /// Table-layer data read back fails a check: a key, a record, an index entry, the
+    /// catalog or an outbox.
+    #[error("corruption in {family}{}: {what}", key_suffix(key))]
     Corruption {
-        /// The damaged file.
-        file: PathBuf,
-        /// Where in it the damage starts (0 when the whole file is affected).
-        offset: u64,
+        /// The column family (`t/<table>`, `i/<table>/<index>`, `sys/catalog`, `sys/outbox`).
+        family: String,
+        /// The key the bad data is at or under (empty: the family as a whole).
+        key: Vec<u8>,
         /// What is wrong.
         what: Corruption,
     },
     /// A caller passed something the engine cannot take; nothing was changed.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
-    /// Something a caller named does not exist (a column family).
+    /// Something a caller named does not exist (a table, an index, a field).
     #[error("not found: {0}")]
     NotFound(String),
-    /// Something a caller wants to create exists already, or the directory is in use.
+    /// Something a caller wants to create exists already (a table, an index, a row).
     #[error("conflict: {0}")]
     Conflict(String),
-    /// A key, value or batch is larger than the engine allows; nothing was written.
+    /// A record or field is larger than the engine allows; nothing was written.
     #[error("{what} of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
-        /// "key", "value" or "batch".
+        /// What was too large.
         what: &'static str,
         /// Its size.
         len: usize,
         /// The limit.
         max: usize,
     },
-    /// An earlier write, sync or flush failed, so the store refuses writes until it is reopened
-    /// (which recovers every acknowledged write from the log). Holds the original failure.
-    #[error("the store refuses writes after an earlier failure: {0}")]
-    ReadOnly(Box<Error>),
-    /// The store is shutting down.
-    #[error("the store is closed")]
+    /// The database is shutting down.
+    #[error("the database is closed")]
     Closed,
     /// Something could not be encoded for storage (a bug, never the data's fault); nothing
     /// was written.
@@ -115,56 +138,57 @@ pub enum Error {
     },
 }
 
-impl From<io::Error> for Error {
-    fn from(error: io::Error) -> Self {
-        Error::Io(Arc::new(error))
+fn key_suffix(key: &[u8]) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        let hex: String = key.iter().map(|b| format!("{b:02x}")).collect();
+        format!(" at key {hex}")
     }
 }
 
 impl Error {
-    /// Whether this is an I/O error or carries one (as `ReadOnly` does).
+    /// Whether this is an I/O error or carries one.
     pub fn is_io(&self) -> bool {
+        matches!(self, Error::Store(e) if e.is_io())
+    }
+
+    /// Whether this reports corruption, of the store's files or of table-layer data.
+    pub fn is_corruption(&self) -> bool {
         match self {
-            Error::Io(_) => true,
-            Error::ReadOnly(cause) => cause.is_io(),
+            Error::Store(e) => e.is_corruption(),
+            Error::Corruption { .. } => true,
             _ => false,
         }
     }
 
-    /// Whether this reports corruption.
-    pub fn is_corruption(&self) -> bool {
-        matches!(self, Error::Corruption { .. })
+    /// Whether the database refuses writes after an earlier failure (until reopened).
+    pub fn is_read_only(&self) -> bool {
+        matches!(self, Error::Store(strata_lsm::Error::ReadOnly(_)))
     }
 
-    pub(crate) fn table(file: PathBuf, error: strata_sstable::Error) -> Error {
-        match error {
-            strata_sstable::Error::Corruption { offset, what, .. } => Error::Corruption {
-                file,
-                offset,
-                what: Corruption::Table(what),
-            },
-            strata_sstable::Error::Io(error) => Error::from(error),
-            strata_sstable::Error::TooLarge { what, len, max } => {
-                Error::TooLarge { what, len, max }
-            }
-            other => Error::InvalidArgument(other.to_string()),
-        }
+    /// Whether something named does not exist: a table, index or field, or a column family.
+    pub fn is_not_found(&self) -> bool {
+        matches!(
+            self,
+            Error::NotFound(_) | Error::Store(strata_lsm::Error::NotFound(_))
+        )
     }
 
-    pub(crate) fn log(file: PathBuf, error: strata_wal::Error) -> Error {
-        match error {
-            strata_wal::Error::Corruption { offset, reason } => Error::Corruption {
-                file,
-                offset,
-                what: Corruption::Log(reason),
-            },
-            strata_wal::Error::Io(error) => Error::from(error),
-            strata_wal::Error::RecordTooLarge { len, max } => Error::TooLarge {
-                what: "batch",
-                len,
-                max,
-            },
-            other => Error::from(io::Error::other(other.to_string())),
+    /// Whether the database or its store is shutting down.
+    pub fn is_closed(&self) -> bool {
+        matches!(
+            self,
+            Error::Closed | Error::Store(strata_lsm::Error::Closed)
+        )
+    }
+
+    /// Table-layer corruption of `family`, found at `key`.
+    pub(crate) fn corrupt(family: &str, key: &[u8], what: Corruption) -> Error {
+        Error::Corruption {
+            family: family.to_owned(),
+            key: key.to_vec(),
+            what,
         }
     }
 }

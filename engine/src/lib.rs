@@ -1,46 +1,50 @@
-//! `strata`: the engine. It holds the LSM store — column families, atomic write batches with
-//! group commit over the `strata-wal` log, memtables, flushes to `strata-sstable` tables, a
-//! manifest, snapshots and iterators — and will hold the table layer on top (records,
-//! order-preserving keys, fact and index tables, driven by `strata-planner`).
+//! `strata`: tables with index tables and a cost-based planner, on an LSM store.
+//!
+//! A table is a *fact* column family keyed by its primary key plus *index tables* keyed by
+//! other fields, kept consistent in one atomic batch or through a durable outbox. Every
+//! query is planned: the planner picks the primary key, an index or a scan from statistics.
 //!
 //! ```
-//! use strata::{Options, ReadOptions, Store, WriteOptions};
+//! use strata::{Db, Options, Predicate, Projection, Query, record};
 //!
 //! let dir = tempfile::tempdir()?;
-//! let store = Store::open(dir.path(), Options::default())?;
-//! let cf = store.default_cf();
-//! store.put(&cf, b"apple", b"red")?;
-//! store.put(&cf, b"pear", b"green")?;
-//! let before = store.snapshot();
-//! store.delete(&cf, b"apple")?;
+//! let db = Db::open(dir.path(), Options::default())?;
+//! db.create_table("customers", &["id"])?;
+//! db.create_index("customers", "by_town", &["town"], Projection::KeysOnly)?;
+//! db.insert("customers", record! { "id" => 1, "name" => "Ada", "town" => "Ely" })?;
+//! db.insert("customers", record! { "id" => 2, "name" => "Alan", "town" => "Wilmslow" })?;
 //!
-//! assert_eq!(store.get(&cf, b"apple")?, None);
-//! assert_eq!(store.get_at(&cf, b"apple", &before)?.as_deref(), Some(&b"red"[..]));
-//! let keys: Vec<_> = store
-//!     .iter(&cf, ReadOptions::default().snapshot(&before))?
-//!     .rev()
-//!     .map(|kv| kv.map(|(k, _)| k))
+//! let query = Query::default().filter(Predicate::eq("town", "Ely"));
+//! let names: Vec<String> = db
+//!     .query("customers", &query)?
+//!     .map(|row| row.map(|r| r.value("name").to_string()))
 //!     .collect::<Result<_, _>>()?;
-//! assert_eq!(keys, [&b"pear"[..], &b"apple"[..]]);
+//! assert_eq!(names, ["'Ada'"]);
+//! db.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
-//! All file I/O goes through [`fs::FileSystem`]: [`fs::OsFs`] for real use and
-//! [`fs::SimFs`] for crash and fault tests. The architecture is in `docs/architecture.md`.
+//! The key-value store underneath is the `strata-lsm` crate, re-exported here as [`lsm`]
+//! (with [`Store`] and its options, for users who want the store alone); all file I/O goes
+//! through [`fs::FileSystem`]. The architecture is in `docs/architecture.md`.
 
 #![cfg_attr(not(test), warn(clippy::unwrap_used))]
 
 pub mod error;
-pub mod fs;
-pub mod lsm;
 pub mod table;
 
-pub use error::{Corruption, Error, Result};
-pub use lsm::fuzzing;
-pub use lsm::{
+/// The key-value store (the `strata-lsm` crate).
+pub use strata_lsm as lsm;
+pub use strata_lsm::fs;
+
+pub use error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
+/// The store's options, for [`Store::open`] (and inside [`Options::store`] for a database).
+pub use strata_lsm::Options as StoreOptions;
+pub use strata_lsm::fuzzing;
+pub use strata_lsm::{
     CfStats, CollectedTable, ColumnFamily, Cursor, Iter, LevelStats, MAX_BATCH_BYTES,
-    MAX_KEY_BYTES, MAX_VALUE_BYTES, Options, ReadOptions, SeqNo, Snapshot, Store, WriteBatch,
-    WriteOptions, WriteStalls,
+    MAX_KEY_BYTES, MAX_VALUE_BYTES, ReadOptions, SeqNo, Snapshot, Store, WriteBatch, WriteOptions,
+    WriteStalls,
 };
 pub use strata_planner::{
     Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations, Op, Order, Plan,
@@ -48,6 +52,6 @@ pub use strata_planner::{
 };
 pub use strata_wal::RecoveryMode;
 pub use table::{
-    Analysis, Db, ExecStats, IndexDef, IndexLag, IndexOptions, Maintenance, Mutation, ProblemKind,
-    Record, Rows, TableBatch, TableDef, VerifyReport,
+    Analysis, Db, ExecStats, IndexDef, IndexLag, IndexOptions, Maintenance, Mutation, Options,
+    ProblemKind, Record, Rows, TableBatch, TableDef, VerifyReport,
 };

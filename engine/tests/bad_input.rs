@@ -17,7 +17,7 @@ use common::tables::{fill_two_tables, snapshot};
 use strata::fs::SimFs;
 use strata::table::format::{MAX_PRIMARY_KEY_BYTES, MAX_RECORD_BYTES};
 use strata::{
-    Db, Error, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, Store,
+    Db, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, Store, StoreOptions,
     TableBatch, Value, WriteOptions, record,
 };
 
@@ -302,11 +302,11 @@ fn a_locked_directory_is_refused_while_its_owner_runs() {
 }
 
 fn sim(fs: &SimFs) -> Options {
-    Options {
+    Options::from(StoreOptions {
         fs: Arc::new(fs.clone()),
         write_buffer_bytes: 16 << 10,
-        ..Options::default()
-    }
+        ..StoreOptions::default()
+    })
 }
 
 #[test]
@@ -351,7 +351,7 @@ fn a_full_disk_fails_writes_and_loses_no_acknowledged_one() {
     let failure = failure.expect("a full disk fails a write");
     let text = failure.to_string();
     assert!(
-        text.contains("no space left") || matches!(failure, Error::ReadOnly(_)),
+        text.contains("no space left") || failure.is_read_only(),
         "{text}"
     );
     // A later write is refused too (the store stops writing after a failed one).
@@ -394,7 +394,7 @@ fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
     db.close().expect("close");
     // Rewrite table t's definition as a newer build would have written it.
     let original = {
-        let store = Store::open(dir.path(), Options::default()).expect("store");
+        let store = Store::open(dir.path(), StoreOptions::default()).expect("store");
         let catalog = store.cf("sys/catalog").expect("catalog");
         let original = store
             .get(&catalog, b"table/t")
@@ -414,7 +414,7 @@ fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
     };
     assert!(e.to_string().contains("newer"), "{e}");
     {
-        let store = Store::open(dir.path(), Options::default()).expect("store");
+        let store = Store::open(dir.path(), StoreOptions::default()).expect("store");
         let catalog = store.cf("sys/catalog").expect("catalog");
         store.put(&catalog, b"table/t", &original).expect("restore");
         store.close().expect("close");

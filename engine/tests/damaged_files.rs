@@ -8,6 +8,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::tables::{Snapshot, fill_two_tables, snapshot};
+use strata::StoreOptions;
 use strata::{Db, Hint, Options, Query, record};
 
 /// Every file below `dir`.
@@ -134,9 +135,11 @@ fn a_log_cut_after_a_clean_close_is_refused_not_taken_for_a_torn_tail() {
     use std::sync::Arc;
     use strata::fs::{FileSystem, SimFs};
     let fs = SimFs::new();
-    let options = || Options {
-        fs: Arc::new(fs.clone()),
-        ..Options::default()
+    let options = || {
+        Options::from(StoreOptions {
+            fs: Arc::new(fs.clone()),
+            ..StoreOptions::default()
+        })
     };
     let db = Db::open("/db", options()).expect("open");
     fill_two_tables(&db);

@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 
 use common::*;
 use strata::Store;
+use strata::StoreOptions;
 use strata::fs::{FileSystem, SimFs};
 use strata_wal::{LogReader, RecoveryMode, peek_log_number};
 
@@ -82,10 +83,10 @@ fn write_stats_sketch_seed_corpus() {
 
     let dir = tempfile::tempdir().expect("dir");
     // No compaction: each flush's file keeps its own sketch.
-    let options = Options {
+    let options = Options::from(StoreOptions {
         l0_compaction_trigger: 16,
-        ..Options::default()
-    };
+        ..StoreOptions::default()
+    });
     let db = Db::open(dir.path(), options).expect("open");
     db.create_table("t", &["id"]).expect("table");
     db.create_index("t", "by_ab", &["a", "b"], Projection::KeysOnly)

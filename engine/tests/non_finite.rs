@@ -71,6 +71,9 @@ fn ids(db: &Db, query: &Query) -> Vec<i64> {
     ids
 }
 
+/// What a predicate keeps, written out by the model.
+type Check = Box<dyn Fn(f64) -> bool>;
+
 /// Every comparison against every awkward constant, on both fields, by index and by scan,
 /// equals the model; every plan's estimate is a finite number.
 fn check_queries(db: &Db) {
@@ -78,7 +81,7 @@ fn check_queries(db: &Db) {
     for field in ["x", "y"] {
         for c in FLOATS {
             let cmp = move |v: f64| v.total_cmp(&c);
-            let cases: [(Predicate, Box<dyn Fn(f64) -> bool>); 6] = [
+            let cases: [(Predicate, Check); 6] = [
                 (Predicate::eq(field, c), Box::new(move |v| cmp(v) == Equal)),
                 (Predicate::ne(field, c), Box::new(move |v| cmp(v) != Equal)),
                 (Predicate::lt(field, c), Box::new(move |v| cmp(v) == Less)),

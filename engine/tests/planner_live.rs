@@ -2,13 +2,17 @@
 //! memtables' counts without any `analyze`, bounded dives, the true min/max of an ascending
 //! key, calibration, and the index advisor.
 
+use strata::StoreOptions;
 use strata::{Db, Options, Predicate, Projection, Query, TableBatch, WriteOptions, record};
 
 /// Options that flush often (so there are table files to sketch) and never analyse.
 fn no_analyze() -> Options {
     Options {
+        store: StoreOptions {
+            write_buffer_bytes: 512 << 10,
+            ..StoreOptions::default()
+        },
         auto_analyze: false,
-        write_buffer_bytes: 512 << 10,
         ..Options::default()
     }
 }

@@ -15,12 +15,12 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use common::Rng;
 use common::tables::{
     Model, brute_force, load, random_index, random_predicate, random_record, sorted,
 };
+use strata::StoreOptions;
 use strata::fs::SimFs;
 use strata::{
     Consistency, Db, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, TableBatch,
@@ -143,11 +143,11 @@ fn strong_reads_equal_a_scan_and_eventual_reads_never_return_a_wrong_row() {
 }
 
 fn sim_options(fs: &SimFs) -> Options {
-    Options {
+    Options::from(StoreOptions {
         fs: Arc::new(fs.clone()),
         write_buffer_bytes: 16 << 10,
-        ..Options::default()
-    }
+        ..StoreOptions::default()
+    })
 }
 
 fn reopen_caught_up(fs: &SimFs, label: &str) -> Db {
@@ -328,13 +328,11 @@ fn lag_is_observable_and_writers_wait_when_the_outbox_is_full() {
         db.insert("t", record! { "id" => id, "x" => id * 10 })
             .unwrap();
     }
-    std::thread::sleep(Duration::from_millis(5));
     let lag = db.index_lag().unwrap();
     assert_eq!(lag.pending_entries, 5);
-    assert!(
-        lag.oldest_pending.unwrap() >= Duration::from_millis(5),
-        "{lag:?}"
-    );
+    // The age is wall-clock time (entries outlive the process), which a clock step can move
+    // either way: the test asks only that pending entries have one, and none once applied.
+    assert!(lag.oldest_pending.is_some(), "{lag:?}");
     assert!(
         db.wait_for_indexes().is_err(),
         "waiting on a paused indexer fails"
@@ -449,9 +447,11 @@ fn a_failed_sync_during_a_global_backfill_never_leaves_an_entry_without_its_row(
     use strata::fs::OpKind;
     for nth in 1..=8u64 {
         let fs = SimFs::new();
-        let options = || Options {
-            fs: Arc::new(fs.clone()),
-            ..Options::default()
+        let options = || {
+            Options::from(StoreOptions {
+                fs: Arc::new(fs.clone()),
+                ..StoreOptions::default()
+            })
         };
         let db = Db::open("/db", options()).unwrap();
         db.create_sharded_table("t", &["id"], 2).unwrap();
@@ -471,10 +471,10 @@ fn a_failed_sync_during_a_global_backfill_never_leaves_an_entry_without_its_row(
         drop(db);
         let db = Db::open(
             "/db",
-            Options {
+            Options::from(StoreOptions {
                 fs: Arc::new(survivor),
-                ..Options::default()
-            },
+                ..StoreOptions::default()
+            }),
         )
         .unwrap();
         db.wait_for_indexes().unwrap();

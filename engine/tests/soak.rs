@@ -23,6 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::Rng;
+use strata::StoreOptions;
 use strata::{
     Db, IndexOptions, Options, Predicate, Projection, Query, TableBatch, Value, WriteOptions,
     record,
@@ -68,11 +69,11 @@ fn soak_holds_memory_files_and_stalls_steady() {
     let seconds = env_or("STRATA_SOAK_SECONDS", 1800);
     let max_stall = Duration::from_millis(env_or("STRATA_SOAK_MAX_STALL_MS", 2000));
     let dir = tempfile::tempdir().expect("tempdir");
-    let options = Options {
+    let options = Options::from(StoreOptions {
         write_buffer_bytes: 4 << 20,
         block_cache_bytes: 16 << 20,
-        ..Options::default()
-    };
+        ..StoreOptions::default()
+    });
     let db = Arc::new(Db::open(dir.path(), options).expect("open"));
     db.create_sharded_table("t", &["id"], 2).expect("table");
     db.create_index("t", "by_g", &["g"], Projection::KeysOnly)

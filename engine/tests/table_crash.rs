@@ -24,20 +24,16 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::Rng;
+use common::crash_child::{CHILD_DIR, CHILD_SEED, CHILD_START, another_round, crash_child};
+use strata::StoreOptions;
 use strata::{
     Db, Error, IndexOptions, Options, Projection, Query, Record, TableBatch, Value, WriteOptions,
 };
 
-const CHILD_DIR: &str = "STRATA_TABLE_CRASH_CHILD_DIR";
-const CHILD_SEED: &str = "STRATA_TABLE_CRASH_CHILD_SEED";
-const CHILD_START: &str = "STRATA_TABLE_CRASH_CHILD_START";
 const KEYS: u64 = 1500;
 
 fn env_or(name: &str, default: u64) -> u64 {
@@ -50,7 +46,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 /// Small memtables and levels, so a child that lives a few hundred milliseconds flushes and
 /// compacts.
 fn options() -> Options {
-    Options {
+    Options::from(StoreOptions {
         write_buffer_bytes: 64 << 10,
         max_total_wal_bytes: 1 << 20,
         num_levels: 4,
@@ -59,8 +55,8 @@ fn options() -> Options {
         level_size_ratio: 4,
         target_table_bytes: 32 << 10,
         compaction_threads: 1,
-        ..Options::default()
-    }
+        ..StoreOptions::default()
+    })
 }
 
 /// Creates the table and its six indexes.
@@ -214,9 +210,15 @@ fn sigkill_with_sharded_tables_and_async_indexes_loses_nothing() {
     let mut round = 0;
     let mut in_flight_seen = 0;
     let mut checked_entries = 0u64;
-    while round < rounds && started.elapsed() < budget {
+    while another_round(round, rounds, started, budget) {
         let lifetime = Duration::from_millis(50 + rng.below(600));
-        let acked = run_child(dir.path(), seed, applied, lifetime);
+        let child = "table_crash_writer_child";
+        let ready = Duration::from_secs(60);
+        let run = crash_child(child, dir.path(), seed, applied, lifetime, ready);
+        if let Some(why) = run.failure {
+            panic!("the child's write failed: {why}");
+        }
+        let acked = run.acked;
         assert!(acked >= applied, "the child counts on from {applied}");
         for i in applied..acked {
             apply(&mut model, &batch(seed, i).0);
@@ -251,57 +253,7 @@ fn sigkill_with_sharded_tables_and_async_indexes_loses_nothing() {
         model.len(),
         started.elapsed().as_secs_f64()
     );
-    assert!(round >= 3, "too few rounds ran in the time budget: {round}");
     assert!(applied > 0, "the children wrote nothing");
-}
-
-/// Runs a child writing from batch `start`, kills it after `lifetime` (counted from when it
-/// has the database open), and returns how many batches were acknowledged in all.
-fn run_child(dir: &Path, seed: u64, start: u64, lifetime: Duration) -> u64 {
-    let mut child = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--ignored",
-            "--exact",
-            "table_crash_writer_child",
-            "--nocapture",
-        ])
-        .env(CHILD_DIR, dir)
-        .env(CHILD_SEED, seed.to_string())
-        .env(CHILD_START, start.to_string())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("child starts");
-    let stdout = child.stdout.take().expect("piped");
-    let acked = Arc::new(Mutex::new(start));
-    let failure = Arc::new(Mutex::new(None));
-    let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let reader = {
-        let acked = Arc::clone(&acked);
-        let failure = Arc::clone(&failure);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if line == "ready" {
-                    let _ = ready_tx.send(());
-                } else if let Some(n) = line.strip_prefix("acked ") {
-                    let n: u64 = n.parse().expect("a batch number");
-                    *acked.lock().expect("lock") = n + 1;
-                } else if let Some(why) = line.strip_prefix("failed ") {
-                    *failure.lock().expect("lock") = Some(why.to_owned());
-                }
-            }
-        })
-    };
-    let _ = ready_rx.recv_timeout(Duration::from_secs(60));
-    std::thread::sleep(lifetime);
-    child.kill().expect("SIGKILL");
-    let _ = child.wait();
-    reader.join().expect("reader");
-    if let Some(why) = failure.lock().expect("lock").take() {
-        panic!("the child's write failed: {why}");
-    }
-    *acked.lock().expect("lock")
 }
 
 /// Run only as a child of the test above: writes batches from `CHILD_START` on until killed,

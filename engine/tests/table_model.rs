@@ -15,6 +15,7 @@ mod common;
 
 use common::Rng;
 use common::tables::{brute_force, load, random_index, random_predicate, random_record, sorted};
+use strata::StoreOptions;
 use strata::fs::SimFs;
 use strata::{Db, Hint, Options, Projection, Query, Record, TableBatch, Value, WriteOptions};
 
@@ -103,10 +104,12 @@ fn after_a_crash_at_any_point_facts_and_indexes_agree() {
     for seed in 1..=8u64 {
         let mut rng = Rng::raw(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
         let fs = SimFs::new();
-        let options = |fs: &SimFs| Options {
-            fs: Arc::new(fs.clone()),
-            write_buffer_bytes: 16 << 10,
-            ..Options::default()
+        let options = |fs: &SimFs| {
+            Options::from(StoreOptions {
+                fs: Arc::new(fs.clone()),
+                write_buffer_bytes: 16 << 10,
+                ..StoreOptions::default()
+            })
         };
         let db = Db::open("/db", options(&fs)).unwrap();
         db.create_table("t", &["id", "sub"]).unwrap();
@@ -163,10 +166,10 @@ fn after_a_crash_at_any_point_facts_and_indexes_agree() {
 fn reopen(fs: &SimFs) -> Db {
     Db::open(
         "/db",
-        Options {
+        Options::from(StoreOptions {
             fs: Arc::new(fs.clone()),
-            ..Options::default()
-        },
+            ..StoreOptions::default()
+        }),
     )
     .unwrap()
 }

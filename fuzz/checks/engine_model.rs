@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use strata::StoreOptions;
 use strata::fs::SimFs;
 use strata::{
     Consistency, Db, Error, IndexOptions, Options, Predicate, Projection, Query, Record,
@@ -31,15 +32,18 @@ const MAX_STEPS: usize = 96;
 
 fn options(fs: &SimFs) -> Options {
     Options {
-        fs: Arc::new(fs.clone()),
-        write_buffer_bytes: 4 << 10,
-        max_total_wal_bytes: 32 << 10,
-        num_levels: 3,
-        l0_compaction_trigger: 2,
-        level1_bytes: 16 << 10,
-        level_size_ratio: 4,
-        target_table_bytes: 4 << 10,
-        compaction_threads: 1,
+        store: StoreOptions {
+            fs: Arc::new(fs.clone()),
+            write_buffer_bytes: 4 << 10,
+            max_total_wal_bytes: 32 << 10,
+            num_levels: 3,
+            l0_compaction_trigger: 2,
+            level1_bytes: 16 << 10,
+            level_size_ratio: 4,
+            target_table_bytes: 4 << 10,
+            compaction_threads: 1,
+            ..StoreOptions::default()
+        },
         auto_analyze: false,
         ..Options::default()
     }

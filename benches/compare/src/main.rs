@@ -26,6 +26,9 @@ const CACHE_BYTES: usize = 64 << 20;
 const MEMTABLE_BYTES: usize = 64 << 20;
 
 /// What every engine is asked to do.
+#[cfg(feature = "rocksdb")]
+mod rocks;
+
 trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], sync: bool);
     /// Whether the key was found.
@@ -45,10 +48,10 @@ struct Strata {
 
 impl Strata {
     fn open(dir: &Path) -> Strata {
-        let options = strata::Options {
+        let options = strata::StoreOptions {
             write_buffer_bytes: MEMTABLE_BYTES,
             block_cache_bytes: CACHE_BYTES,
-            ..strata::Options::default()
+            ..strata::StoreOptions::default()
         };
         let store = strata::Store::open(dir, options).expect("strata opens");
         let cf = store.default_cf();
@@ -105,68 +108,6 @@ impl Engine for Strata {
 
     fn compact(&self) {
         self.store.compact_range(&self.cf, ..).expect("compact");
-    }
-}
-
-struct Rocks {
-    db: rocksdb::DB,
-}
-
-impl Rocks {
-    fn open(dir: &Path) -> Rocks {
-        let mut options = rocksdb::Options::default();
-        options.create_if_missing(true);
-        options.set_compression_type(rocksdb::DBCompressionType::None);
-        options.set_write_buffer_size(MEMTABLE_BYTES);
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE_BYTES));
-        table.set_bloom_filter(10.0, false);
-        options.set_block_based_table_factory(&table);
-        Rocks {
-            db: rocksdb::DB::open(&options, dir).expect("rocksdb opens"),
-        }
-    }
-}
-
-impl Engine for Rocks {
-    fn put(&self, key: &[u8], value: &[u8], sync: bool) {
-        let mut options = rocksdb::WriteOptions::default();
-        options.set_sync(sync);
-        self.db.put_opt(key, value, &options).expect("put");
-    }
-
-    fn get(&self, key: &[u8]) -> bool {
-        self.db.get_pinned(key).expect("get").is_some()
-    }
-
-    fn scan(&self) -> u64 {
-        let mut iter = self.db.raw_iterator();
-        iter.seek_to_first();
-        let mut n = 0;
-        while iter.valid() {
-            std::hint::black_box(iter.value());
-            n += 1;
-            iter.next();
-        }
-        iter.status().expect("scan");
-        n
-    }
-
-    fn seek_next(&self, key: &[u8], n: usize) -> usize {
-        let mut iter = self.db.raw_iterator();
-        iter.seek(key);
-        let mut read = 0;
-        while iter.valid() && read < n {
-            std::hint::black_box(iter.value());
-            read += 1;
-            iter.next();
-        }
-        read
-    }
-
-    fn compact(&self) {
-        self.db.flush().expect("flush");
-        self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
     }
 }
 
@@ -281,7 +222,11 @@ fn parse_args() -> Config {
     let mut config = Config {
         keys: 1_000_000,
         synced: 4000,
-        engines: vec!["strata".into(), "rocksdb".into(), "fjall".into()],
+        engines: if cfg!(feature = "rocksdb") {
+            vec!["strata".into(), "rocksdb".into(), "fjall".into()]
+        } else {
+            vec!["strata".into(), "fjall".into()]
+        },
         rounds: 1,
         dir: std::env::temp_dir().join("strata-compare"),
     };
@@ -332,7 +277,10 @@ fn open(name: &str, dir: &Path) -> Arc<dyn Engine> {
     std::fs::create_dir_all(dir).expect("bench directory");
     match name {
         "strata" => Arc::new(Strata::open(dir)),
-        "rocksdb" => Arc::new(Rocks::open(dir)),
+        #[cfg(feature = "rocksdb")]
+        "rocksdb" => Arc::new(rocks::Rocks::open(dir)),
+        #[cfg(not(feature = "rocksdb"))]
+        "rocksdb" => panic!("this build has no RocksDB: build with the `rocksdb` feature (the default)"),
         "fjall" => Arc::new(Fjall::open(dir)),
         other => panic!("unknown engine {other}"),
     }

@@ -57,8 +57,9 @@ impl Shared {
         let first = &t.shards[0];
         let discovery = first.store.store.iter(&first.fact, read(0))?;
         for kv in discovery.take(FIELD_DISCOVERY_ROWS) {
-            let (_, v) = kv?;
-            let record = Record::decode(&v).map_err(|e| record_corrupt(first.fact.name(), e))?;
+            let (k, v) = kv?;
+            let record =
+                Record::decode(&v).map_err(|e| record_corrupt(first.fact.name(), &k, e))?;
             for (f, _) in record.iter() {
                 add(&f.to_owned(), &mut columns);
             }
@@ -71,7 +72,7 @@ impl Shared {
                 }
                 let (k, v) = kv?;
                 let record =
-                    Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), e))?;
+                    Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
                 builder.add_row(|f| record.get(f), k.len() + v.len());
             }
         }

@@ -25,8 +25,9 @@ use std::time::Instant;
 use strata_planner::{CostModel, Hint, Predicate, Projection, Query};
 
 use crate::error::{Error, Result};
-use crate::lsm::{Options, WriteOptions};
+use crate::lsm::{Options as StoreOptions, WriteOptions};
 use crate::table::db::Db;
+use crate::table::options::Options;
 use crate::table::record::Record;
 use crate::table::write::TableBatch;
 
@@ -75,11 +76,15 @@ impl Db {
             )));
         }
         let dir = self.dir().join(SCRATCH);
-        remove_scratch(&self.options, &dir);
+        remove_scratch(&self.options.store, &dir);
         let options = Options {
+            store: StoreOptions {
+                create_if_missing: true,
+                property_collector: None,
+                ..self.options.store.clone()
+            },
             auto_analyze: false,
             shard_dirs: Vec::new(),
-            create_if_missing: true,
             ..self.options.clone()
         };
         let measured = {
@@ -88,14 +93,14 @@ impl Db {
             scratch.close()?;
             measured
         };
-        remove_scratch(&self.options, &dir);
+        remove_scratch(&self.options.store, &dir);
         let model = measured?;
         self.store_cost_model(model)
     }
 }
 
 /// Removes the scratch database's files (and, on the real file system, its directories).
-fn remove_scratch(options: &Options, dir: &std::path::Path) {
+fn remove_scratch(options: &StoreOptions, dir: &std::path::Path) {
     let fs = &options.fs;
     if let Ok(names) = fs.list(dir) {
         for name in names {

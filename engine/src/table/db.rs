@@ -18,19 +18,20 @@ use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use strata_planner::{CostModel, IndexState, Projection, Scope, StatsError, TableStats, Value};
 
-use crate::error::{Corruption, Error, Result};
-use crate::lsm::{ColumnFamily, Options, ReadOptions, Store, WriteBatch, WriteOptions};
+use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
+use crate::lsm::{ColumnFamily, ReadOptions, Store, WriteBatch, WriteOptions};
 use crate::table::advice::Usage;
 use crate::table::catalog::{
     IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
 };
-use crate::table::entry::{corrupt, encode_primary_key, record_corrupt};
+use crate::table::entry::{encode_primary_key, record_corrupt};
 use crate::table::format::{
     CATALOG_CF, CATALOG_COST_MODEL, CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
     CATALOG_TABLE_PREFIX, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_INDEXES, OUTBOX_CF,
     SHARD_DIR_PREFIX,
 };
 use crate::table::key::decode_value;
+use crate::table::options::Options;
 use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::record::Record;
 use crate::table::sketch::{LiveStats, SketchFactory};
@@ -208,8 +209,22 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn catalog_corrupt(what: String) -> Error {
-    corrupt(CATALOG_CF, Corruption::Catalog(what))
+fn catalog_corrupt(key: &[u8], what: CatalogCorruption) -> Error {
+    Error::corrupt(CATALOG_CF, key, Corruption::Catalog(what))
+}
+
+/// A background thread that could not be started.
+fn spawn_error(e: std::io::Error) -> Error {
+    crate::lsm::Error::io(crate::lsm::IoOp::Spawn, Path::new(""), e).into()
+}
+
+/// Family `name` of `store`, created if it is not there.
+fn family_or_create(store: &Store, name: &str) -> Result<ColumnFamily> {
+    match store.cf(name) {
+        Ok(cf) => Ok(cf),
+        Err(crate::lsm::Error::NotFound(_)) => Ok(store.create_column_family(name)?),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The families shard store `number` must hold for `defs`.
@@ -230,14 +245,11 @@ impl Db {
     pub fn open(dir: impl AsRef<Path>, mut options: Options) -> Result<Db> {
         let dir = dir.as_ref().to_path_buf();
         let sketches = Arc::new(SketchFactory::default());
-        options.property_collector = Some(Arc::clone(&sketches) as _);
+        options.validate()?;
+        options.store.property_collector = Some(Arc::clone(&sketches) as _);
         let main = Arc::new(open_shard_store(&dir, &options, 0)?);
         let store = &main.store;
-        let catalog = match store.cf(CATALOG_CF) {
-            Ok(cf) => cf,
-            Err(Error::NotFound(_)) => store.create_column_family(CATALOG_CF)?,
-            Err(e) => return Err(e),
-        };
+        let catalog = family_or_create(store, CATALOG_CF)?;
         let mut defs = BTreeMap::new();
         let mut stats = BTreeMap::new();
         let mut reanalyze = Vec::new();
@@ -245,15 +257,16 @@ impl Db {
         for kv in store.iter(&catalog, ReadOptions::default())? {
             let (k, v) = kv?;
             let key = std::str::from_utf8(&k)
-                .map_err(|_| catalog_corrupt("a key is not UTF-8".into()))?;
+                .map_err(|_| catalog_corrupt(&k, CatalogCorruption::KeyNotUtf8))?;
             if let Some(name) = key.strip_prefix(CATALOG_TABLE_PREFIX) {
-                let def =
-                    TableDef::decode(&v).map_err(|e| catalog_corrupt(format!("{key}: {e}")))?;
+                let def = TableDef::decode(&v)
+                    .map_err(|e| catalog_corrupt(&k, CatalogCorruption::Definition(e)))?;
                 if def.name != name {
-                    return Err(catalog_corrupt(format!(
-                        "{key} defines table {:?}",
-                        def.name
-                    )));
+                    let defined = def.name;
+                    return Err(catalog_corrupt(
+                        &k,
+                        CatalogCorruption::NameMismatch { defined },
+                    ));
                 }
                 defs.insert(def.name.clone(), def);
             } else if let Some(name) = key.strip_prefix(CATALOG_STATS_PREFIX) {
@@ -271,15 +284,15 @@ impl Db {
                         );
                         reanalyze.push(name.to_owned());
                     }
-                    Err(e) => return Err(catalog_corrupt(format!("{key}: {e}"))),
+                    Err(e) => return Err(catalog_corrupt(&k, CatalogCorruption::Statistics(e))),
                 }
             } else if key == CATALOG_COST_MODEL {
                 cost_model = serde_json::from_slice::<CostModel>(&v)
                     .ok()
                     .filter(CostModel::is_valid)
-                    .ok_or_else(|| catalog_corrupt(format!("{key}: not valid cost constants")))?;
+                    .ok_or_else(|| catalog_corrupt(&k, CatalogCorruption::CostModel))?;
             } else if key != CATALOG_NEXT_ID {
-                return Err(catalog_corrupt(format!("unknown key {key:?}")));
+                return Err(catalog_corrupt(&k, CatalogCorruption::UnknownKey));
             }
         }
 
@@ -309,11 +322,9 @@ impl Db {
         shared.open_shard_stores(most, defs.values())?;
 
         let family = |store: &Store, name: &str| {
-            store.cf(name).map_err(|_| {
-                catalog_corrupt(format!(
-                    "column family {name:?} the catalog names is missing"
-                ))
-            })
+            store
+                .cf(name)
+                .map_err(|_| catalog_corrupt(&[], CatalogCorruption::MissingFamily(name.into())))
         };
         let stores = shared.stores();
         let mut tables = BTreeMap::new();
@@ -348,7 +359,8 @@ impl Db {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("strata-indexer".into())
-                .spawn(move || shared.run_indexer())?
+                .spawn(move || shared.run_indexer())
+                .map_err(spawn_error)?
         };
         let (queue, queued) = std::sync::mpsc::channel::<String>();
         *lock(&shared.analyze_queue) = Some(queue);
@@ -356,7 +368,8 @@ impl Db {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
                 .name("strata-analyze".into())
-                .spawn(move || shared.run_analyzer(&queued))?
+                .spawn(move || shared.run_analyzer(&queued))
+                .map_err(spawn_error)?
         };
         let db = Db {
             shared,
@@ -433,7 +446,7 @@ impl Db {
 
     /// Flushes every family of every shard store.
     pub fn flush(&self) -> Result<()> {
-        self.for_each_store(|_, store| store.flush_all())
+        self.for_each_store(|_, store| Ok(store.flush_all()?))
     }
 
     /// Compacts `table`'s fact and index families in every shard to one sorted run each, and
@@ -490,7 +503,7 @@ impl Db {
             if let Ok(s) = Arc::try_unwrap(s) {
                 let closed = s.store.close();
                 if result.is_ok() {
-                    result = closed;
+                    result = closed.map_err(Error::from);
                 }
             }
         }
@@ -736,12 +749,8 @@ fn open_shard_store(dir: &Path, options: &Options, number: usize) -> Result<Shar
             None => dir.join(format!("{SHARD_DIR_PREFIX}{number}")),
         }
     };
-    let store = Store::open(&path, options.clone())?;
-    let outbox = match store.cf(OUTBOX_CF) {
-        Ok(cf) => cf,
-        Err(Error::NotFound(_)) => store.create_column_family(OUTBOX_CF)?,
-        Err(e) => return Err(e),
-    };
+    let store = Store::open(&path, options.store.clone())?;
+    let outbox = family_or_create(&store, OUTBOX_CF)?;
     Ok(ShardStore {
         number,
         store,
@@ -799,9 +808,11 @@ impl Shared {
         for kv in store.iter(&shard.outbox, ReadOptions::default())? {
             let (k, _) = kv?;
             let seq = outbox_seq(&k).ok_or_else(|| {
-                corrupt(
+                let len = k.len();
+                Error::corrupt(
                     OUTBOX_CF,
-                    Corruption::Outbox(format!("outbox key of {} bytes", k.len())),
+                    &k,
+                    Corruption::Outbox(OutboxCorruption::KeyLength { len }),
                 )
             })?;
             first.get_or_insert(seq);
@@ -811,9 +822,11 @@ impl Shared {
         let next = match last {
             None => 0,
             Some(l) => l.checked_add(1).ok_or_else(|| {
-                corrupt(
+                let key = l.to_be_bytes();
+                Error::corrupt(
                     OUTBOX_CF,
-                    Corruption::Outbox("an outbox key of u64::MAX".into()),
+                    &key,
+                    Corruption::Outbox(OutboxCorruption::LastNumber),
                 )
             })?,
         };
@@ -859,10 +872,8 @@ impl Shared {
         for k in deletes {
             batch.delete(&self.catalog, k.as_bytes())?;
         }
-        self.main
-            .store
-            .write(batch, WriteOptions::synced())
-            .map(drop)
+        self.main.store.write(batch, WriteOptions::synced())?;
+        Ok(())
     }
 
     /// The next table or index id.
@@ -875,7 +886,9 @@ impl Shared {
             Some(v) => std::str::from_utf8(&v)
                 .ok()
                 .and_then(|s| s.parse::<u64>().ok())
-                .ok_or_else(|| catalog_corrupt("next_id is not a number".into()))?,
+                .ok_or_else(|| {
+                    catalog_corrupt(CATALOG_NEXT_ID.as_bytes(), CatalogCorruption::NextId)
+                })?,
             None => 1,
         };
         let used = self
@@ -1006,7 +1019,7 @@ impl Shared {
             match self.analyze_table(&table, Some(&self.analyze_stop)) {
                 Ok(stats) => tracing::debug!(%table, rows = stats.row_count, "auto-analyze"),
                 // Dropped meanwhile, or the database is closing.
-                Err(Error::NotFound(_) | Error::Closed) => {}
+                Err(e) if e.is_not_found() || e.is_closed() => {}
                 Err(error) => tracing::warn!(%table, %error, "auto-analyze failed"),
             }
             self.analysis_finished(&table);
@@ -1021,7 +1034,7 @@ impl Shared {
             None => Ok(None),
             Some(bytes) => Record::decode(&bytes)
                 .map(Some)
-                .map_err(|e| record_corrupt(shard.fact.name(), e)),
+                .map_err(|e| record_corrupt(shard.fact.name(), key, e)),
         }
     }
 }

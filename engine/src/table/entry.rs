@@ -5,8 +5,6 @@
 //!   `version:u8 (= 1)  shard:varint  [record]` — no record for `KeysOnly`, the `Include`d
 //!   fields for `Include`, the whole record for `All`.
 
-use std::path::PathBuf;
-
 use strata_planner::{Projection, Value};
 
 use crate::error::{Corruption, Error, Result};
@@ -16,20 +14,14 @@ use crate::table::key::{KeyError, decode_key, decode_prefix, encode_key, encode_
 use crate::table::record::{Reader, Record, RecordError, put_varint};
 
 /// The error for damaged bytes in column family `cf`.
-pub(crate) fn corrupt(cf: &str, what: Corruption) -> Error {
-    Error::Corruption {
-        file: PathBuf::from(cf),
-        offset: 0,
-        what,
-    }
+/// A key of family `cf` that does not decode.
+pub(crate) fn key_corrupt(cf: &str, key: &[u8], e: KeyError) -> Error {
+    Error::corrupt(cf, key, Corruption::Key(e))
 }
 
-pub(crate) fn key_corrupt(cf: &str, e: KeyError) -> Error {
-    corrupt(cf, Corruption::Key(e))
-}
-
-pub(crate) fn record_corrupt(cf: &str, e: RecordError) -> Error {
-    corrupt(cf, Corruption::Record(e))
+/// A record or entry stored at `key` in family `cf` that does not decode.
+pub(crate) fn record_corrupt(cf: &str, key: &[u8], e: RecordError) -> Error {
+    Error::corrupt(cf, key, Corruption::Record(e))
 }
 
 /// Checks that `values` can be a primary key of `def` and encodes them: one value per key
@@ -133,26 +125,27 @@ pub fn decode_entry(
     key: &[u8],
     value: &[u8],
 ) -> Result<Entry> {
-    let (values, used) = decode_prefix(key, index.fields.len()).map_err(|e| key_corrupt(cf, e))?;
+    let (values, used) =
+        decode_prefix(key, index.fields.len()).map_err(|e| key_corrupt(cf, key, e))?;
     let pk_bytes = &key[used..];
     let primary_key =
-        decode_key(pk_bytes, def.primary_key.len()).map_err(|e| key_corrupt(cf, e))?;
+        decode_key(pk_bytes, def.primary_key.len()).map_err(|e| key_corrupt(cf, key, e))?;
     let mut r = Reader {
         bytes: value,
         at: 0,
     };
-    let version = r.byte().map_err(|e| record_corrupt(cf, e))?;
+    let version = r.byte().map_err(|e| record_corrupt(cf, key, e))?;
     if version != ENTRY_VERSION {
-        return Err(record_corrupt(cf, RecordError::Version(version)));
+        return Err(record_corrupt(cf, key, RecordError::Version(version)));
     }
-    let shard = r.varint().map_err(|e| record_corrupt(cf, e))?;
+    let shard = r.varint().map_err(|e| record_corrupt(cf, key, e))?;
     let rest = &value[r.at..];
     let payload = match (&index.projection, rest.is_empty()) {
         (Projection::KeysOnly, true) => None,
         (Projection::KeysOnly, false) => {
-            return Err(record_corrupt(cf, RecordError::TrailingBytes));
+            return Err(record_corrupt(cf, key, RecordError::TrailingBytes));
         }
-        (_, _) => Some(Record::decode(rest).map_err(|e| record_corrupt(cf, e))?),
+        (_, _) => Some(Record::decode(rest).map_err(|e| record_corrupt(cf, key, e))?),
     };
     Ok(Entry {
         values,

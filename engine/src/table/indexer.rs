@@ -5,11 +5,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::error::{Corruption, Error, Result};
+use crate::error::{Corruption, Error, OutboxCorruption, Result};
 use crate::lsm::{MAX_BATCH_BYTES, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use crate::table::catalog::IndexDef;
 use crate::table::db::{Db, Shared, Table};
-use crate::table::entry::{corrupt, record_corrupt};
+use crate::table::entry::record_corrupt;
 use crate::table::format::OUTBOX_CF;
 use crate::table::outbox::{OutboxEntry, Work, now_micros, outbox_key, outbox_seq};
 
@@ -49,8 +49,9 @@ pub struct IndexLag {
 /// `None` to delete.
 pub(crate) type Overlay = Vec<BTreeMap<Vec<u8>, Option<Vec<u8>>>>;
 
-fn outbox_corrupt(what: String) -> Error {
-    corrupt(OUTBOX_CF, Corruption::Outbox(what))
+/// The outbox of a shard store is wrong at `key`.
+fn outbox_corrupt(key: &[u8], what: OutboxCorruption) -> Error {
+    Error::corrupt(OUTBOX_CF, key, Corruption::Outbox(what))
 }
 
 impl Shared {
@@ -78,7 +79,7 @@ impl Shared {
         let stores = self.stores();
         let source = stores
             .get(w.shard)
-            .ok_or_else(|| outbox_corrupt(format!("work for shard {} not open", w.shard)))?;
+            .ok_or_else(|| outbox_corrupt(&[], OutboxCorruption::ShardNotOpen(w.shard as u64)))?;
         // The snapshot is taken after the low water was read: every entry below it is visible.
         let snapshot = source.store.snapshot();
         let lower = outbox_key(w.floor);
@@ -95,12 +96,13 @@ impl Shared {
             let (k, v) = kv?;
             if bytes > 0 && bytes + v.len() > APPLY_BYTES {
                 // Stop before it; this step covers everything below it.
+                let len = k.len();
                 floor = outbox_seq(&k)
-                    .ok_or_else(|| outbox_corrupt(format!("key of {} bytes", k.len())))?;
+                    .ok_or_else(|| outbox_corrupt(&k, OutboxCorruption::KeyLength { len }))?;
                 break;
             }
             bytes += v.len();
-            entries.push(OutboxEntry::decode(&v).map_err(|e| record_corrupt(OUTBOX_CF, e))?);
+            entries.push(OutboxEntry::decode(&v).map_err(|e| record_corrupt(OUTBOX_CF, &k, e))?);
             keys.push(k);
         }
 
@@ -120,12 +122,12 @@ impl Shared {
                     continue; // the index was dropped
                 };
                 let shard = t.shards.get(op.shard as usize).ok_or_else(|| {
-                    outbox_corrupt(format!(
-                        "an entry names shard {} of table {:?}, which has {}",
-                        op.shard,
-                        t.def.name,
-                        t.shards.len()
-                    ))
+                    let (shard, shards) = (u64::from(op.shard), t.shards.len());
+                    Error::corrupt(
+                        OUTBOX_CF,
+                        &[],
+                        Corruption::ShardOutOfRange { shard, shards },
+                    )
                 })?;
                 let wb = batches.entry(op.shard as usize).or_default();
                 match &op.value {
@@ -143,9 +145,9 @@ impl Shared {
             source.store.sync_wal()?;
         }
         for (target, wb) in batches {
-            let store = stores
-                .get(target)
-                .ok_or_else(|| outbox_corrupt(format!("shard {target} not open")))?;
+            let store = stores.get(target).ok_or_else(|| {
+                outbox_corrupt(&[], OutboxCorruption::ShardNotOpen(target as u64))
+            })?;
             store.store.write(wb, WriteOptions::synced())?;
         }
         for k in &keys {
@@ -176,8 +178,9 @@ impl Shared {
                 .snapshot(snapshot)
                 .lower_bound(&lower);
             for kv in store.store.iter(&store.outbox, read)? {
-                let (_, v) = kv?;
-                let entry = OutboxEntry::decode(&v).map_err(|e| record_corrupt(OUTBOX_CF, e))?;
+                let (k, v) = kv?;
+                let entry =
+                    OutboxEntry::decode(&v).map_err(|e| record_corrupt(OUTBOX_CF, &k, e))?;
                 if entry.table_id != t.def.id {
                     continue;
                 }
@@ -186,7 +189,8 @@ impl Shared {
                         continue;
                     }
                     let target = overlay.get_mut(op.shard as usize).ok_or_else(|| {
-                        outbox_corrupt(format!("an entry names shard {}", op.shard))
+                        let (shard, shards) = (u64::from(op.shard), t.shards.len());
+                        Error::corrupt(OUTBOX_CF, &k, Corruption::ShardOutOfRange { shard, shards })
                     })?;
                     target.insert(op.key, op.value);
                 }
@@ -227,8 +231,9 @@ impl Db {
             let lower = outbox_key(self.tracker.floor(s.number));
             let read = ReadOptions::default().lower_bound(&lower);
             if let Some(kv) = s.store.iter(&s.outbox, read)?.next() {
-                let (_, v) = kv?;
-                let entry = OutboxEntry::decode(&v).map_err(|e| record_corrupt(OUTBOX_CF, e))?;
+                let (k, v) = kv?;
+                let entry =
+                    OutboxEntry::decode(&v).map_err(|e| record_corrupt(OUTBOX_CF, &k, e))?;
                 oldest = Some(oldest.map_or(entry.written_micros, |o| o.min(entry.written_micros)));
             }
         }

@@ -262,7 +262,7 @@ pub fn compare_tuples(a: &[Value], b: &[Value]) -> Ordering {
 
 /// The smallest byte string greater than every string starting with `prefix` (the store's
 /// own helper, which its prefix bounds use); `None` when there is none.
-pub use crate::lsm::options::prefix_successor;
+pub use crate::lsm::prefix_successor;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use strata_planner::{Fetch, Query};
 
-use crate::error::Result;
+use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
 use crate::table::db::{ShardStore, Table};
 use crate::table::entry::{
@@ -24,7 +24,7 @@ use crate::table::entry::{
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
-use crate::table::record::{Record, RecordError};
+use crate::table::record::Record;
 
 /// Index entries whose records are fetched together, sorted by key.
 /// TUNING: enough keys that sorting turns random fetches into a forward walk through the
@@ -180,7 +180,7 @@ impl Stream {
         let record = match got {
             None => None,
             Some(bytes) => {
-                Some(Record::decode(&bytes).map_err(|e| record_corrupt(fact.fact.name(), e))?)
+                Some(Record::decode(&bytes).map_err(|e| record_corrupt(fact.fact.name(), key, e))?)
             }
         };
         if let Some(start) = start {
@@ -237,12 +237,16 @@ impl Stream {
         }
     }
 
-    /// The fact shard an entry names, checked.
-    fn entry_shard(&self, entry: &Entry, cf: &str) -> Result<usize> {
+    /// The fact shard the entry at `key` of family `cf` names, checked.
+    fn entry_shard(&self, entry: &Entry, cf: &str, key: &[u8]) -> Result<usize> {
+        let shards = self.table.shards.len();
         usize::try_from(entry.shard)
             .ok()
-            .filter(|&s| s < self.table.shards.len())
-            .ok_or_else(|| record_corrupt(cf, RecordError::TooLong(entry.shard)))
+            .filter(|&s| s < shards)
+            .ok_or_else(|| {
+                let shard = entry.shard;
+                Error::corrupt(cf, key, Corruption::ShardOutOfRange { shard, shards })
+            })
     }
 
     /// Whether `record`, fetched for the entry at `key`, still gives that entry: for an async
@@ -257,8 +261,9 @@ impl Stream {
         };
         let ixdef = &self.table.def.indexes[ix];
         let entry_pk = {
-            let (_, used) = decode_prefix(key, ixdef.fields.len())
-                .map_err(|e| key_corrupt(self.table.shards[shard].fact.name(), e))?;
+            let cf = self.table.shards[self.shard].indexes[ix].name();
+            let (_, used) =
+                decode_prefix(key, ixdef.fields.len()).map_err(|e| key_corrupt(cf, key, e))?;
             &key[used..]
         };
         let (expected, _) = index_entry(ixdef, shard, entry_pk, record)?;
@@ -291,14 +296,14 @@ impl Stream {
         }
         match self.mode {
             Mode::Fact => {
-                let Some((_, value)) = self.next_pair()? else {
+                let Some((key, value)) = self.next_pair()? else {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
                 let fact = &self.table.shards[self.shard].fact;
                 Record::decode(&value)
                     .map(Some)
-                    .map_err(|e| record_corrupt(fact.name(), e))
+                    .map_err(|e| record_corrupt(fact.name(), &key, e))
             }
             Mode::Index {
                 ix,
@@ -317,7 +322,7 @@ impl Stream {
                         };
                         self.stats.rows_read += 1;
                         let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
-                        let shard = self.entry_shard(&entry, cf_name)?;
+                        let shard = self.entry_shard(&entry, cf_name, &k)?;
                         keys.push((shard, entry.pk_bytes, k));
                     }
                     if keys.is_empty() {
@@ -346,7 +351,7 @@ impl Stream {
                 if covering {
                     return Ok(Some(covering_record(&table.def, ixdef, entry)));
                 }
-                let shard = self.entry_shard(&entry, cf_name)?;
+                let shard = self.entry_shard(&entry, cf_name, &k)?;
                 if let Some(r) = self.fetch(shard, &entry.pk_bytes)?
                     && self.still_indexed(ix, shard, &k, &r)?
                 {

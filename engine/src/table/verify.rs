@@ -123,8 +123,9 @@ pub struct RepairReport {
     pub entries_deleted: u64,
 }
 
-fn decode_record(t: &Table, shard: usize, bytes: &[u8]) -> Result<Record> {
-    Record::decode(bytes).map_err(|e| record_corrupt(t.shards[shard].fact.name(), e))
+/// The record stored at `key` in fact shard `shard`.
+fn decode_record(t: &Table, shard: usize, key: &[u8], bytes: &[u8]) -> Result<Record> {
+    Record::decode(bytes).map_err(|e| record_corrupt(t.shards[shard].fact.name(), key, e))
 }
 
 impl Db {
@@ -162,7 +163,7 @@ impl Db {
             for (s, shard) in t.shards.iter().enumerate() {
                 for kv in shard.store.store.iter(&shard.fact, at(s))? {
                     let (pk, value) = kv?;
-                    let record = decode_record(&t, s, &value)?;
+                    let record = decode_record(&t, s, &pk, &value)?;
                     let (k, v) = index_entry(ix, s, &pk, &record)?;
                     let target = t.entry_shard(ix, s, &k);
                     let holder = &t.shards[target];
@@ -177,7 +178,7 @@ impl Db {
                     };
                     if let Some(kind) = problem {
                         let primary_key = decode_key(&pk, t.def.primary_key.len())
-                            .map_err(|e| key_corrupt(shard.fact.name(), e))?;
+                            .map_err(|e| key_corrupt(shard.fact.name(), &pk, e))?;
                         report.problems.push(Problem {
                             kind,
                             primary_key,
@@ -204,7 +205,7 @@ impl Db {
                     )? {
                         None => Some(ProblemKind::Dangling),
                         Some(bytes) => {
-                            let record = decode_record(&t, f, &bytes)?;
+                            let record = decode_record(&t, f, &entry.pk_bytes, &bytes)?;
                             let (expected, _) = index_entry(ix, f, &entry.pk_bytes, &record)?;
                             let misplaced =
                                 entry.shard != f as u64 || t.entry_shard(ix, f, &k) != u;

@@ -1,0 +1,141 @@
+//! Column families: named key spaces sharing the store's log, each with its own memtables and
+//! tables.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::error::{Error, Result};
+use crate::format::MAX_CF_NAME_BYTES;
+use crate::sync::lock;
+use crate::version::SuperVersion;
+
+/// A handle to a column family: cheap to clone, valid until the family is dropped (then
+/// operations through it fail with [`Error::NotFound`]). Use it only with the store that gave
+/// it out.
+#[derive(Clone)]
+pub struct ColumnFamily {
+    pub(crate) shared: Arc<CfShared>,
+}
+
+impl std::fmt::Debug for ColumnFamily {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColumnFamily")
+            .field("id", &self.shared.id)
+            .field("name", &self.shared.name)
+            .finish()
+    }
+}
+
+impl ColumnFamily {
+    /// Its name.
+    pub fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    /// Its id, unique in the store and never reused.
+    pub fn id(&self) -> u32 {
+        self.shared.id
+    }
+}
+
+pub(crate) struct CfShared {
+    pub(crate) id: u32,
+    pub(crate) name: String,
+    /// REQUIRES for replacing it: the writer lock (memtable switch) or the versions lock
+    /// (flush install); readers clone the `Arc` and let go.
+    current: Mutex<Arc<SuperVersion>>,
+    dropped: AtomicBool,
+    /// Bytes flushed and compacted, per level.
+    pub(crate) io: Mutex<Vec<LevelIo>>,
+    /// Per level, the largest key of the last table an automatic compaction took from it: the
+    /// next one starts after it, so every part of a level gets its turn (LevelDB's
+    /// `compact_pointer_`). Kept in memory only.
+    pub(crate) compact_pointer: Mutex<Vec<Option<Vec<u8>>>>,
+}
+
+/// What flushes and compactions did to one level.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct LevelIo {
+    /// Compactions (or, for level 0, flushes) that wrote into the level.
+    pub(crate) runs: u64,
+    /// Bytes read from the level above by compactions into this level (for level 0: 0).
+    pub(crate) read_upper: u64,
+    /// Bytes read from this level by compactions into it from above.
+    pub(crate) read_same: u64,
+    /// Bytes written into the level.
+    pub(crate) written: u64,
+    /// Time spent, in microseconds.
+    pub(crate) micros: u64,
+}
+
+impl CfShared {
+    pub(crate) fn new(id: u32, name: String, version: SuperVersion) -> Self {
+        CfShared {
+            id,
+            name,
+            current: Mutex::new(Arc::new(version)),
+            dropped: AtomicBool::new(false),
+            io: Mutex::new(vec![LevelIo::default(); crate::format::MAX_LEVELS]),
+            compact_pointer: Mutex::new(vec![None; crate::format::MAX_LEVELS]),
+        }
+    }
+
+    /// The current sources.
+    pub(crate) fn current(&self) -> Arc<SuperVersion> {
+        Arc::clone(&lock(&self.current))
+    }
+
+    /// Replaces the sources with `change` applied to them.
+    pub(crate) fn update(&self, change: impl FnOnce(&mut SuperVersion)) {
+        let mut current = lock(&self.current);
+        let mut next = SuperVersion::clone(&current);
+        change(&mut next);
+        *current = Arc::new(next);
+    }
+
+    /// Adds one flush or compaction's counts to `level`.
+    pub(crate) fn record_io(&self, level: usize, io: LevelIo) {
+        if let Some(total) = lock(&self.io).get_mut(level) {
+            total.runs += io.runs;
+            total.read_upper += io.read_upper;
+            total.read_same += io.read_same;
+            total.written += io.written;
+            total.micros += io.micros;
+        }
+    }
+
+    pub(crate) fn is_dropped(&self) -> bool {
+        self.dropped.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn mark_dropped(&self) {
+        self.dropped.store(true, Ordering::Release);
+    }
+
+    /// `NotFound` if the family was dropped.
+    pub(crate) fn check_live(&self) -> Result<()> {
+        if self.is_dropped() {
+            return Err(Error::NotFound(format!(
+                "column family {:?} was dropped",
+                self.name
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Checks a new family's name: 1 to 255 bytes of printable characters.
+pub(crate) fn validate_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_CF_NAME_BYTES {
+        return Err(Error::InvalidArgument(format!(
+            "column family name must be 1 to {MAX_CF_NAME_BYTES} bytes, got {}",
+            name.len()
+        )));
+    }
+    if name.chars().any(char::is_control) {
+        return Err(Error::InvalidArgument(format!(
+            "column family name {name:?} contains a control character"
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,366 @@
+//! The user's view of a column family: one visible value per key, as of a snapshot, within
+//! bounds (LevelDB's `DBIter`).
+//!
+//! Forward, the cursor sits on the merged stream's newest visible version of a key and skips
+//! the older versions and every version of a deleted key. Backward, the merged stream yields a
+//! key's versions oldest first, so the cursor walks all of them, remembers the newest visible
+//! one in `saved`, and stops on reaching the previous key. A failed source stops the cursor:
+//! `valid()` turns false and `status()` holds the error, so a damaged table never makes
+//! deleted keys reappear or live keys vanish silently.
+
+use bytes::Bytes;
+use strata_sstable::ValueKind;
+
+use crate::SeqNo;
+use crate::error::{Error, Result};
+use crate::iter::merge::MergingIter;
+use crate::snapshot::Snapshot;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Backward,
+}
+
+/// A positioned, bidirectional iterator over a column family, like RocksDB's iterator:
+/// `seek*`, then `next`/`prev` while `valid()`. When `valid()` turns false, check `status()`.
+///
+/// It holds the memtables and tables it started with, so it sees one consistent state however
+/// long it lives; hold it briefly, since those cannot be freed meanwhile.
+pub struct Cursor {
+    iter: MergingIter,
+    snapshot: SeqNo,
+    lower: Option<Bytes>,
+    upper: Option<Bytes>,
+    direction: Direction,
+    valid: bool,
+    /// Backward: the current key and value.
+    saved_key: Vec<u8>,
+    saved_value: Bytes,
+    error: Option<Error>,
+    /// Keeps the versions this cursor reads registered for as long as it lives.
+    _snapshot: Option<Snapshot>,
+}
+
+impl std::fmt::Debug for Cursor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cursor")
+            .field("snapshot", &self.snapshot)
+            .field("valid", &self.valid)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cursor {
+    pub(crate) fn new(
+        iter: MergingIter,
+        snapshot: SeqNo,
+        lower: Option<Bytes>,
+        upper: Option<Bytes>,
+        pin: Option<Snapshot>,
+    ) -> Self {
+        Cursor {
+            _snapshot: pin,
+            iter,
+            snapshot,
+            lower,
+            upper,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Bytes::new(),
+            error: None,
+        }
+    }
+
+    /// Whether the cursor is at a key.
+    pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The error that stopped the cursor, if any.
+    pub fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The current key. REQUIRES: `valid()`.
+    pub fn key(&self) -> &[u8] {
+        assert!(self.valid, "Cursor::key on an invalid cursor");
+        match self.direction {
+            Direction::Forward => self.iter.user_key(),
+            Direction::Backward => &self.saved_key,
+        }
+    }
+
+    /// The current value. REQUIRES: `valid()`.
+    pub fn value(&self) -> Bytes {
+        assert!(self.valid, "Cursor::value on an invalid cursor");
+        match self.direction {
+            Direction::Forward => self.iter.value(),
+            Direction::Backward => self.saved_value.clone(),
+        }
+    }
+
+    /// To the first key (at or after the lower bound).
+    pub fn seek_to_first(&mut self) {
+        match self.lower.clone() {
+            Some(lower) => self.seek(&lower),
+            None => {
+                self.direction = Direction::Forward;
+                self.iter.seek_to_first();
+                self.find_next(None);
+            }
+        }
+    }
+
+    /// To the last key (before the upper bound).
+    pub fn seek_to_last(&mut self) {
+        self.direction = Direction::Backward;
+        match self.upper.clone() {
+            Some(upper) => self.iter.seek_for_prev(&upper),
+            None => self.iter.seek_to_last(),
+        }
+        self.find_prev();
+    }
+
+    /// To the first key at or after `key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        let key = match &self.lower {
+            Some(lower) if key < &lower[..] => lower.clone(),
+            _ => Bytes::copy_from_slice(key),
+        };
+        self.direction = Direction::Forward;
+        self.iter.seek(&key, self.snapshot);
+        self.find_next(None);
+    }
+
+    /// To the last key at or before `key`.
+    pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.direction = Direction::Backward;
+        self.iter.seek_for_prev(key);
+        self.find_prev();
+    }
+
+    /// To the next key. REQUIRES: `valid()`.
+    pub fn next(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Backward {
+            // The merged stream is just before the current key's versions: step into them,
+            // then skip them like any passed key.
+            self.direction = Direction::Forward;
+            if self.iter.valid() {
+                self.iter.next();
+            } else {
+                self.iter.seek_to_first();
+            }
+        } else {
+            self.saved_key.clear();
+            self.saved_key.extend_from_slice(self.iter.user_key());
+            self.iter.next();
+        }
+        let skip = std::mem::take(&mut self.saved_key);
+        self.find_next(Some(&skip));
+        self.saved_key = skip;
+    }
+
+    /// To the previous key. REQUIRES: `valid()`.
+    pub fn prev(&mut self) {
+        if !self.valid {
+            return;
+        }
+        if self.direction == Direction::Forward {
+            // Back past every version of the current key.
+            self.saved_key.clear();
+            self.saved_key.extend_from_slice(self.iter.user_key());
+            loop {
+                self.iter.prev();
+                if !self.iter.valid() || self.iter.user_key() < &self.saved_key[..] {
+                    break;
+                }
+            }
+            self.direction = Direction::Backward;
+        }
+        self.find_prev();
+    }
+
+    /// Forward: stops at the next visible put at or after the merged stream's position,
+    /// skipping versions of `skip` and of deleted keys.
+    fn find_next(&mut self, skip: Option<&[u8]>) {
+        let mut hidden: Option<Vec<u8>> = skip.map(<[u8]>::to_vec);
+        self.valid = false;
+        while self.iter.valid() {
+            if self.check_sources() {
+                return;
+            }
+            let key = self.iter.user_key();
+            if self.upper.as_deref().is_some_and(|upper| key >= upper) {
+                return;
+            }
+            if self.iter.seqno() <= self.snapshot && hidden.as_deref() != Some(key) {
+                match self.iter.kind() {
+                    ValueKind::Delete => hidden = Some(key.to_vec()),
+                    ValueKind::Put => {
+                        self.valid = true;
+                        return;
+                    }
+                }
+            }
+            self.iter.next();
+        }
+        self.check_sources();
+    }
+
+    /// Backward: walks the versions of the key before the merged stream's position (oldest
+    /// first), keeping the newest visible one, and stops at the key before it.
+    fn find_prev(&mut self) {
+        let mut newest_kind = ValueKind::Delete;
+        self.saved_key.clear();
+        self.saved_value = Bytes::new();
+        while self.iter.valid() {
+            if self.check_sources() {
+                self.valid = false;
+                return;
+            }
+            let key = self.iter.user_key();
+            if self.lower.as_deref().is_some_and(|lower| key < lower) {
+                break;
+            }
+            let in_range = self.upper.as_deref().is_none_or(|upper| key < upper);
+            if in_range && self.iter.seqno() <= self.snapshot {
+                if newest_kind == ValueKind::Put && key < &self.saved_key[..] {
+                    break; // the previous key: `saved` holds the answer
+                }
+                newest_kind = self.iter.kind();
+                match newest_kind {
+                    ValueKind::Delete => {
+                        self.saved_key.clear();
+                        self.saved_value = Bytes::new();
+                    }
+                    ValueKind::Put => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(key);
+                        self.saved_value = self.iter.value();
+                    }
+                }
+            }
+            self.iter.prev();
+        }
+        if self.check_sources() {
+            self.valid = false;
+            return;
+        }
+        self.valid = newest_kind == ValueKind::Put;
+        if !self.valid {
+            self.saved_key.clear();
+        }
+    }
+
+    /// Records a source's failure; true if there is one.
+    fn check_sources(&mut self) -> bool {
+        if self.error.is_none()
+            && let Err(error) = self.iter.status()
+        {
+            self.error = Some(error);
+        }
+        self.error.is_some()
+    }
+}
+
+/// An iterator over `(key, value)` pairs of a column family, in key order, from either end
+/// (`.rev()` works). Yields an error once, and then nothing, if a source fails.
+pub struct Iter {
+    front: Cursor,
+    back: Cursor,
+    /// The last key each end yielded; the ends stop when they meet.
+    front_key: Option<Vec<u8>>,
+    back_key: Option<Vec<u8>>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Iter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Iter").field("done", &self.done).finish()
+    }
+}
+
+impl Iter {
+    pub(crate) fn new(front: Cursor, back: Cursor) -> Self {
+        Iter {
+            front,
+            back,
+            front_key: None,
+            back_key: None,
+            done: false,
+        }
+    }
+
+    fn take(&mut self, forward: bool) -> Option<Result<(Bytes, Bytes)>> {
+        if self.done {
+            return None;
+        }
+        let (cursor, first_step) = if forward {
+            (&mut self.front, self.front_key.is_none())
+        } else {
+            (&mut self.back, self.back_key.is_none())
+        };
+        if first_step {
+            if forward {
+                cursor.seek_to_first();
+            } else {
+                cursor.seek_to_last();
+            }
+        } else if forward {
+            cursor.next();
+        } else {
+            cursor.prev();
+        }
+        if let Err(error) = cursor.status() {
+            self.done = true;
+            return Some(Err(error));
+        }
+        if !cursor.valid() {
+            self.done = true;
+            return None;
+        }
+        let key = cursor.key().to_vec();
+        let met = if forward {
+            self.back_key
+                .as_deref()
+                .is_some_and(|back| key[..] >= *back)
+        } else {
+            self.front_key
+                .as_deref()
+                .is_some_and(|front| key[..] <= *front)
+        };
+        if met {
+            self.done = true;
+            return None;
+        }
+        let value = cursor.value();
+        if forward {
+            self.front_key = Some(key.clone());
+        } else {
+            self.back_key = Some(key.clone());
+        }
+        Some(Ok((Bytes::from(key), value)))
+    }
+}
+
+impl Iterator for Iter {
+    type Item = Result<(Bytes, Bytes)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.take(true)
+    }
+}
+
+impl DoubleEndedIterator for Iter {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.take(false)
+    }
+}

@@ -1,0 +1,163 @@
+//! Merges sources into one ordered stream of internal keys, both ways (LevelDB's
+//! `MergingIterator`).
+//!
+//! 1. Forward, the current entry is the smallest among the sources' current entries; backward,
+//!    the largest. Sources are few (memtables plus level-0 tables plus one per level), so a
+//!    linear scan finds it.
+//! 2. Switching direction repositions every other source relative to the current key: going
+//!    forward, each sits at its first entry after the key; going backward, at its last before.
+//! 3. Internal keys are unique across sources (a seqno is in exactly one), so ties never occur.
+
+use std::cmp::Ordering;
+
+use bytes::Bytes;
+use strata_sstable::ValueKind;
+
+use crate::SeqNo;
+use crate::error::Result;
+use crate::iter::source::Source;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Backward,
+}
+
+/// The merged view of several sources.
+pub(crate) struct MergingIter {
+    sources: Vec<Box<dyn Source + Send>>,
+    current: Option<usize>,
+    direction: Direction,
+}
+
+/// Internal-key order: user key ascending, then seqno descending.
+fn compare(a: &dyn Source, b: &dyn Source) -> Ordering {
+    a.user_key()
+        .cmp(b.user_key())
+        .then_with(|| b.seqno().cmp(&a.seqno()))
+}
+
+impl MergingIter {
+    pub(crate) fn new(sources: Vec<Box<dyn Source + Send>>) -> Self {
+        MergingIter {
+            sources,
+            current: None,
+            direction: Direction::Forward,
+        }
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.sources.iter_mut().for_each(|s| s.seek_to_first());
+        self.direction = Direction::Forward;
+        self.find_smallest();
+    }
+
+    pub(crate) fn seek_to_last(&mut self) {
+        self.sources.iter_mut().for_each(|s| s.seek_to_last());
+        self.direction = Direction::Backward;
+        self.find_largest();
+    }
+
+    pub(crate) fn seek(&mut self, key: &[u8], seqno: SeqNo) {
+        self.sources.iter_mut().for_each(|s| s.seek(key, seqno));
+        self.direction = Direction::Forward;
+        self.find_smallest();
+    }
+
+    pub(crate) fn seek_for_prev(&mut self, key: &[u8]) {
+        self.sources.iter_mut().for_each(|s| s.seek_for_prev(key));
+        self.direction = Direction::Backward;
+        self.find_largest();
+    }
+
+    /// REQUIRES: `valid()`.
+    pub(crate) fn next(&mut self) {
+        let Some(current) = self.current else { return };
+        if self.direction == Direction::Backward {
+            let (key, seqno) = (self.user_key().to_vec(), self.seqno());
+            for (i, source) in self.sources.iter_mut().enumerate() {
+                if i != current {
+                    // The first entry after (key, seqno): seqno is unique to `current`, so
+                    // seeking to it lands strictly after.
+                    source.seek(&key, seqno);
+                }
+            }
+            self.direction = Direction::Forward;
+        }
+        self.sources[current].next();
+        self.find_smallest();
+    }
+
+    /// REQUIRES: `valid()`.
+    pub(crate) fn prev(&mut self) {
+        let Some(current) = self.current else { return };
+        if self.direction == Direction::Forward {
+            let (key, seqno) = (self.user_key().to_vec(), self.seqno());
+            for (i, source) in self.sources.iter_mut().enumerate() {
+                if i != current {
+                    source.seek(&key, seqno);
+                    if source.valid() {
+                        source.prev();
+                    } else if source.status().is_ok() {
+                        source.seek_to_last();
+                    }
+                }
+            }
+            self.direction = Direction::Backward;
+        }
+        self.sources[current].prev();
+        self.find_largest();
+    }
+
+    fn find_smallest(&mut self) {
+        self.current = self.pick(Ordering::Less);
+    }
+
+    fn find_largest(&mut self) {
+        self.current = self.pick(Ordering::Greater);
+    }
+
+    fn pick(&self, wanted: Ordering) -> Option<usize> {
+        let mut best: Option<usize> = None;
+        for (i, source) in self.sources.iter().enumerate() {
+            if !source.valid() {
+                continue;
+            }
+            best = match best {
+                Some(b) if compare(source.as_ref(), self.sources[b].as_ref()) != wanted => Some(b),
+                _ => Some(i),
+            };
+        }
+        best
+    }
+
+    fn source(&self) -> &dyn Source {
+        self.sources[self.current.expect("REQUIRES: valid()")].as_ref()
+    }
+
+    pub(crate) fn user_key(&self) -> &[u8] {
+        self.source().user_key()
+    }
+
+    pub(crate) fn seqno(&self) -> SeqNo {
+        self.source().seqno()
+    }
+
+    pub(crate) fn kind(&self) -> ValueKind {
+        self.source().kind()
+    }
+
+    pub(crate) fn value(&self) -> Bytes {
+        self.source().value()
+    }
+
+    /// The first error any source hit. A source that fails becomes invalid, so an iterator
+    /// that ends must be checked with this before its end is trusted.
+    pub(crate) fn status(&self) -> Result<()> {
+        self.sources.iter().try_for_each(|s| s.status())
+    }
+}

@@ -1,0 +1,90 @@
+//! `strata-lsm`: Strata's key-value store, an LSM tree of column families over one
+//! write-ahead log. It knows nothing of tables; the `strata` crate builds them on it.
+//!
+//! ```
+//! use strata_lsm::{Options, ReadOptions, Store};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let store = Store::open(dir.path(), Options::default())?;
+//! let cf = store.default_cf();
+//! store.put(&cf, b"apple", b"red")?;
+//! store.put(&cf, b"pear", b"green")?;
+//! let before = store.snapshot();
+//! store.delete(&cf, b"apple")?;
+//!
+//! assert_eq!(store.get(&cf, b"apple")?, None);
+//! assert_eq!(store.get_at(&cf, b"apple", &before)?.as_deref(), Some(&b"red"[..]));
+//! let keys: Vec<_> = store
+//!     .iter(&cf, ReadOptions::default().snapshot(&before))?
+//!     .rev()
+//!     .map(|kv| kv.map(|(k, _)| k))
+//!     .collect::<Result<_, _>>()?;
+//! assert_eq!(keys, [&b"pear"[..], &b"apple"[..]]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! - Writes: a [`WriteBatch`] is committed atomically through group commit ([`commit`]):
+//!   one log record per batch, one contiguous seqno range, published only once every entry is
+//!   in its memtable (`write.rs`).
+//! - Memtables are sealed when full and flushed to level-0 tables by a background thread
+//!   (`flush.rs`); every change to the set of tables is a version edit in the manifest
+//!   (`edit.rs`, `manifest.rs`).
+//! - Reads see a `SuperVersion` (`version.rs`) of memtables and tables; iterators merge them
+//!   (`iter.rs`). Opening replays the manifest and the logs (`open.rs`).
+//!
+//! - All file I/O goes through [`fs::FileSystem`]: [`fs::OsFs`] for real use and
+//!   [`fs::SimFs`] for crash and fault tests.
+//!
+//! The on-disk formats are in `docs/formats/` (`wal.md`, `sstable.md`, `batch.md`,
+//! `manifest.md`).
+
+#![cfg_attr(not(test), warn(clippy::unwrap_used))]
+
+pub mod error;
+pub mod fs;
+
+pub(crate) mod background;
+pub(crate) mod batch;
+pub(crate) mod cf;
+pub mod collect;
+#[doc(hidden)]
+pub mod commit;
+pub(crate) mod compact;
+pub(crate) mod edit;
+pub(crate) mod flush;
+pub(crate) mod format;
+pub(crate) mod iter;
+pub(crate) mod manifest;
+pub(crate) mod memtable;
+pub(crate) mod open;
+pub(crate) mod options;
+#[doc(hidden)]
+pub mod skiplist;
+pub(crate) mod snapshot;
+pub(crate) mod store;
+/// The synchronisation primitives the store is built on (`loom`'s under `--cfg loom`), for
+/// the table layer's own concurrency core. Not a stable API.
+#[doc(hidden)]
+pub mod sync;
+pub(crate) mod version;
+pub(crate) mod write;
+
+/// A sequence number: every put or delete gets the next one; a snapshot is one.
+pub type SeqNo = u64;
+
+pub use batch::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, WriteBatch};
+pub use cf::ColumnFamily;
+pub use error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
+pub use iter::{Cursor, Iter};
+pub use options::{Options, ReadOptions, WriteOptions, prefix_successor};
+pub use snapshot::Snapshot;
+pub use store::{CfStats, CollectedTable, LevelStats, Store, WriteStalls};
+pub use strata_wal::RecoveryMode;
+
+/// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
+#[doc(hidden)]
+pub mod fuzzing {
+    pub use super::batch::{BatchEntry, DecodedBatch, decode_batch, encode_batch};
+    pub use super::edit::{CfMeta, ManifestState, TableMeta, VersionEdit};
+    pub use super::format::MAX_FILE_NUMBER;
+}

@@ -1,0 +1,775 @@
+//! The memtable's ordered index: an append-only skip list with one writer at a time and any
+//! number of concurrent readers, its nodes in an arena.
+//!
+//! Why our own, instead of `crossbeam-skiplist`: a memtable never removes an entry and is
+//! dropped whole, so it needs no per-node reclamation. Without it there is no epoch to pin per
+//! operation, no reference count per returned entry, and no `malloc` per node: nodes are slots
+//! in large, fixed-size segments, as in LevelDB's `SkipList` over an `Arena` and RocksDB's
+//! `InlineSkipList`. On the comparison benchmark this is most of a put.
+//!
+//! The structure, in safe Rust:
+//! 1. A node is a slot in an [`Arena`] of slots, named by a `u32` index. A slot holds the
+//!    node's first [`INLINE_LINKS`] forward links (atomics) and its key in its first cache
+//!    line, so a search step misses the cache once, then (each in a `OnceLock`) its value
+//!    and height. Taller towers keep their upper links in a second arena of atomics.
+//! 2. The writer (serialised by a mutex; the memtable's single writer is the commit leader, so
+//!    it is never contended) finds the predecessors at every level, fills a fresh slot, sets
+//!    the new node's own links, then links it in from level 0 upward, each with a release
+//!    store.
+//! 3. A reader follows links with acquire loads. A node reached through a link was fully
+//!    written before that link was stored, and from a node reached at level `l` the reader
+//!    only follows links at levels `<= l`, which were set before the node was linked at `l`.
+//!    So readers need no lock and never see a half-built node.
+//! 4. Nothing is freed until the list is dropped; entries are never removed. Equal keys are
+//!    allowed; a new entry goes before the entries equal to it.
+//! 5. A search of a list too large for the cache is a chain of dependent cache misses, one per
+//!    node visited. [`SkipList::insert_each`] inserts into several lists (a table row and its
+//!    index entries, each in its own column family) with their searches taking turns a node
+//!    at a time, so the processor has one miss in flight per list instead of one in all.
+//!
+//! Heights are drawn with probability 1/4 per level (LevelDB's branching factor) up to
+//! [`MAX_HEIGHT`]: about 1.33 links per node, and a search of `n` entries visits about
+//! `4 · log4(n)` nodes.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::sync::OnceLock;
+use std::sync::atomic::Ordering;
+
+use crate::sync::core::{AtomicU32, AtomicUsize, Mutex, MutexGuard, lock};
+
+/// The tallest tower. 4^12 = 16M entries before searches get longer than logarithmic.
+pub const MAX_HEIGHT: usize = 12;
+
+/// Links stored in the node's own slot, next to its key: a search's step at these levels
+/// touches one place in memory. Taller nodes (1 in 256) keep the rest in the link arena.
+pub const INLINE_LINKS: usize = 4;
+
+/// The index that means "no node".
+const NIL: u32 = u32::MAX;
+
+/// Slots per segment, as a power of two: 4,096 slots, about half a MiB of memtable nodes, is the
+/// most an arena holds unused. Smaller under loom, where every atomic is a modelled object.
+#[cfg(not(loom))]
+const SEGMENT_BITS: u32 = 12;
+#[cfg(loom)]
+const SEGMENT_BITS: u32 = 1;
+
+/// Segments per directory.
+const DIRECTORY_BITS: u32 = 8;
+
+/// Directories per arena.
+const DIRECTORIES: usize = 256;
+
+/// The number of slots an arena can hold.
+pub const CAPACITY: u32 = {
+    let capacity = (DIRECTORIES as u64) << (DIRECTORY_BITS + SEGMENT_BITS);
+    if capacity > NIL as u64 {
+        NIL
+    } else {
+        capacity as u32
+    }
+};
+
+/// Slots per segment.
+const SEGMENT_SLOTS: usize = 1 << SEGMENT_BITS;
+
+/// Segments per directory.
+const DIRECTORY_SEGMENTS: usize = 1 << DIRECTORY_BITS;
+
+/// A fixed-size run of slots. Fixed sizes let the compiler drop the bounds checks from the
+/// search path: every offset is masked to fit.
+type Segment<T> = Box<[T; SEGMENT_SLOTS]>;
+
+/// A table of segments, each allocated on first use.
+type Directory<T> = Box<[OnceLock<Segment<T>>; DIRECTORY_SEGMENTS]>;
+
+/// A growable array that readers index while one writer appends, without locks: slots live in
+/// fixed-size segments that never move, found through two levels of lazily allocated tables.
+/// A slot's memory is held until the arena is dropped.
+pub struct Arena<T> {
+    directories: Box<[OnceLock<Directory<T>>; DIRECTORIES]>,
+}
+
+impl<T> Arena<T> {
+    fn new() -> Self {
+        Arena {
+            directories: Box::new(std::array::from_fn(|_| OnceLock::new())),
+        }
+    }
+
+    #[inline]
+    fn split(index: u32) -> (usize, usize, usize) {
+        let index = index as usize;
+        (
+            index >> (DIRECTORY_BITS + SEGMENT_BITS),
+            (index >> SEGMENT_BITS) & (DIRECTORY_SEGMENTS - 1),
+            index & (SEGMENT_SLOTS - 1),
+        )
+    }
+
+    /// The slot at `index`, if its segment has been allocated.
+    #[inline]
+    fn get(&self, index: u32) -> Option<&T> {
+        let (directory, segment, slot) = Self::split(index);
+        let segment = self.directories.get(directory)?.get()?[segment].get()?;
+        Some(&segment[slot])
+    }
+
+    /// The slot at `index`, allocating its segment with `fresh` slots if needed. Only the
+    /// writer allocates. `None` only when `index` is at or beyond [`CAPACITY`].
+    fn get_or_allocate(&self, index: u32, fresh: impl Fn() -> T) -> Option<&T> {
+        let (directory, segment, slot) = Self::split(index);
+        let segments = self
+            .directories
+            .get(directory)?
+            .get_or_init(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
+        let segment = segments[segment].get_or_init(|| {
+            // Built on the heap: a segment is too large for the stack.
+            let slots: Box<[T]> = (0..SEGMENT_SLOTS).map(|_| fresh()).collect();
+            match slots.try_into() {
+                Ok(segment) => segment,
+                Err(_) => unreachable!("the iterator yields SEGMENT_SLOTS slots"),
+            }
+        });
+        Some(&segment[slot])
+    }
+}
+
+/// A node's slot: what a search step reads first, then the rest. With a key of up to 40
+/// bytes (the memtable's is 40), a search step touches one cache line: the links and the key.
+#[repr(C, align(64))]
+struct Slot<K, V> {
+    /// Forward links at levels `0..INLINE_LINKS`.
+    next: [AtomicU32; INLINE_LINKS],
+    key: OnceLock<K>,
+    cold: OnceLock<Cold<V>>,
+}
+
+impl<K, V> Slot<K, V> {
+    fn fresh() -> Self {
+        Slot {
+            next: std::array::from_fn(|_| AtomicU32::new(NIL)),
+            key: OnceLock::new(),
+            cold: OnceLock::new(),
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> &K {
+        self.key
+            .get()
+            .expect("a node is written before it is linked")
+    }
+
+    fn cold(&self) -> &Cold<V> {
+        self.cold
+            .get()
+            .expect("a node is written before it is linked")
+    }
+}
+
+/// The bytes of a slot a search step reads (links and key): one cache line when at most 64.
+pub const fn search_bytes<K, V>() -> usize {
+    std::mem::offset_of!(Slot<K, V>, cold)
+}
+
+/// What a search does not need.
+struct Cold<V> {
+    value: V,
+    height: u8,
+    /// The link-arena index of this node's link at level `INLINE_LINKS`, if it is that tall.
+    upper_links: u32,
+}
+
+/// The writer's state.
+struct Writer {
+    /// The next free node index.
+    nodes: u32,
+    /// The next free link-arena index.
+    links: u32,
+    /// xorshift64 state for tower heights.
+    rng: u64,
+}
+
+/// The list is full: [`CAPACITY`] nodes, or as many upper links.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Full;
+
+/// A position in the list: a node index, valid for the list that returned it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Position(u32);
+
+/// An append-only skip list of `(key, value)` entries ordered by key. See the module docs.
+pub struct SkipList<K, V> {
+    nodes: Arena<Slot<K, V>>,
+    links: Arena<AtomicU32>,
+    head: [AtomicU32; MAX_HEIGHT],
+    /// The tallest tower in the list (at least 1).
+    height: AtomicUsize,
+    len: AtomicUsize,
+    /// Upper links handed out.
+    upper_links: AtomicUsize,
+    writer: Mutex<Writer>,
+}
+
+/// A search for the last node below a key, one node visit per [`Search::step`], so that the
+/// searches of several lists can take turns ([`SkipList::insert_each`]).
+///
+/// The search keeps the slot of the node it stands on, so each step looks up one slot (the
+/// next node's), and it remembers the last node found not below the key: a lower level often
+/// leads to the same node, which then needs no second comparison (RocksDB's
+/// `InlineSkipList` does the same).
+struct Search<'a, K, V> {
+    list: &'a SkipList<K, V>,
+    at: Option<(u32, &'a Slot<K, V>)>,
+    not_below: u32,
+    level: usize,
+}
+
+impl<'a, K: Ord, V> Search<'a, K, V> {
+    fn new(list: &'a SkipList<K, V>) -> Self {
+        Search {
+            list,
+            at: None,
+            not_below: NIL,
+            level: list.height.load(Ordering::Acquire) - 1,
+        }
+    }
+
+    /// Visits one node, or moves down a level. Once level 0 is done, returns the last node
+    /// below `key` (`None`: the head) and the node after it (`NIL`: none); `preds`, if given,
+    /// gets the last node below `key` at each level passed.
+    #[inline]
+    fn step<const AHEAD: bool>(
+        &mut self,
+        key: &K,
+        preds: Option<&mut [Option<u32>; MAX_HEIGHT]>,
+    ) -> Option<(Option<u32>, u32)> {
+        let list = self.list;
+        let next = list
+            .slot_link(self.at.map(|(_, slot)| slot), self.level)
+            .load(Ordering::Acquire);
+        if next != NIL && next != self.not_below {
+            let slot = list.slot(next);
+            // Touch the node after `next` now: if the search moves right, its line is
+            // already on the way, so two cache misses overlap instead of following each
+            // other (RocksDB prefetches the same node). A plain load, as a prefetch
+            // instruction needs `unsafe`.
+            if AHEAD && self.level < INLINE_LINKS {
+                // Acquire, as for any link: the node may be linked this instant.
+                let ahead = slot.next[self.level].load(Ordering::Acquire);
+                if ahead != NIL
+                    && let Some(ahead) = list.nodes.get(ahead)
+                {
+                    std::hint::black_box(ahead.next[0].load(Ordering::Relaxed));
+                }
+            }
+            if slot.key() < key {
+                self.at = Some((next, slot));
+                return None;
+            }
+            self.not_below = next;
+        }
+        if let Some(preds) = preds {
+            preds[self.level] = self.at.map(|(index, _)| index);
+        }
+        if self.level == 0 {
+            return Some((self.at.map(|(index, _)| index), next));
+        }
+        self.level -= 1;
+        None
+    }
+}
+
+/// An insert under way: its list's writer lock held, its node's index and tower reserved, its
+/// search for the predecessors in progress.
+struct Pending<'a, K, V> {
+    list: &'a SkipList<K, V>,
+    writer: MutexGuard<'a, Writer>,
+    index: u32,
+    height: usize,
+    upper_links: u32,
+    search: Search<'a, K, V>,
+    preds: [Option<u32>; MAX_HEIGHT],
+    searched: bool,
+    key: K,
+    value: V,
+}
+
+impl<K: Ord, V> Pending<'_, K, V> {
+    /// One step of the search for the predecessors.
+    #[inline]
+    fn step<const AHEAD: bool>(&mut self) {
+        self.searched = self
+            .search
+            .step::<AHEAD>(&self.key, Some(&mut self.preds))
+            .is_some();
+    }
+
+    /// Writes the node and links it in from level 0 upward. The search is done.
+    fn link(self) -> Result<(), Full> {
+        let Pending {
+            list,
+            mut writer,
+            index,
+            height,
+            upper_links,
+            preds,
+            key,
+            value,
+            ..
+        } = self;
+        // Levels above the list's height at the search start at the head: `preds` is already
+        // `None` there.
+        let list_height = list.height.load(Ordering::Relaxed);
+        let slot = list.nodes.get_or_allocate(index, Slot::fresh).ok_or(Full)?;
+        let written = slot
+            .cold
+            .set(Cold {
+                value,
+                height: height as u8,
+                upper_links,
+            })
+            .is_ok()
+            && slot.key.set(key).is_ok();
+        assert!(written, "node index {index} handed out twice");
+        let upper = height.saturating_sub(INLINE_LINKS) as u32;
+        writer.nodes += 1;
+        writer.links += upper;
+        list.upper_links
+            .fetch_add(upper as usize, Ordering::Relaxed);
+
+        for (level, pred) in preds.iter().enumerate().take(height) {
+            // The writer is the only one to store links, so `pred`'s successor cannot change
+            // between this load and the store that replaces it.
+            let successor = list.link(*pred, level).load(Ordering::Relaxed);
+            list.link(Some(index), level)
+                .store(successor, Ordering::Relaxed);
+            list.link(*pred, level).store(index, Ordering::Release);
+        }
+        if height > list_height {
+            list.height.store(height, Ordering::Release);
+        }
+        list.len.fetch_add(1, Ordering::Release);
+        Ok(())
+    }
+}
+
+impl<K: Ord, V> Default for SkipList<K, V> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<K: Ord, V> SkipList<K, V> {
+    /// An empty list. Allocates only the arenas' top tables (a few KiB).
+    pub fn new() -> Self {
+        SkipList {
+            nodes: Arena::new(),
+            links: Arena::new(),
+            head: std::array::from_fn(|_| AtomicU32::new(NIL)),
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            upper_links: AtomicUsize::new(0),
+            writer: Mutex::new(Writer {
+                nodes: 0,
+                links: 0,
+                rng: 0x9E37_79B9_7F4A_7C15,
+            }),
+        }
+    }
+
+    /// The number of entries.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    /// Whether the list has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes of the slots and links the entries use, not counting what keys and values own
+    /// outside their slots. The arenas hold at most one unused segment each beyond this,
+    /// plus their tables (a few KiB).
+    pub fn used_bytes(&self) -> usize {
+        self.len() * size_of::<Slot<K, V>>()
+            + self.upper_links.load(Ordering::Relaxed) * size_of::<AtomicU32>()
+    }
+
+    #[inline]
+    fn slot(&self, index: u32) -> &Slot<K, V> {
+        self.nodes
+            .get(index)
+            .expect("a node index read from a link was allocated before it was linked")
+    }
+
+    /// The link of `from` (`None`: the head) at `level`.
+    fn link(&self, from: Option<u32>, level: usize) -> &AtomicU32 {
+        self.slot_link(from.map(|index| self.slot(index)), level)
+    }
+
+    /// The link of the node in `slot` (`None`: the head) at `level`.
+    #[inline]
+    fn slot_link<'a>(&'a self, slot: Option<&'a Slot<K, V>>, level: usize) -> &'a AtomicU32 {
+        let Some(slot) = slot else {
+            return &self.head[level];
+        };
+        if level < INLINE_LINKS {
+            return &slot.next[level];
+        }
+        let cold = slot.cold();
+        debug_assert!(level < usize::from(cold.height));
+        self.links
+            .get(cold.upper_links + (level - INLINE_LINKS) as u32)
+            .expect("a tall node's upper links are allocated before it is linked")
+    }
+
+    fn next(&self, from: Option<u32>, level: usize) -> Option<u32> {
+        let next = self.link(from, level).load(Ordering::Acquire);
+        (next != NIL).then_some(next)
+    }
+
+    /// The last node (`None`: the head) at each level whose key is below `key`, from the top
+    /// level down. Returns the one at level 0 and the node the search found after it (`NIL`:
+    /// none), and fills `preds` if given.
+    ///
+    /// The successor must come from the search itself, not from re-reading the predecessor's
+    /// link afterwards: a node linked in between could be below `key` (a loom model caught
+    /// exactly that, with a reader's `seek` returning a smaller key than it asked for).
+    #[inline]
+    fn find_less(
+        &self,
+        key: &K,
+        mut preds: Option<&mut [Option<u32>; MAX_HEIGHT]>,
+    ) -> (Option<u32>, u32) {
+        let mut search = Search::new(self);
+        loop {
+            if let Some(found) = search.step::<true>(key, preds.as_deref_mut()) {
+                return found;
+            }
+        }
+    }
+
+    /// A tower height: 1, then one more with probability 1/4 each, up to [`MAX_HEIGHT`].
+    fn random_height(writer: &mut Writer) -> usize {
+        let mut height = 1;
+        while height < MAX_HEIGHT {
+            writer.rng ^= writer.rng << 13;
+            writer.rng ^= writer.rng >> 7;
+            writer.rng ^= writer.rng << 17;
+            if !writer.rng.is_multiple_of(4) {
+                break;
+            }
+            height += 1;
+        }
+        height
+    }
+
+    /// Inserts an entry. Concurrent readers see it whole or not at all; concurrent inserts are
+    /// serialised. Fails, inserting nothing, only when the list holds [`CAPACITY`] nodes.
+    pub fn insert(&self, key: K, value: V) -> Result<(), Full> {
+        let mut pending = self.begin(key, value)?;
+        while !pending.searched {
+            pending.step::<true>();
+        }
+        pending.link()
+    }
+
+    /// Inserts one entry into each list, as [`SkipList::insert`] would, with the searches
+    /// taking turns a node at a time: each is a chain of dependent cache misses, and chains in
+    /// different lists are independent, so the processor overlaps their misses instead of
+    /// waiting for each in turn. A write to a table and its index tables is an insert into
+    /// several lists, one each (group prefetching, as in hash joins, applied to skip lists).
+    ///
+    /// The lists must be distinct; their writer locks are taken in address order, so two
+    /// callers cannot deadlock. On `Full`, the entries before the list that is full are
+    /// inserted and the rest are not.
+    pub fn insert_each(entries: Vec<(&SkipList<K, V>, K, V)>) -> Result<(), Full> {
+        let mut entries = entries;
+        entries.sort_by_key(|(list, _, _)| std::ptr::from_ref(*list) as usize);
+        debug_assert!(
+            entries.windows(2).all(|w| !std::ptr::eq(w[0].0, w[1].0)),
+            "insert_each takes distinct lists"
+        );
+        let mut pending = Vec::with_capacity(entries.len());
+        let mut full = false;
+        for (list, key, value) in entries {
+            match list.begin(key, value) {
+                Ok(p) => pending.push(p),
+                Err(Full) => {
+                    full = true;
+                    break;
+                }
+            }
+        }
+        let mut searching = pending.len();
+        while searching > 0 {
+            searching = 0;
+            for p in pending.iter_mut().filter(|p| !p.searched) {
+                p.step::<false>();
+                searching += usize::from(!p.searched);
+            }
+        }
+        for p in pending {
+            p.link()?;
+        }
+        if full { Err(Full) } else { Ok(()) }
+    }
+
+    /// Locks the writer and reserves the node and its tower.
+    fn begin(&self, key: K, value: V) -> Result<Pending<'_, K, V>, Full> {
+        let mut writer = lock(&self.writer);
+        let index = writer.nodes;
+        if index >= CAPACITY {
+            return Err(Full);
+        }
+        let height = Self::random_height(&mut writer);
+        let upper = height.saturating_sub(INLINE_LINKS) as u32;
+        let upper_links = writer.links;
+        if upper > 0 {
+            let last = upper_links.checked_add(upper - 1).ok_or(Full)?;
+            // The run of upper links spans at most two segments: allocate both ends.
+            self.links
+                .get_or_allocate(upper_links, || AtomicU32::new(NIL))
+                .ok_or(Full)?;
+            self.links
+                .get_or_allocate(last, || AtomicU32::new(NIL))
+                .ok_or(Full)?;
+        }
+        Ok(Pending {
+            list: self,
+            writer,
+            index,
+            height,
+            upper_links,
+            search: Search::new(self),
+            preds: [None; MAX_HEIGHT],
+            searched: false,
+            key,
+            value,
+        })
+    }
+
+    /// The entry at `position`.
+    pub fn entry(&self, position: Position) -> (&K, &V) {
+        let slot = self.slot(position.0);
+        (slot.key(), &slot.cold().value)
+    }
+
+    /// The first entry.
+    pub fn first(&self) -> Option<Position> {
+        self.next(None, 0).map(Position)
+    }
+
+    /// The last entry.
+    pub fn last(&self) -> Option<Position> {
+        let mut at = None;
+        let mut level = self.height.load(Ordering::Acquire) - 1;
+        loop {
+            match self.next(at, level) {
+                Some(next) => at = Some(next),
+                None if level == 0 => return at.map(Position),
+                None => level -= 1,
+            }
+        }
+    }
+
+    /// The entry after `position`.
+    pub fn next_entry(&self, position: Position) -> Option<Position> {
+        self.next(Some(position.0), 0).map(Position)
+    }
+
+    /// The first entry whose key is at or after `key`.
+    pub fn seek(&self, key: &K) -> Option<Position> {
+        let (_, after) = self.find_less(key, None);
+        (after != NIL).then_some(Position(after))
+    }
+
+    /// The first entry whose key is after `key`.
+    pub fn seek_after(&self, key: &K) -> Option<Position> {
+        let mut at = self.seek(key)?;
+        while self.entry(at).0.cmp(key) == CmpOrdering::Equal {
+            at = self.next_entry(at)?;
+        }
+        Some(at)
+    }
+
+    /// The last entry whose key is before `key`.
+    pub fn seek_before(&self, key: &K) -> Option<Position> {
+        self.find_less(key, None).0.map(Position)
+    }
+
+    /// The entries in order, from `from` (or the first).
+    pub fn iter_from(&self, from: Option<Position>) -> impl Iterator<Item = (&K, &V)> {
+        std::iter::successors(from, |at| self.next_entry(*at)).map(|at| self.entry(at))
+    }
+
+    /// Every entry in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.iter_from(self.first())
+    }
+}
+
+impl<K, V> std::fmt::Debug for SkipList<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SkipList")
+            .field("len", &self.len.load(Ordering::Relaxed))
+            .field("height", &self.height.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entries_come_back_in_key_order_whatever_the_insertion_order() {
+        let list = SkipList::new();
+        let mut keys: Vec<u64> = (0..20_000).map(|i| (i * 7_919) % 20_011).collect();
+        for &key in &keys {
+            list.insert(key, key * 2).expect("room");
+        }
+        keys.sort_unstable();
+        let got: Vec<(u64, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+        let want: Vec<(u64, u64)> = keys.iter().map(|k| (*k, k * 2)).collect();
+        assert_eq!(got, want);
+        assert_eq!(list.len(), keys.len());
+        assert_eq!(list.last().map(|p| *list.entry(p).0), keys.last().copied());
+    }
+
+    #[test]
+    fn seeks_find_the_neighbours_of_present_and_absent_keys() {
+        let list = SkipList::new();
+        for key in (0..1_000u32).map(|k| k * 10) {
+            list.insert(key, ()).expect("room");
+        }
+        let key = |p: Option<Position>| p.map(|p| *list.entry(p).0);
+        assert_eq!(key(list.seek(&0)), Some(0));
+        assert_eq!(key(list.seek(&5)), Some(10));
+        assert_eq!(key(list.seek(&9_990)), Some(9_990));
+        assert_eq!(key(list.seek(&9_991)), None);
+        assert_eq!(key(list.seek_after(&10)), Some(20));
+        assert_eq!(key(list.seek_after(&9_990)), None);
+        assert_eq!(key(list.seek_before(&10)), Some(0));
+        assert_eq!(key(list.seek_before(&15)), Some(10));
+        assert_eq!(key(list.seek_before(&0)), None);
+        assert_eq!(key(list.first()), Some(0));
+        assert_eq!(key(list.last()), Some(9_990));
+    }
+
+    #[test]
+    fn equal_keys_are_all_kept_newest_first() {
+        let list = SkipList::new();
+        for value in 0..5 {
+            list.insert(7u8, value).expect("room");
+        }
+        list.insert(3u8, 99).expect("room");
+        let values: Vec<i32> = list.iter().map(|(_, v)| *v).collect();
+        assert_eq!(values, [99, 4, 3, 2, 1, 0]);
+        assert_eq!(list.seek_after(&3).map(|p| *list.entry(p).1), Some(4));
+        assert_eq!(list.seek_after(&7), None);
+    }
+
+    #[test]
+    fn interleaved_inserts_build_the_same_lists_as_one_at_a_time() {
+        let lists: Vec<SkipList<u64, u64>> = (0..3).map(|_| SkipList::new()).collect();
+        let mut want: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 3];
+        for i in 0..5_000u64 {
+            let mut entries = Vec::new();
+            // The lists in a different order each time; a repeated key now and then.
+            for j in [i % 3, (i + 1) % 3, (i + 2) % 3] {
+                let key = (i * 7_919 + j * 104_729) % 3_001;
+                entries.push((&lists[j as usize], key, i));
+                want[j as usize].push((key, i));
+            }
+            SkipList::insert_each(entries).expect("room");
+        }
+        for (list, want) in lists.iter().zip(&mut want) {
+            // Equal keys: the newest first.
+            want.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+            let got: Vec<(u64, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+            assert_eq!(&got, want);
+            assert_eq!(list.len(), 5_000);
+        }
+    }
+
+    #[test]
+    fn an_empty_list_has_no_positions() {
+        let list: SkipList<u8, ()> = SkipList::new();
+        assert!(list.is_empty());
+        assert_eq!(list.first(), None);
+        assert_eq!(list.last(), None);
+        assert_eq!(list.seek(&0), None);
+        assert_eq!(list.seek_before(&255), None);
+        assert_eq!(list.iter().count(), 0);
+    }
+
+    #[test]
+    fn the_arena_hands_out_slots_across_segments_and_directories() {
+        let arena: Arena<AtomicU32> = Arena::new();
+        let far = 3 << (DIRECTORY_BITS + SEGMENT_BITS);
+        let firsts = [0, 1 << SEGMENT_BITS, far];
+        for index in firsts {
+            assert!(
+                arena.get(index).is_none(),
+                "segment of {index} not yet allocated"
+            );
+            let slot = arena
+                .get_or_allocate(index, || AtomicU32::new(NIL))
+                .expect("below capacity");
+            slot.store(index, Ordering::Relaxed);
+        }
+        let last_of_first = (1 << SEGMENT_BITS) - 1;
+        let slot = arena
+            .get(last_of_first)
+            .expect("allocated with its segment");
+        assert_eq!(slot.load(Ordering::Relaxed), NIL, "a fresh slot");
+        for index in firsts {
+            let slot = arena.get(index).expect("allocated");
+            assert_eq!(slot.load(Ordering::Relaxed), index);
+        }
+        assert!(
+            arena.get(2 << SEGMENT_BITS).is_none(),
+            "a segment never touched"
+        );
+        assert!(
+            arena
+                .get_or_allocate(CAPACITY, || AtomicU32::new(NIL))
+                .is_none()
+        );
+        assert!(arena.get_or_allocate(NIL, || AtomicU32::new(NIL)).is_none());
+    }
+
+    #[test]
+    fn readers_on_other_threads_see_a_sorted_list_that_only_grows() {
+        let list = std::sync::Arc::new(SkipList::new());
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let readers: Vec<_> = (0..2)
+            .map(|_| {
+                let (list, done) = (list.clone(), done.clone());
+                std::thread::spawn(move || {
+                    let mut last_len = 0;
+                    while !done.load(Ordering::Acquire) {
+                        let len_before = list.len();
+                        let keys: Vec<u64> = list.iter().map(|(k, _)| *k).collect();
+                        assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted");
+                        assert!(keys.len() >= len_before, "nothing counted is missing");
+                        assert!(keys.len() >= last_len, "the list only grows");
+                        last_len = keys.len();
+                    }
+                })
+            })
+            .collect();
+        for i in 0..50_000u64 {
+            list.insert(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16, ())
+                .expect("room");
+        }
+        done.store(true, Ordering::Release);
+        for reader in readers {
+            reader.join().expect("reader");
+        }
+        assert_eq!(list.iter().count(), 50_000);
+    }
+}

@@ -1,0 +1,701 @@
+//! The store: its shared state, and the public API over column families, writes and reads.
+//!
+//! Locks, always taken in this order (LevelDB's `REQUIRES:` style contracts are on the
+//! methods): `writer` (the log, held by the commit leader and by anything that switches
+//! memtables or changes the set of families) → `versions` (the manifest) → `cfs` → a family's
+//! `current`. Readers take only `cfs` and `current`, each briefly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::thread::JoinHandle;
+
+use bytes::Bytes;
+use strata_sstable::BlockCache;
+use strata_wal::LogWriter;
+
+use crate::SeqNo;
+use crate::batch::WriteBatch;
+use crate::cf::{CfShared, ColumnFamily};
+use crate::commit::{GroupCommit, Request, Sequencer};
+use crate::edit::ManifestState;
+use crate::error::{Error, Result};
+use crate::format::DEFAULT_CF_ID;
+use crate::fs::{FileLock, FileSystem, WritableFile};
+use crate::iter::merge::MergingIter;
+use crate::iter::source::{LevelSource, MemSource, Source, TableSource};
+use crate::iter::{Cursor, Iter};
+use crate::manifest::Manifest;
+use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::snapshot::{Snapshot, SnapshotList};
+use crate::sync::lock;
+use crate::version::visible_value;
+
+/// The log being written.
+pub(crate) struct WalState {
+    pub(crate) log: LogWriter<Box<dyn WritableFile>>,
+    pub(crate) number: u64,
+}
+
+/// The manifest and the state its edits built.
+pub(crate) struct Versions {
+    pub(crate) state: ManifestState,
+    pub(crate) manifest: Manifest,
+}
+
+impl Versions {
+    /// Reserves a file number. It is recorded by the next edit; a crash before that leaves at
+    /// most a stray file, and open starts numbering after every file it finds.
+    pub(crate) fn reserve_file_number(&mut self) -> u64 {
+        let number = self.state.next_file_number;
+        self.state.next_file_number += 1;
+        number
+    }
+}
+
+/// What the background threads (flush, compaction) are asked to do.
+#[derive(Debug, Default)]
+pub(crate) struct BackgroundState {
+    pub(crate) shutdown: bool,
+    /// Bumped at every change the thread or a waiter may care about.
+    pub(crate) epoch: u64,
+}
+
+/// State shared by the store handle and its flush thread.
+pub(crate) struct Shared {
+    pub(crate) fs: Arc<dyn FileSystem>,
+    pub(crate) dir: PathBuf,
+    pub(crate) options: Options,
+    pub(crate) cache: Arc<BlockCache>,
+    pub(crate) commit: GroupCommit<WriteBatch, Result<SeqNo>>,
+    pub(crate) seq: Sequencer,
+    pub(crate) writer: Mutex<WalState>,
+    pub(crate) versions: Mutex<Versions>,
+    pub(crate) cfs: RwLock<BTreeMap<u32, Arc<CfShared>>>,
+    pub(crate) snapshots: Arc<SnapshotList>,
+    /// Logs written before the current one and not yet deleted: number → bytes.
+    pub(crate) old_logs: Mutex<BTreeMap<u64, u64>>,
+    pub(crate) background: Mutex<BackgroundState>,
+    pub(crate) background_cv: Condvar,
+    pub(crate) stalls: Mutex<WriteStalls>,
+    /// 0: writes flow; 1: slowed down; 2: stopped (see `Shared::throttle`).
+    pub(crate) stall_state: std::sync::atomic::AtomicU8,
+    failed: AtomicBool,
+    failure: Mutex<Option<Error>>,
+    pub(crate) _lock: FileLock,
+}
+
+impl Shared {
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "called once, by open, with each part of the recovered state"
+    )]
+    pub(crate) fn new(
+        options: Options,
+        dir: PathBuf,
+        cache: Arc<BlockCache>,
+        last_seqno: SeqNo,
+        wal: WalState,
+        versions: Versions,
+        cfs: BTreeMap<u32, Arc<CfShared>>,
+        lock: FileLock,
+    ) -> Shared {
+        Shared {
+            fs: Arc::clone(&options.fs),
+            dir,
+            commit: GroupCommit::new(options.max_group_bytes),
+            options,
+            cache,
+            seq: Sequencer::new(last_seqno),
+            writer: Mutex::new(wal),
+            versions: Mutex::new(versions),
+            cfs: RwLock::new(cfs),
+            snapshots: Arc::new(SnapshotList::default()),
+            old_logs: Mutex::new(BTreeMap::new()),
+            background: Mutex::new(BackgroundState::default()),
+            background_cv: Condvar::new(),
+            stalls: Mutex::new(WriteStalls::default()),
+            stall_state: std::sync::atomic::AtomicU8::new(0),
+            failed: AtomicBool::new(false),
+            failure: Mutex::new(None),
+            _lock: lock,
+        }
+    }
+
+    /// Makes `error` the store's sticky failure (the first one wins) and returns it.
+    pub(crate) fn fail(&self, error: Error) -> Error {
+        let mut failure = lock(&self.failure);
+        if failure.is_none() {
+            tracing::error!(%error, "store refuses further writes until reopened");
+            *failure = Some(error.clone());
+        }
+        self.failed.store(true, Ordering::Release);
+        drop(failure);
+        self.wake_background();
+        error
+    }
+
+    /// `ReadOnly` once a write, sync or flush has failed.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if !self.failed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let cause = lock(&self.failure).clone().unwrap_or(Error::Closed);
+        Err(Error::ReadOnly(Box::new(cause)))
+    }
+
+    /// Tells the background threads (and anyone waiting for them) to stop.
+    pub(crate) fn shut_down_background(&self) {
+        let mut state = lock(&self.background);
+        state.shutdown = true;
+        state.epoch += 1;
+        drop(state);
+        self.background_cv.notify_all();
+    }
+
+    /// Whether the store is closing.
+    pub(crate) fn shutting_down(&self) -> bool {
+        lock(&self.background).shutdown
+    }
+
+    pub(crate) fn wake_background(&self) {
+        lock(&self.background).epoch += 1;
+        self.background_cv.notify_all();
+    }
+
+    pub(crate) fn cfs_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<u32, Arc<CfShared>>> {
+        self.cfs.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn cfs_write(
+        &self,
+    ) -> std::sync::RwLockWriteGuard<'_, BTreeMap<u32, Arc<CfShared>>> {
+        self.cfs.write().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// How long writers were held back (RocksDB's write stalls), since the store was opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStalls {
+    /// Write groups delayed by `Options::slowdown_delay` because level 0 or the sealed
+    /// memtables were near their limit.
+    pub slowdowns: u64,
+    /// Write groups that stopped until background work caught up.
+    pub stops: u64,
+    /// Total time writers spent delayed or stopped.
+    pub stalled: std::time::Duration,
+}
+
+/// One level of a column family: what it holds, and what flushes and compactions wrote to it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LevelStats {
+    /// Tables in the level.
+    pub tables: usize,
+    /// Their total size in bytes.
+    pub bytes: u64,
+    /// Flushes (level 0) or compactions (deeper levels) that wrote into the level.
+    pub compactions: u64,
+    /// Bytes those compactions read from the level above.
+    pub read_from_above: u64,
+    /// Bytes they read from this level (the tables they rewrote).
+    pub read_from_level: u64,
+    /// Bytes written into the level.
+    pub written: u64,
+    /// `written / read_from_above`: bytes written here per byte brought down (RocksDB's
+    /// per-level "W-Amp"); 0 when nothing came down yet, 1 at level 0.
+    pub write_amplification: f64,
+    /// Time those flushes or compactions took.
+    pub time: std::time::Duration,
+}
+
+/// One live table as [`Store::collected`] reports it.
+#[derive(Clone, Debug)]
+pub struct CollectedTable {
+    /// The table's file number.
+    pub number: u64,
+    /// Entries, all versions and tombstones included.
+    pub entries: u64,
+    /// Tombstones.
+    pub deletions: u64,
+    /// The property asked for, if the table has it.
+    pub property: Option<Vec<u8>>,
+}
+
+/// Counts for one column family, exact where cheap, for callers like a query planner.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct CfStats {
+    /// Stored entries, tombstones included, over memtables and tables. Every version of a key
+    /// counts until compaction removes it, so this is an upper bound on live keys.
+    pub entries: u64,
+    /// Stored tombstones.
+    pub deletions: u64,
+    /// Estimated memtable bytes (active and sealed).
+    pub memtable_bytes: u64,
+    /// Memtables sealed and waiting for a flush.
+    pub sealed_memtables: usize,
+    /// Number of tables in each level.
+    pub tables_per_level: Vec<usize>,
+    /// Total size of the tables in bytes.
+    pub table_bytes: u64,
+    /// Per level, down to the deepest the store is configured with (`Options::num_levels`).
+    pub levels: Vec<LevelStats>,
+    /// Bytes flushed from memtables into level 0.
+    pub flushed_bytes: u64,
+    /// Every byte written into tables (flushes and compactions) per byte flushed: how many
+    /// times, on average, data was written after the log.
+    pub write_amplification: f64,
+}
+
+/// An embedded, crash-safe key-value store: an LSM tree of column families over one write-ahead
+/// log. `Send + Sync`: share it between threads with an `Arc`.
+///
+/// ```
+/// use strata_lsm::{Options, Store, WriteBatch, WriteOptions};
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = Store::open(dir.path(), Options::default())?;
+/// let users = store.create_column_family("users")?;
+///
+/// let mut batch = WriteBatch::new();
+/// batch.put(&users, b"u1", b"ada")?;
+/// batch.put(&store.default_cf(), b"count", b"1")?;
+/// store.write(batch, WriteOptions::synced())?; // both or neither, even across a crash
+///
+/// assert_eq!(store.get(&users, b"u1")?.as_deref(), Some(&b"ada"[..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct Store {
+    pub(crate) shared: Arc<Shared>,
+    /// The background threads; empty once closed.
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("dir", &self.shared.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`, recovering every write the log holds. See
+    /// `Options::recovery_mode` for what happens to damaged logs. Fails with
+    /// [`Error::Conflict`] if another `Store`, in this process or another, has `dir` open.
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let shared = Arc::new(crate::open::open(dir.as_ref(), options)?);
+        let workers = crate::background::spawn(&shared)?;
+        Ok(Store { shared, workers })
+    }
+
+    /// The `default` family, which every store has.
+    pub fn default_cf(&self) -> ColumnFamily {
+        self.cf_by_id(DEFAULT_CF_ID)
+            .expect("the default column family cannot be dropped")
+    }
+
+    /// The family called `name`.
+    pub fn cf(&self, name: &str) -> Result<ColumnFamily> {
+        self.shared
+            .cfs_read()
+            .values()
+            .find(|cf| cf.name == name)
+            .map(|cf| ColumnFamily {
+                shared: Arc::clone(cf),
+            })
+            .ok_or_else(|| Error::NotFound(format!("column family {name:?}")))
+    }
+
+    fn cf_by_id(&self, id: u32) -> Option<ColumnFamily> {
+        self.shared.cfs_read().get(&id).map(|cf| ColumnFamily {
+            shared: Arc::clone(cf),
+        })
+    }
+
+    /// The names of the live families, `default` first.
+    pub fn column_families(&self) -> Vec<String> {
+        self.shared
+            .cfs_read()
+            .values()
+            .map(|cf| cf.name.clone())
+            .collect()
+    }
+
+    /// Creates a family, durably, and returns its handle.
+    pub fn create_column_family(&self, name: &str) -> Result<ColumnFamily> {
+        let shared = self.shared.create_cf(name)?;
+        Ok(ColumnFamily { shared })
+    }
+
+    /// Drops a family, durably: its data is deleted and its handles stop working. The
+    /// `default` family cannot be dropped.
+    pub fn drop_column_family(&self, cf: &ColumnFamily) -> Result<()> {
+        self.shared.drop_cf(&cf.shared)
+    }
+
+    /// Sets `key` to `value` (with the default [`WriteOptions`]).
+    pub fn put(&self, cf: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::with_capacity(16 + key.len() + value.len());
+        batch.put(cf, key, value)?;
+        self.write(batch, WriteOptions::default()).map(drop)
+    }
+
+    /// Deletes `key` (with the default [`WriteOptions`]).
+    pub fn delete(&self, cf: &ColumnFamily, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::with_capacity(16 + key.len());
+        batch.delete(cf, key)?;
+        self.write(batch, WriteOptions::default()).map(drop)
+    }
+
+    /// Commits `batch` atomically and returns the sequence number of its last operation (the
+    /// store's current seqno for an empty batch, which writes nothing).
+    ///
+    /// Concurrent calls share log appends and syncs (group commit). After a failed log write
+    /// or sync every later write fails with [`Error::ReadOnly`] until the store is reopened.
+    pub fn write(&self, batch: WriteBatch, options: WriteOptions) -> Result<SeqNo> {
+        self.shared.check_writable()?;
+        if batch.is_empty() {
+            return Ok(self.shared.seq.visible());
+        }
+        let bytes = batch.encoded_bytes();
+        let request = Request {
+            item: batch,
+            sync: options.sync,
+        };
+        self.shared
+            .commit
+            .commit(request, bytes, |group| self.shared.lead(group))
+    }
+
+    /// Makes every write so far durable.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.shared.check_writable()?;
+        let mut wal = lock(&self.shared.writer);
+        if wal.log.durable_offset() == wal.log.offset() {
+            return Ok(()); // nothing written since the last sync
+        }
+        let synced = wal.log.sync(|file| file.sync_data());
+        let path = self.shared.log_path(wal.number);
+        synced
+            .map(drop)
+            .map_err(|e| self.shared.fail(Error::log(path, e)))
+    }
+
+    /// The value of `key`, as of now.
+    pub fn get(&self, cf: &ColumnFamily, key: &[u8]) -> Result<Option<Bytes>> {
+        let seqno = self.shared.seq.visible();
+        self.get_at_seqno(cf, key, seqno)
+    }
+
+    /// The value of `key` as of `snapshot`.
+    pub fn get_at(
+        &self,
+        cf: &ColumnFamily,
+        key: &[u8],
+        snapshot: &Snapshot,
+    ) -> Result<Option<Bytes>> {
+        self.get_at_seqno(cf, key, snapshot.seqno())
+    }
+
+    fn get_at_seqno(&self, cf: &ColumnFamily, key: &[u8], seqno: SeqNo) -> Result<Option<Bytes>> {
+        // The seqno is read before the sources: every entry at or below it is reachable from
+        // any sources taken afterwards.
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        Ok(visible_value(version.get(key, seqno)?))
+    }
+
+    /// A snapshot of the store as of now. Reads through it ignore later writes; the versions it
+    /// sees are kept while it lives.
+    pub fn snapshot(&self) -> Snapshot {
+        Snapshot::register(&self.shared.snapshots, self.shared.seq.visible())
+    }
+
+    /// The sequence number of the last write visible to readers.
+    pub fn last_seqno(&self) -> SeqNo {
+        self.shared.seq.visible()
+    }
+
+    /// A positioned iterator over `cf` (call a `seek*` method first).
+    pub fn cursor(&self, cf: &ColumnFamily, options: ReadOptions) -> Result<Cursor> {
+        let seqno = options
+            .snapshot
+            .as_ref()
+            .map_or_else(|| self.shared.seq.visible(), Snapshot::seqno);
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let mut sources: Vec<Box<dyn Source + Send>> = Vec::new();
+        for mem in version.memtables() {
+            sources.push(Box::new(MemSource::new(Arc::clone(mem))));
+        }
+        // Level 0 tables one by one (they overlap); each deeper level as one source.
+        let lower = options.lower.as_deref();
+        // The upper bound is exclusive; `overlaps` takes an inclusive one, which only errs
+        // toward including a table whose smallest key equals the bound.
+        let upper = options.upper.as_deref();
+        for (level, tables) in version.levels.iter().enumerate() {
+            let tables = tables.iter().filter(|t| t.overlaps(lower, upper));
+            if level == 0 {
+                for table in tables {
+                    sources.push(Box::new(TableSource::new(
+                        table.table.iter(),
+                        table.path.clone(),
+                    )));
+                }
+            } else {
+                let tables: Vec<_> = tables.cloned().collect();
+                if !tables.is_empty() {
+                    sources.push(Box::new(LevelSource::new(tables)));
+                }
+            }
+        }
+        Ok(Cursor::new(
+            MergingIter::new(sources),
+            seqno,
+            options.lower,
+            options.upper,
+            options.snapshot,
+        ))
+    }
+
+    /// An iterator over `(key, value)` of `cf` in key order; `.rev()` for descending.
+    pub fn iter(&self, cf: &ColumnFamily, options: ReadOptions) -> Result<Iter> {
+        let snapshot = match options.snapshot.clone() {
+            Some(snapshot) => snapshot,
+            None => self.snapshot(),
+        };
+        let options = options.snapshot(&snapshot);
+        Ok(Iter::new(
+            self.cursor(cf, options.clone())?,
+            self.cursor(cf, options)?,
+        ))
+    }
+
+    /// Seals `cf`'s memtable (if it holds anything) and waits until every sealed memtable of
+    /// the family is in a table.
+    pub fn flush(&self, cf: &ColumnFamily) -> Result<()> {
+        cf.shared.check_live()?;
+        self.shared.seal_and_wait(&[cf.shared.id])
+    }
+
+    /// [`Store::flush`] for every family.
+    pub fn flush_all(&self) -> Result<()> {
+        let ids: Vec<u32> = self.shared.cfs_read().keys().copied().collect();
+        self.shared.seal_and_wait(&ids)
+    }
+
+    /// Compacts every table of `cf` that holds keys in `range` down to the deepest level that
+    /// has data, after flushing the family's memtable, and returns when done: versions no
+    /// live snapshot needs and tombstones with nothing left to hide are gone, and the range
+    /// reads from one sorted run. Tables are rewritten whole, so keys just outside the range
+    /// may be compacted too. `store.compact_range(&cf, ..)` compacts everything.
+    pub fn compact_range<'k>(
+        &self,
+        cf: &ColumnFamily,
+        range: impl std::ops::RangeBounds<&'k [u8]>,
+    ) -> Result<()> {
+        use std::ops::Bound;
+        cf.shared.check_live()?;
+        let bound = |b: Bound<&&'k [u8]>| match b {
+            Bound::Included(key) | Bound::Excluded(key) => Some(*key),
+            Bound::Unbounded => None,
+        };
+        self.shared.compact_range(
+            &cf.shared,
+            bound(range.start_bound()),
+            bound(range.end_bound()),
+        )
+    }
+
+    /// How long writers have been held back because flushes or compactions fell behind.
+    pub fn write_stalls(&self) -> WriteStalls {
+        *lock(&self.shared.stalls)
+    }
+
+    /// Counts for `cf`.
+    pub fn stats(&self, cf: &ColumnFamily) -> Result<CfStats> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let mut stats = CfStats {
+            sealed_memtables: version.sealed.len(),
+            tables_per_level: version.levels.iter().map(Vec::len).collect(),
+            ..CfStats::default()
+        };
+        while stats.tables_per_level.last() == Some(&0) {
+            stats.tables_per_level.pop();
+        }
+        for mem in version.memtables() {
+            stats.entries += mem.entries();
+            stats.deletions += mem.deletions();
+            stats.memtable_bytes += mem.approximate_bytes() as u64;
+        }
+        for table in version.tables() {
+            let properties = table.table.properties();
+            stats.entries += properties.entries;
+            stats.deletions += properties.deletions;
+            stats.table_bytes += table.meta.file_size;
+        }
+        let io = lock(&cf.shared.io).clone();
+        let mut total_written = 0;
+        for (level, tables) in version
+            .levels
+            .iter()
+            .enumerate()
+            .take(self.shared.options.num_levels)
+        {
+            let io = io[level];
+            total_written += io.written;
+            let write_amplification = if level == 0 && io.written > 0 {
+                1.0
+            } else if level == 0 {
+                0.0
+            } else if io.read_upper > 0 {
+                io.written as f64 / io.read_upper as f64
+            } else {
+                0.0
+            };
+            stats.levels.push(LevelStats {
+                tables: tables.len(),
+                bytes: tables.iter().map(|t| t.meta.file_size).sum(),
+                compactions: io.runs,
+                read_from_above: io.read_upper,
+                read_from_level: io.read_same,
+                written: io.written,
+                write_amplification,
+                time: std::time::Duration::from_micros(io.micros),
+            });
+        }
+        stats.flushed_bytes = io[0].written;
+        if stats.flushed_bytes > 0 {
+            stats.write_amplification = total_written as f64 / stats.flushed_bytes as f64;
+        }
+        Ok(stats)
+    }
+
+    /// For each live table of `cf`: its number, counts, and engine-defined property `name`
+    /// (from [`Options::property_collector`](crate::Options::property_collector)). Newest
+    /// tables first within level 0, then level by level.
+    pub fn collected(&self, cf: &ColumnFamily, name: &str) -> Result<Vec<CollectedTable>> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        Ok(version
+            .tables()
+            .map(|t| {
+                let p = t.table.properties();
+                CollectedTable {
+                    number: t.meta.number,
+                    entries: p.entries,
+                    deletions: p.deletions,
+                    property: p.user.get(name).cloned(),
+                }
+            })
+            .collect())
+    }
+
+    /// The numbers of `cf`'s live tables, in the order [`Store::collected`] lists them: what
+    /// a cache of collected properties is keyed by.
+    pub fn table_numbers(&self, cf: &ColumnFamily) -> Result<Vec<u64>> {
+        cf.shared.check_live()?;
+        Ok(cf
+            .shared
+            .current()
+            .tables()
+            .map(|t| t.meta.number)
+            .collect())
+    }
+
+    /// What `cf`'s memtables (the active one and those waiting for a flush) hold: entries,
+    /// tombstones among them, and bytes. Exact, and cheap: the counts are kept as entries go in.
+    pub fn memtable_counts(&self, cf: &ColumnFamily) -> Result<(u64, u64, u64)> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let (mut entries, mut deletions, mut bytes) = (0, 0, 0);
+        for mem in version.memtables() {
+            entries += mem.entries();
+            deletions += mem.deletions();
+            bytes += mem.approximate_bytes() as u64;
+        }
+        Ok((entries, deletions, bytes))
+    }
+
+    /// Approximately how many bytes `cf` stores for keys in `[lower, upper)` (`None`: no upper
+    /// bound): exact for memtables (keys and values), and for tables the span of data blocks
+    /// the range covers, read from each table's index without touching its data.
+    pub fn approximate_range_bytes(
+        &self,
+        cf: &ColumnFamily,
+        lower: &[u8],
+        upper: Option<&[u8]>,
+    ) -> Result<u64> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let mut bytes = 0;
+        for mem in version.memtables() {
+            bytes += mem.range_bytes(lower, upper);
+        }
+        for table in version.tables() {
+            let start = table.table.approximate_offset(lower);
+            let end = upper.map_or_else(
+                || table.table.data_end_offset(),
+                |u| table.table.approximate_offset(u),
+            );
+            bytes += end.saturating_sub(start);
+        }
+        Ok(bytes)
+    }
+
+    /// The numbers of the log files not yet deleted, oldest first (the last is being written).
+    pub fn log_numbers(&self) -> Vec<u64> {
+        let current = lock(&self.shared.writer).number;
+        let mut numbers: Vec<u64> = lock(&self.shared.old_logs).keys().copied().collect();
+        numbers.push(current);
+        numbers
+    }
+
+    /// How many snapshots are alive.
+    pub fn live_snapshots(&self) -> usize {
+        self.shared.snapshots.len()
+    }
+
+    /// Stops the flush thread and syncs the log, reporting a failure to do so. Dropping the
+    /// store does the same, ignoring failures.
+    pub fn close(mut self) -> Result<()> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<()> {
+        if self.workers.is_empty() {
+            return Ok(()); // already closed
+        }
+        self.shared.shut_down_background();
+        for worker in self.workers.drain(..) {
+            let _ = worker.join();
+        }
+        if self.shared.check_writable().is_err() {
+            return Ok(()); // nothing more may be written; reopening recovers
+        }
+        let mut wal = lock(&self.shared.writer);
+        let path = self.shared.log_path(wal.number);
+        wal.log
+            .sync(|file| file.sync_data())
+            .map(drop)
+            .map_err(|e| Error::log(path, e))?;
+        // Record that the log is whole at this size, so the next open can tell a log cut
+        // short after the close from a crash's torn tail.
+        let edit = crate::edit::VersionEdit {
+            closed_log: Some((wal.number, wal.log.offset())),
+            ..Default::default()
+        };
+        let mut versions = lock(&self.shared.versions);
+        self.shared.log_edit(&mut versions, &edit)
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        if let Err(error) = self.shutdown() {
+            tracing::warn!(%error, "syncing the log at close failed");
+        }
+    }
+}

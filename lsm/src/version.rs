@@ -1,0 +1,140 @@
+//! What a reader sees of one column family: its memtables and tables, as one immutable value.
+//!
+//! A [`SuperVersion`] (RocksDB's name) is swapped whole whenever a memtable is sealed or a flush
+//! installs a table, so a reader that took one sees a consistent set of sources for as long as
+//! it holds it: a sealed memtable and the table it was flushed to are never both in one, nor
+//! neither.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use strata_sstable::{Table, ValueKind};
+
+use crate::SeqNo;
+use crate::edit::TableMeta;
+use crate::error::{Error, Result};
+use crate::memtable::{Found, Memtable};
+
+/// An open table and what the manifest says of it.
+#[derive(Debug)]
+pub(crate) struct TableFile {
+    pub(crate) meta: TableMeta,
+    pub(crate) table: Table,
+    pub(crate) path: std::path::PathBuf,
+    /// Set while a compaction has it as input, so no other compaction picks it. Changed only
+    /// under the versions lock.
+    pub(crate) compacting: AtomicBool,
+}
+
+impl TableFile {
+    pub(crate) fn new(meta: TableMeta, table: Table, path: std::path::PathBuf) -> Self {
+        TableFile {
+            meta,
+            table,
+            path,
+            compacting: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn is_compacting(&self) -> bool {
+        self.compacting.load(Ordering::Acquire)
+    }
+
+    /// Whether the table's key range meets `[lower, upper]` (`None`: unbounded).
+    pub(crate) fn overlaps(&self, lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
+        lower.is_none_or(|lower| &self.meta.largest_key[..] >= lower)
+            && upper.is_none_or(|upper| &self.meta.smallest_key[..] <= upper)
+    }
+
+    pub(crate) fn may_hold(&self, key: &[u8]) -> bool {
+        key >= &self.meta.smallest_key[..] && key <= &self.meta.largest_key[..]
+    }
+
+    pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> Result<Option<Found>> {
+        let entry = self
+            .table
+            .get(key, snapshot)
+            .map_err(|e| Error::table(self.path.clone(), e))?;
+        Ok(entry.map(|entry| Found {
+            seqno: entry.seqno,
+            kind: entry.kind,
+            value: entry.value,
+        }))
+    }
+}
+
+/// A memtable waiting to be flushed.
+#[derive(Clone, Debug)]
+pub(crate) struct Sealed {
+    pub(crate) mem: Arc<Memtable>,
+    /// The log the next memtable started in: once this one is flushed, the family's data in
+    /// earlier logs is all in tables.
+    pub(crate) log_number_after: u64,
+}
+
+/// One column family's sources, newest first within each kind.
+#[derive(Clone, Debug)]
+pub(crate) struct SuperVersion {
+    pub(crate) active: Arc<Memtable>,
+    /// Sealed memtables, oldest first.
+    pub(crate) sealed: Vec<Sealed>,
+    /// Tables per level. Level 0 is newest first and may overlap; deeper levels are in key
+    /// order and do not.
+    pub(crate) levels: Vec<Vec<Arc<TableFile>>>,
+}
+
+impl SuperVersion {
+    pub(crate) fn new(active: Arc<Memtable>, levels: Vec<Vec<Arc<TableFile>>>) -> Self {
+        SuperVersion {
+            active,
+            sealed: Vec::new(),
+            levels,
+        }
+    }
+
+    /// The memtables, newest first.
+    pub(crate) fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> {
+        std::iter::once(&self.active).chain(self.sealed.iter().rev().map(|s| &s.mem))
+    }
+
+    /// Every table, level by level.
+    pub(crate) fn tables(&self) -> impl Iterator<Item = &Arc<TableFile>> {
+        self.levels.iter().flatten()
+    }
+
+    /// The newest version of `key` visible at `snapshot`: memtables, then level 0 newest first,
+    /// then the one table per deeper level whose range holds the key.
+    pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> Result<Option<Found>> {
+        for mem in self.memtables() {
+            if let Some(found) = mem.get(key, snapshot) {
+                return Ok(Some(found));
+            }
+        }
+        for (level, tables) in self.levels.iter().enumerate() {
+            let candidates: &[Arc<TableFile>] = if level == 0 {
+                tables
+            } else {
+                let at = tables.partition_point(|t| &t.meta.largest_key[..] < key);
+                tables.get(at..at + 1).unwrap_or(&[])
+            };
+            for table in candidates.iter().filter(|t| t.may_hold(key)) {
+                if let Some(found) = table.get(key, snapshot)? {
+                    return Ok(Some(found));
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// The oldest log this family's unflushed data may be in.
+    pub(crate) fn oldest_unflushed_log(&self) -> u64 {
+        self.sealed
+            .first()
+            .map_or(self.active.first_log_number(), |s| s.mem.first_log_number())
+    }
+}
+
+/// Whether a found version means the key is present.
+pub(crate) fn visible_value(found: Option<Found>) -> Option<bytes::Bytes> {
+    found.and_then(|f| (f.kind == ValueKind::Put).then_some(f.value))
+}

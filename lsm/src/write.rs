@@ -1,0 +1,518 @@
+//! The write path: what the group commit leader does, memtable switches, and the changes to the
+//! set of column families.
+//!
+//! The leader, holding the writer lock (REQUIRES for everything in this file that takes a
+//! `&mut WalState`):
+//! 1. checks that the store has not failed and that every family a batch names exists; a batch
+//!    naming a dropped family fails alone;
+//! 2. makes room: seals the memtables of the group's families that reached
+//!    `write_buffer_bytes`, and, when the logs outgrow `max_total_wal_bytes`, the memtables
+//!    that keep the oldest log alive; sealing switches to a new log;
+//! 3. allocates each batch its seqno range and appends it to the log as one record, then
+//!    flushes the group to the OS, or syncs it if any member asked;
+//! 4. inserts the entries into the memtables and publishes the group's last seqno.
+//!
+//! A failure in step 3 fails the whole group and makes the store read-only (sticky): after a
+//! failed write or `fdatasync` nothing after the last successful sync can be trusted to be in
+//! the file (the PostgreSQL "fsyncgate" lesson), so only a reopen, which replays the log, is
+//! safe.
+
+use std::sync::Arc;
+
+use strata_wal::LogWriter;
+
+use crate::SeqNo;
+use crate::batch::{BatchEntry, WriteBatch, decode_batch};
+use crate::cf::{CfShared, validate_name};
+use crate::commit::Request;
+use crate::edit::VersionEdit;
+use crate::error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
+use crate::format::{DEFAULT_CF_ID, FileKind};
+use crate::manifest::{file_path, log_number};
+use crate::memtable::{MAX_ENTRIES, Memtable};
+use crate::store::{Shared, WalState};
+use crate::sync::lock;
+use crate::version::{Sealed, SuperVersion};
+
+impl Shared {
+    pub(crate) fn log_path(&self, number: u64) -> std::path::PathBuf {
+        file_path(&self.dir, FileKind::Log, number)
+    }
+
+    /// Commits one group; one result per request, in order.
+    pub(crate) fn lead(&self, group: Vec<Request<WriteBatch>>) -> Vec<Result<SeqNo>> {
+        let mut touched: Vec<u32> = group
+            .iter()
+            .flat_map(|request| request.item.column_families())
+            .collect();
+        touched.sort_unstable();
+        touched.dedup();
+        self.throttle(&touched);
+
+        let mut wal = lock(&self.writer);
+        let mut results: Vec<Result<SeqNo>> = Vec::with_capacity(group.len());
+        if let Err(error) = self.check_writable() {
+            return group.iter().map(|_| Err(error.clone())).collect();
+        }
+
+        // 1. Every family a batch names must be live.
+        let mut accepted = Vec::with_capacity(group.len());
+        {
+            let cfs = self.cfs_read();
+            let mut dropped = false;
+            for (i, request) in group.into_iter().enumerate() {
+                let missing = request
+                    .item
+                    .column_families()
+                    .find(|id| !cfs.contains_key(id));
+                match missing {
+                    Some(id) => {
+                        dropped = true;
+                        results.push(Err(Error::NotFound(format!(
+                            "column family id {id} (dropped)"
+                        ))));
+                    }
+                    None => {
+                        results.push(Ok(0));
+                        accepted.push((i, request));
+                    }
+                }
+            }
+            if dropped {
+                touched.retain(|id| cfs.contains_key(id));
+            }
+        }
+        if accepted.is_empty() {
+            return results;
+        }
+
+        // 2. Room in the memtables.
+        let entries: u64 = accepted.iter().map(|(_, r)| r.item.len() as u64).sum();
+        if let Err(error) = self.make_room(&mut wal, &touched, entries) {
+            let error = self.fail(error);
+            return results.into_iter().map(|_| Err(error.clone())).collect();
+        }
+
+        // 3. The log.
+        let sync = accepted.iter().any(|(_, r)| r.sync);
+        let mut sealed = Vec::with_capacity(accepted.len());
+        let mut appended = Ok(());
+        for (i, request) in accepted {
+            let first = self.seq.allocate(request.item.len() as u64);
+            let bytes = request.item.seal(first);
+            if let Err(error) = wal.log.add_record(&bytes) {
+                appended = Err(error);
+                break;
+            }
+            sealed.push((i, bytes));
+        }
+        let appended = appended.and_then(|()| {
+            if sync {
+                wal.log.sync(|file| file.sync_data()).map(drop)
+            } else {
+                wal.log.flush()
+            }
+        });
+        if let Err(error) = appended {
+            let error = self.fail(Error::log(self.log_path(wal.number), error));
+            return results.into_iter().map(|_| Err(error.clone())).collect();
+        }
+
+        // 4. The memtables, then publication.
+        let cfs = self.cfs_read();
+        let memtables: Vec<(u32, Arc<Memtable>)> = touched
+            .iter()
+            .filter_map(|id| Some((*id, Arc::clone(&cfs.get(id)?.current().active))))
+            .collect();
+        drop(cfs);
+        let mut batches = Vec::with_capacity(sealed.len());
+        for (i, bytes) in sealed {
+            match decode_batch(&bytes) {
+                Ok(batch) => batches.push((i, batch)),
+                Err(what) => {
+                    // Our own encoding failed to decode: a bug, reported rather than hidden.
+                    let error = self.fail(Error::Corruption {
+                        file: self.log_path(wal.number),
+                        offset: 0,
+                        what,
+                    });
+                    return results.into_iter().map(|_| Err(error.clone())).collect();
+                }
+            }
+        }
+        // Entries go in in waves of distinct memtables, each wave's searches interleaved
+        // (`Memtable::insert_each`): a row and its index entries are one wave. The order of
+        // inserts does not matter: every entry has its own seqno, and none is visible before
+        // the group is published.
+        let mut wave: Vec<(&Memtable, &BatchEntry)> = Vec::new();
+        let mut inserted = Ok(());
+        for entry in batches.iter().flat_map(|(_, batch)| &batch.entries) {
+            let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id) else {
+                continue;
+            };
+            if wave.iter().any(|(m, _)| std::ptr::eq(*m, mem.as_ref())) {
+                inserted = inserted.and_then(|()| Memtable::insert_each(&wave));
+                wave.clear();
+            }
+            wave.push((mem, entry));
+        }
+        if inserted
+            .and_then(|()| Memtable::insert_each(&wave))
+            .is_err()
+        {
+            // `make_room` sealed every memtable that could not take the whole group.
+            let family = wave.first().map_or(0, |(_, entry)| entry.cf_id);
+            let error = self.fail(Error::Capacity {
+                what: Capacity::MemtableFull,
+                family,
+                limit: MAX_ENTRIES,
+            });
+            return results.into_iter().map(|_| Err(error.clone())).collect();
+        }
+        for (i, batch) in &batches {
+            results[*i] = Ok(batch.last_seqno());
+        }
+        self.seq.publish(self.seq.allocated());
+        results
+    }
+
+    /// Back-pressure (step 0, before the writer lock): while a family in `ids` has too many
+    /// level-0 tables or sealed memtables, delays the group once by `slowdown_delay`, or stops
+    /// it until the background threads bring the counts under the stop thresholds. A stop
+    /// ends by itself when they catch up, when the store fails, or when it closes; it
+    /// re-checks at least every 100 ms, so a missed wake-up costs latency, never a hang.
+    fn throttle(&self, ids: &[u32]) {
+        if self.pressure(ids).is_none() {
+            self.stall_state(0, "");
+            return;
+        }
+        let started = std::time::Instant::now();
+        let mut slowed = false;
+        let mut stopped = false;
+        while let Some((stop, reason)) = self.pressure(ids) {
+            if !stop {
+                if !slowed && !stopped {
+                    slowed = true;
+                    self.stall_state(1, reason);
+                    std::thread::sleep(self.options.slowdown_delay);
+                }
+                break;
+            }
+            if !stopped {
+                stopped = true;
+                self.stall_state(2, reason);
+            }
+            if self.check_writable().is_err() || self.shutting_down() {
+                break;
+            }
+            self.wait_background(std::time::Duration::from_millis(100));
+        }
+        if !slowed && !stopped {
+            self.stall_state(0, "");
+            return;
+        }
+        let mut stalls = lock(&self.stalls);
+        if stopped {
+            stalls.stops += 1;
+        } else {
+            stalls.slowdowns += 1;
+        }
+        stalls.stalled += started.elapsed();
+    }
+
+    /// `(stop, reason)` when a family in `ids` is at a stop or slowdown threshold.
+    fn pressure(&self, ids: &[u32]) -> Option<(bool, &'static str)> {
+        let options = &self.options;
+        let cfs = self.cfs_read();
+        let mut slow = None;
+        for cf in ids.iter().filter_map(|id| cfs.get(id)) {
+            let version = cf.current();
+            let (l0, sealed) = (version.levels[0].len(), version.sealed.len());
+            if l0 >= options.l0_stop_trigger {
+                return Some((true, "level-0 tables at l0_stop_trigger"));
+            }
+            if sealed >= options.max_sealed_memtables {
+                return Some((true, "sealed memtables at max_sealed_memtables"));
+            }
+            if l0 >= options.l0_slowdown_trigger {
+                slow = Some((false, "level-0 tables at l0_slowdown_trigger"));
+            } else if options.max_sealed_memtables > 1 && sealed + 1 >= options.max_sealed_memtables
+            {
+                slow = Some((false, "sealed memtables one short of max_sealed_memtables"));
+            }
+        }
+        slow
+    }
+
+    /// Records the stall state (0 none, 1 slowing, 2 stopped) and traces each change.
+    fn stall_state(&self, state: u8, reason: &str) {
+        use std::sync::atomic::Ordering;
+        if self.stall_state.load(Ordering::Relaxed) == state {
+            return;
+        }
+        let before = self.stall_state.swap(state, Ordering::AcqRel);
+        if before == state {
+            return;
+        }
+        match state {
+            2 => tracing::warn!(reason, "writes stopped until compaction catches up"),
+            1 => tracing::info!(reason, "writes slowed down"),
+            _ => tracing::info!("writes no longer stalled"),
+        }
+    }
+
+    /// Seals what must be sealed before a write of `entries` entries to `touched`: memtables
+    /// at `write_buffer_bytes`, or without room for the entries. REQUIRES: the writer lock.
+    fn make_room(&self, wal: &mut WalState, touched: &[u32], entries: u64) -> Result<()> {
+        let limit = self.options.write_buffer_bytes;
+        let mut to_seal: Vec<u32> = {
+            let cfs = self.cfs_read();
+            touched
+                .iter()
+                .copied()
+                .filter(|id| {
+                    cfs.get(id).is_some_and(|cf| {
+                        let active = &cf.current().active;
+                        active.approximate_bytes() >= limit
+                            || active.entries() + entries > MAX_ENTRIES
+                    })
+                })
+                .collect()
+        };
+        // The logs' budget: flush whoever keeps the oldest one alive.
+        let (oldest, old_bytes) = {
+            let old = lock(&self.old_logs);
+            (old.keys().next().copied(), old.values().sum::<u64>())
+        };
+        if let Some(oldest) = oldest
+            && old_bytes + wal.log.offset() > self.options.max_total_wal_bytes
+        {
+            for cf in self.cfs_read().values() {
+                let version = cf.current();
+                if version.sealed.is_empty()
+                    && !version.active.is_empty()
+                    && version.active.first_log_number() <= oldest
+                {
+                    to_seal.push(cf.id);
+                }
+            }
+        }
+        if to_seal.is_empty() {
+            return Ok(());
+        }
+        to_seal.sort_unstable();
+        to_seal.dedup();
+        self.switch_memtables(wal, &to_seal)
+    }
+
+    /// Seals the non-empty memtables of `ids` and starts a new log; every family whose
+    /// memtable is empty gets a fresh one that starts in the new log, so it pins no old log.
+    /// REQUIRES: the writer lock.
+    pub(crate) fn switch_memtables(&self, wal: &mut WalState, ids: &[u32]) -> Result<()> {
+        let new_number = lock(&self.versions).reserve_file_number();
+        let old_path = self.log_path(wal.number);
+        // The old log is made durable whole, so at recovery every log but the last is known
+        // to be complete: damage in it is corruption, not a torn tail.
+        wal.log
+            .sync(|file| file.sync_data())
+            .map_err(|e| Error::log(old_path, e))?;
+        let path = self.log_path(new_number);
+        let file = self.fs.create(&path).at(IoOp::Create, &path)?;
+        self.fs.sync_dir(&self.dir).at(IoOp::SyncDir, &self.dir)?;
+        let old = std::mem::replace(
+            wal,
+            WalState {
+                log: LogWriter::new(file, log_number(new_number)),
+                number: new_number,
+            },
+        );
+        lock(&self.old_logs).insert(old.number, old.log.offset());
+
+        for cf in self.cfs_read().values() {
+            let seal = ids.contains(&cf.id);
+            cf.update(|version| {
+                if version.active.is_empty() {
+                    version.active = Arc::new(Memtable::new(new_number));
+                } else if seal {
+                    let sealed =
+                        std::mem::replace(&mut version.active, Arc::new(Memtable::new(new_number)));
+                    version.sealed.push(Sealed {
+                        mem: sealed,
+                        log_number_after: new_number,
+                    });
+                }
+            });
+        }
+        self.wake_background();
+        Ok(())
+    }
+
+    /// Seals the memtables of `ids` and waits until no family in `ids` has a sealed memtable.
+    pub(crate) fn seal_and_wait(&self, ids: &[u32]) -> Result<()> {
+        self.check_writable()?;
+        {
+            let mut wal = lock(&self.writer);
+            let any = {
+                let cfs = self.cfs_read();
+                ids.iter().any(|id| {
+                    cfs.get(id)
+                        .is_some_and(|cf| !cf.current().active.is_empty())
+                })
+            };
+            if any {
+                self.switch_memtables(&mut wal, ids)
+                    .map_err(|error| self.fail(error))?;
+            }
+        }
+        let mut flush = lock(&self.background);
+        loop {
+            self.check_writable()?;
+            let pending = {
+                let cfs = self.cfs_read();
+                ids.iter().any(|id| {
+                    cfs.get(id)
+                        .is_some_and(|cf| !cf.current().sealed.is_empty())
+                })
+            };
+            if !pending {
+                return Ok(());
+            }
+            if flush.shutdown {
+                return Err(crate::error::Error::Closed);
+            }
+            flush = self
+                .background_cv
+                .wait(flush)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+    }
+
+    /// Creates a family. Takes the writer lock, so no batch is being applied meanwhile.
+    pub(crate) fn create_cf(&self, name: &str) -> Result<Arc<CfShared>> {
+        validate_name(name)?;
+        self.check_writable()?;
+        let wal = lock(&self.writer);
+        let mut versions = lock(&self.versions);
+        if versions.state.cf_id(name).is_some() {
+            return Err(Error::Conflict(format!(
+                "column family {name:?} exists already"
+            )));
+        }
+        let id = versions.state.next_cf_id;
+        // Ids are never reused; 2^32 families in one store's life is a limit, not a wrap.
+        let next_id = id.checked_add(1).ok_or_else(|| {
+            Error::InvalidArgument("this store has used every column family id".into())
+        })?;
+        let edit = VersionEdit {
+            created_cfs: vec![(id, name.to_owned())],
+            log_numbers: vec![(id, wal.number)],
+            next_cf_id: Some(next_id),
+            ..VersionEdit::default()
+        };
+        self.log_edit(&mut versions, &edit)?;
+        let cf = Arc::new(CfShared::new(
+            id,
+            name.to_owned(),
+            SuperVersion::new(
+                Arc::new(Memtable::new(wal.number)),
+                vec![Vec::new(); crate::format::MAX_LEVELS],
+            ),
+        ));
+        self.cfs_write().insert(id, Arc::clone(&cf));
+        Ok(cf)
+    }
+
+    /// Drops a family and deletes its tables. Its entries in the logs are ignored from now on
+    /// (the manifest no longer knows its id) and go when the logs do.
+    pub(crate) fn drop_cf(&self, cf: &Arc<CfShared>) -> Result<()> {
+        if cf.id == DEFAULT_CF_ID {
+            return Err(Error::InvalidArgument(
+                "the default column family cannot be dropped".into(),
+            ));
+        }
+        cf.check_live()?;
+        self.check_writable()?;
+        let _wal = lock(&self.writer);
+        let mut versions = lock(&self.versions);
+        if !versions.state.cfs.contains_key(&cf.id) {
+            return Err(Error::NotFound(format!("column family {:?}", cf.name)));
+        }
+        let edit = VersionEdit {
+            dropped_cfs: vec![cf.id],
+            ..VersionEdit::default()
+        };
+        self.log_edit(&mut versions, &edit)?;
+        cf.mark_dropped();
+        self.cfs_write().remove(&cf.id);
+        drop(versions);
+        drop(_wal);
+        for table in cf.current().tables() {
+            if let Err(error) = self.fs.remove_file(&table.path) {
+                tracing::warn!(%error, path = %table.path.display(), "removing a dropped family's table");
+            }
+        }
+        self.wake_background();
+        self.delete_obsolete_logs();
+        Ok(())
+    }
+
+    /// Appends `edit` to the manifest and applies it; rewrites the manifest when it has grown
+    /// past its limit. A failure makes the store read-only. REQUIRES: the versions lock.
+    pub(crate) fn log_edit(
+        &self,
+        versions: &mut crate::store::Versions,
+        edit: &VersionEdit,
+    ) -> Result<()> {
+        let mut next = versions.state.clone();
+        next.apply(edit).map_err(|what| {
+            self.fail(Error::Corruption {
+                file: self.dir.join(crate::format::CURRENT_FILE),
+                offset: 0,
+                what: Corruption::Manifest(what),
+            })
+        })?;
+        let path = file_path(&self.dir, FileKind::Manifest, versions.manifest.number());
+        versions
+            .manifest
+            .append(&path, edit)
+            .map_err(|error| self.fail(error))?;
+        versions.state = next;
+        if versions.manifest.bytes() > self.options.manifest_rewrite_bytes {
+            let number = versions.reserve_file_number();
+            let old = versions.manifest.number();
+            let manifest =
+                crate::manifest::Manifest::create(&self.fs, &self.dir, number, &versions.state)
+                    .map_err(|error| self.fail(error))?;
+            versions.manifest = manifest;
+            let old_path = file_path(&self.dir, FileKind::Manifest, old);
+            if let Err(error) = self.fs.remove_file(&old_path) {
+                tracing::warn!(%error, "removing the previous manifest");
+            }
+        }
+        Ok(())
+    }
+
+    /// Deletes every old log that no family's unflushed data is in.
+    pub(crate) fn delete_obsolete_logs(&self) {
+        let keep_from = self
+            .cfs_read()
+            .values()
+            .map(|cf| cf.current().oldest_unflushed_log())
+            .min()
+            .unwrap_or(u64::MAX);
+        let deletable: Vec<u64> = lock(&self.old_logs)
+            .range(..keep_from)
+            .map(|(number, _)| *number)
+            .collect();
+        for number in deletable {
+            match self.fs.remove_file(&self.log_path(number)) {
+                Ok(()) => {
+                    lock(&self.old_logs).remove(&number);
+                }
+                Err(error) => {
+                    tracing::warn!(%error, number, "removing an obsolete log; will retry");
+                }
+            }
+        }
+    }
+}

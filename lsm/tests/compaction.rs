@@ -1,0 +1,341 @@
+//! Compaction and back-pressure case by case: what compaction keeps and drops, where its
+//! output goes, what a crash in the middle of one leaves, its statistics, and write stalls
+//! that end by themselves.
+
+mod common;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use common::*;
+use strata_lsm::fs::{FileSystem, SimFs};
+use strata_lsm::{Options, Store, WriteOptions};
+
+const DIR: &str = "/db";
+
+fn open_with(options: Options) -> Store {
+    Store::open(Path::new(DIR), options).expect("store opens")
+}
+
+/// Options where nothing compacts by itself: only `compact_range` moves data down.
+fn manual_only(fs: &SimFs) -> Options {
+    Options {
+        l0_compaction_trigger: 1000,
+        l0_slowdown_trigger: 2000,
+        l0_stop_trigger: 3000,
+        level1_bytes: u64::MAX / 1024,
+        ..sim_options(fs)
+    }
+}
+
+fn value(round: u64) -> Vec<u8> {
+    format!("value-{round:04}").into_bytes()
+}
+
+#[test]
+fn compaction_keeps_what_snapshots_see_and_drops_the_rest() {
+    let fs = SimFs::new();
+    let store = open_with(manual_only(&fs));
+    let cf = store.default_cf();
+    // Five versions of forty keys, one table each round; every third key deleted at the end.
+    let mut snapshot = None;
+    for round in 0..5u64 {
+        for i in 0..40 {
+            store.put(&cf, &key(i), &value(round)).expect("put");
+        }
+        store.flush(&cf).expect("flush");
+        if round == 1 {
+            snapshot = Some(store.snapshot());
+        }
+    }
+    for i in (0..40).step_by(3) {
+        store.delete(&cf, &key(i)).expect("delete");
+    }
+    let before = store.stats(&cf).expect("stats");
+    assert_eq!(before.entries, 5 * 40 + 14);
+
+    store.compact_range(&cf, ..).expect("compact");
+    let snapshot = snapshot.expect("taken");
+    let stats = store.stats(&cf).expect("stats");
+    assert_eq!(stats.tables_per_level[0], 0, "level 0 compacted away");
+    // Kept: the newest version of each key (value or tombstone) and the version the snapshot
+    // sees; the tombstones stay, since the snapshot still sees what they delete.
+    assert_eq!(stats.entries, 40 + 40, "{stats:?}");
+    assert_eq!(stats.deletions, 14);
+    for i in 0..40 {
+        let now = store.get(&cf, &key(i)).expect("get");
+        let then = store.get_at(&cf, &key(i), &snapshot).expect("get_at");
+        let want = (i % 3 != 0).then(|| value(4));
+        assert_eq!(now.as_deref(), want.as_deref(), "key {i} now");
+        assert_eq!(
+            then.as_deref(),
+            Some(&value(1)[..]),
+            "key {i} at the snapshot"
+        );
+    }
+
+    // Without the snapshot, only live values remain and the tombstones go (nothing is below).
+    drop(snapshot);
+    store.compact_range(&cf, ..).expect("compact again");
+    let stats = store.stats(&cf).expect("stats");
+    assert_eq!(stats.entries, 40 - 14, "{stats:?}");
+    assert_eq!(stats.deletions, 0);
+    assert_eq!(scan(&store, "default").len(), 26);
+}
+
+#[test]
+fn compact_range_takes_only_the_tables_it_names_and_reports_its_work() {
+    let fs = SimFs::new();
+    let store = open_with(manual_only(&fs));
+    let cf = store.default_cf();
+    let long = |round: u64| format!("{round}-{}", "v".repeat(40)).into_bytes();
+    for round in 0..4u64 {
+        for i in 0..800 {
+            store.put(&cf, &key(i), &long(round)).expect("put");
+        }
+        store.flush(&cf).expect("flush");
+    }
+    store.compact_range(&cf, ..).expect("compact");
+    let stats = store.stats(&cf).expect("stats");
+    let l1 = stats.tables_per_level[1];
+    assert!(l1 > 1, "output split into tables of target size: {stats:?}");
+    assert_eq!(stats.levels[1].compactions, 1);
+    assert_eq!(stats.levels[1].read_from_above, stats.levels[0].written);
+    assert!(stats.levels[1].write_amplification > 0.0);
+    assert!(
+        stats.write_amplification > 1.0,
+        "flush + compaction wrote more than the flush alone"
+    );
+    assert_eq!(stats.levels.len(), 4, "one entry per configured level");
+
+    // Overwrite one key and compact only around it: one level-1 table is rewritten, the
+    // others are untouched.
+    store.put(&cf, &key(5), b"new").expect("put");
+    let tables_before = sst_files(&fs);
+    store
+        .compact_range(&cf, key(5).as_slice()..=key(5).as_slice())
+        .expect("compact a range");
+    let tables_after = sst_files(&fs);
+    let kept = tables_before
+        .iter()
+        .filter(|t| tables_after.contains(t))
+        .count();
+    assert!(
+        kept >= l1 - 1,
+        "only the table holding the key was rewritten"
+    );
+    assert_eq!(
+        store.get(&cf, &key(5)).expect("get").as_deref(),
+        Some(&b"new"[..])
+    );
+    assert_eq!(scan(&store, "default").len(), 800);
+}
+
+fn sst_files(fs: &SimFs) -> Vec<String> {
+    let mut names: Vec<String> = fs
+        .list(Path::new(DIR))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".sst"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// Data reaches the deepest level through automatic compactions alone, reads stay right on
+/// the way, and the levels keep their shape: sorted levels do not overlap.
+#[test]
+fn automatic_compaction_moves_data_down_the_levels() {
+    let fs = SimFs::new();
+    let store = open_with(sim_options(&fs));
+    let cf = store.default_cf();
+    let mut rng = Rng::new(7);
+    let mut model = std::collections::BTreeMap::new();
+    for n in 0..6000u64 {
+        let k = key(rng.below(900));
+        let v = format!("{n:08}-{}", "x".repeat(rng.below(40) as usize)).into_bytes();
+        store.put(&cf, &k, &v).expect("put");
+        model.insert(k, v);
+    }
+    store.flush(&cf).expect("flush");
+    wait_until(|| {
+        let stats = store.stats(&cf).expect("stats");
+        stats.tables_per_level[0] < 2
+    });
+    let stats = store.stats(&cf).expect("stats");
+    assert!(
+        stats.levels[2].tables + stats.levels[3].tables > 0,
+        "data went below level 1: {stats:?}"
+    );
+    assert!(stats.levels[1].compactions > 0 && stats.levels[2].compactions > 0);
+    let found = scan(&store, "default");
+    assert_eq!(found.len(), model.len());
+    assert!(found.iter().eq(model.iter()), "contents match");
+    drop(store);
+    // Tables below the configured levels are refused, not ignored.
+    match Store::open(
+        Path::new(DIR),
+        Options {
+            num_levels: 2,
+            ..sim_options(&fs)
+        },
+    ) {
+        Err(strata_lsm::Error::InvalidArgument(message)) => assert!(message.contains("num_levels")),
+        other => panic!("expected InvalidArgument, got {other:?}"),
+    }
+    // Reopening checks that no sorted level overlaps (it refuses a manifest where one does).
+    let store = open_with(sim_options(&fs));
+    assert!(scan(&store, "default").iter().eq(model.iter()));
+}
+
+fn wait_until(mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "background work did not finish");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A crash at any moment of a compaction leaves the old tables or the new ones, never a mix,
+/// and open removes what the manifest does not name.
+#[test]
+fn a_crash_during_compaction_loses_nothing_and_leaves_no_stray_file() {
+    for seed in 1..=6u64 {
+        let mut rng = Rng::new(seed);
+        let fs = SimFs::new();
+        let store = open_with(sim_options(&fs));
+        let cf = store.default_cf();
+        let mut model = std::collections::BTreeMap::new();
+        let mut copies = Vec::new();
+        for n in 0..3000u64 {
+            let k = key(rng.below(500));
+            let v = format!("{seed}-{n}").into_bytes();
+            store.put(&cf, &k, &v).expect("put");
+            model.insert(k, v);
+            if n % 250 == 249 {
+                store.sync_wal().expect("sync");
+                // Power fails now, whatever the compaction threads are doing.
+                copies.push((fs.crashed_copy(), model.clone()));
+            }
+        }
+        drop(store);
+        for (i, (copy, expected)) in copies.into_iter().enumerate() {
+            let store = open_with(sim_options(&copy));
+            let found = scan(&store, "default");
+            assert!(
+                found.iter().eq(expected.iter()),
+                "seed {seed} copy {i}: contents differ after the crash"
+            );
+            let stats = store.stats(&store.default_cf()).expect("stats");
+            let listed: usize = stats.tables_per_level.iter().sum();
+            store.close().expect("close");
+            // Open removed every table the manifest does not name (closing may have flushed
+            // or compacted more, but removes what it replaces).
+            let on_disk = sst_files(&copy).len();
+            let reopened = open_with(manual_only(&copy));
+            let now: usize = reopened
+                .stats(&reopened.default_cf())
+                .expect("stats")
+                .tables_per_level
+                .iter()
+                .sum();
+            assert_eq!(
+                sst_files(&copy).len(),
+                now,
+                "seed {seed} copy {i}: stray tables"
+            );
+            assert!(on_disk >= now && listed > 0);
+        }
+    }
+}
+
+#[test]
+fn writes_stop_while_flushes_fall_behind_and_resume_by_themselves() {
+    let fs = SimFs::new();
+    // Writes stop whenever one memtable waits for the flush thread; every stop must end.
+    let store = open_with(Options {
+        max_sealed_memtables: 1,
+        ..sim_options(&fs)
+    });
+    let cf = store.default_cf();
+    for i in 0..4000u64 {
+        store
+            .write(
+                {
+                    let mut batch = strata_lsm::WriteBatch::new();
+                    batch.put(&cf, &key(i), &[7u8; 64]).expect("put");
+                    batch
+                },
+                WriteOptions::default(),
+            )
+            .expect("write");
+    }
+    let stalls = store.write_stalls();
+    assert!(stalls.stops > 0, "{stalls:?}");
+    assert!(stalls.stalled > Duration::ZERO);
+    assert_eq!(scan(&store, "default").len(), 4000);
+}
+
+#[test]
+fn a_full_level_0_slows_writes_down_until_it_is_compacted() {
+    let fs = SimFs::new();
+    // Automatic compaction only at 30 tables; writes slow from 2.
+    let store = open_with(Options {
+        l0_compaction_trigger: 30,
+        l0_slowdown_trigger: 2,
+        l0_stop_trigger: 40,
+        slowdown_delay: Duration::from_micros(200),
+        ..sim_options(&fs)
+    });
+    let cf = store.default_cf();
+    for round in 0..2u64 {
+        store.put(&cf, &key(round), &value(round)).expect("put");
+        store.flush(&cf).expect("flush");
+    }
+    assert_eq!(store.write_stalls().slowdowns, 0);
+    for i in 0..5 {
+        store
+            .put(&cf, &key(i), b"slow")
+            .expect("put while level 0 is full");
+    }
+    let stalls = store.write_stalls();
+    assert_eq!((stalls.slowdowns, stalls.stops), (5, 0), "{stalls:?}");
+    assert!(stalls.stalled >= Duration::from_micros(5 * 200));
+
+    store.compact_range(&cf, ..).expect("compact");
+    store.put(&cf, b"fast", b"v").expect("put");
+    assert_eq!(
+        store.write_stalls().slowdowns,
+        5,
+        "no delay once level 0 is empty"
+    );
+}
+
+#[test]
+fn inconsistent_compaction_options_are_refused() {
+    let fs = SimFs::new();
+    for bad in [
+        Options {
+            num_levels: 1,
+            ..sim_options(&fs)
+        },
+        Options {
+            num_levels: 17,
+            ..sim_options(&fs)
+        },
+        Options {
+            l0_stop_trigger: 2,
+            l0_compaction_trigger: 2,
+            ..sim_options(&fs)
+        },
+        Options {
+            compaction_threads: 0,
+            ..sim_options(&fs)
+        },
+    ] {
+        match Store::open(Path::new(DIR), bad) {
+            Err(strata_lsm::Error::InvalidArgument(_)) => {}
+            other => panic!("expected InvalidArgument, got {other:?}"),
+        }
+    }
+}
