@@ -22,8 +22,8 @@ use strata_planner::{Access, Consistency, Fetch, Query, Scope, Value};
 
 use crate::error::Result;
 use crate::lsm::Snapshot;
-use crate::table::db::{Db, Table, leading_value, shard_of};
-use crate::table::format::KEY_NULL;
+use crate::table::db::{Db, Table, leading_value};
+use crate::table::format::{KEY_NULL, shard_of};
 use crate::table::key::{encode_value, prefix_successor};
 use crate::table::stream::{KeyRanges, Mode, Source, Stream, merge_pending};
 

@@ -168,7 +168,7 @@ impl Table {
 
     /// The shard holding the row whose encoded primary key is `pk`.
     pub(crate) fn fact_shard(&self, pk: &[u8]) -> usize {
-        shard_of(pk, self.shards.len())
+        crate::table::format::shard_of(pk, self.shards.len())
     }
 
     /// The shard holding entry `key` of index `ix` for a row of shard `fact_shard`: the row's
@@ -177,22 +177,13 @@ impl Table {
         if ix.scope == Scope::Local || self.shards.len() == 1 {
             return fact_shard;
         }
-        shard_of(leading_value(key), self.shards.len())
+        crate::table::format::shard_of(leading_value(key), self.shards.len())
     }
 
     /// Whether any index is maintained through the outbox.
     pub(crate) fn has_async(&self) -> bool {
         self.def.indexes.iter().any(IndexDef::is_async)
     }
-}
-
-/// The shard of `bytes` among `n`: the planner's stable 64-bit hash, mod `n`
-/// (`docs/formats/records.md` pins it; changing it moves every row).
-pub(crate) fn shard_of(bytes: &[u8], n: usize) -> usize {
-    if n <= 1 {
-        return 0;
-    }
-    (strata_planner::value::hash_bytes(bytes) % n as u64) as usize
 }
 
 /// The encoded leading value of an index key (the whole key if it does not decode, which

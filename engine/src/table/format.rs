@@ -112,3 +112,86 @@ pub const OUTBOX_PUT: u8 = 1;
 pub const OUTBOX_DELETE: u8 = 2;
 
 const _: () = assert!(MAX_INDEX_KEY_BYTES <= crate::lsm::MAX_KEY_BYTES);
+
+/// The shard of `bytes` among `n`: [`shard_hash`] mod `n` (`docs/formats/records.md`). A row
+/// lives in the shard of its encoded primary key; a global index entry in the shard of its
+/// encoded leading value.
+pub fn shard_of(bytes: &[u8], n: usize) -> usize {
+    if n <= 1 {
+        return 0;
+    }
+    (shard_hash(bytes) % n as u64) as usize
+}
+
+/// The hash that places rows and global index entries in shards: eight bytes at a time through
+/// a multiply-rotate round, then MurmurHash3's `fmix64` finaliser, with fixed constants and no
+/// per-process seed. It is part of the on-disk format: a different function would move every
+/// row of every sharded table (`tests::the_shard_of_known_keys_never_changes` pins it). It is
+/// the function the planner's sketches also hash with, bit for bit, but owned here: the
+/// planner may change its own, the shards may not.
+pub fn shard_hash(bytes: &[u8]) -> u64 {
+    const K1: u64 = 0x9E37_79B9_7F4A_7C15;
+    const K2: u64 = 0xC2B2_AE3D_27D4_EB4F;
+    let mut h = (bytes.len() as u64).wrapping_mul(K1) ^ K2;
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let k = u64::from_le_bytes(word).wrapping_mul(K2).rotate_left(31);
+        h = (h ^ k)
+            .rotate_left(27)
+            .wrapping_mul(K1)
+            .wrapping_add(0x52DC_E729);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        h ^= u64::from_le_bytes(word).wrapping_mul(K1).rotate_left(33);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::key::encode_key;
+    use strata_planner::Value;
+
+    /// Rows already on disk live where this says: a changed hash would strand them.
+    #[test]
+    fn the_shard_of_known_keys_never_changes() {
+        let shards = |v: Value| {
+            let key = encode_key([&v]);
+            [2, 3, 8, 256].map(|n| shard_of(&key, n))
+        };
+        // Shards among 2, 3, 8 and 256 (computed once, by the function as it was in the planner).
+        let pinned: [(Value, [usize; 4]); 6] = [
+            (Value::Int(0), [0, 2, 6, 22]),
+            (Value::Int(1), [0, 2, 0, 0]),
+            (Value::Int(-7), [1, 0, 5, 205]),
+            (Value::from("Ely"), [0, 1, 2, 26]),
+            (Value::from("a longer key of several words"), [1, 2, 1, 129]),
+            (Value::Bytes(vec![0, 255, 0]), [1, 1, 1, 129]),
+        ];
+        for (value, expected) in pinned {
+            assert_eq!(shards(value.clone()), expected, "{value:?}");
+        }
+        assert_eq!(shard_hash(b""), 0x0ff2_e696_99c4_857e);
+        assert_eq!(shard_hash(b"strata planner"), 0x8b8b_c5fa_14ee_3a70);
+        assert_eq!(shard_of(b"anything", 1), 0);
+    }
+
+    /// The planner's hash and this one are the same function today (sketches built before
+    /// the move hashed keys the same way); should the planner's change, this one must not.
+    #[test]
+    fn the_shard_hash_is_the_planners_hash_as_it_was_when_moved() {
+        for bytes in [&b""[..], b"x", b"12345678", b"123456789", &[0xFF; 40]] {
+            assert_eq!(shard_hash(bytes), strata_planner::value::hash_bytes(bytes));
+        }
+    }
+}

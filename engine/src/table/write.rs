@@ -50,7 +50,7 @@ impl Stripes {
     ) -> Vec<MutexGuard<'_, ()>> {
         let mut ids: Vec<usize> = keys
             .into_iter()
-            .map(|k| (strata_planner::value::hash_bytes(k) % STRIPES as u64) as usize)
+            .map(|k| (crate::table::format::shard_hash(k) % STRIPES as u64) as usize)
             .collect();
         ids.sort_unstable();
         ids.dedup();
