@@ -31,7 +31,7 @@ use crate::flush::{TableSink, open_table_at};
 use crate::format::{
     DEFAULT_CF_ID, DEFAULT_CF_NAME, FileKind, LOCK_FILE, MAX_LEVELS, parse_file_name,
 };
-use crate::fs::FileSystem;
+use crate::fs::{FileLock, FileSystem};
 use crate::manifest::{Manifest, current_manifest, file_path, log_number, read_manifest};
 use crate::memtable::{MAX_ENTRIES, Memtable};
 use crate::options::Options;
@@ -40,33 +40,16 @@ use crate::version::{SuperVersion, TableFile};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
     options.validate()?;
-    let fs = Arc::clone(&options.fs);
-    if options.create_if_missing {
-        fs.create_dir_all(dir).at(IoOp::CreateDir, dir)?;
-    }
-    let names = match fs.list(dir) {
-        Ok(names) => names,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(Error::NotFound(format!(
-                "store directory {}",
-                dir.display()
-            )));
-        }
-        Err(e) => return Err(Error::io(IoOp::List, dir, e)),
+    let opening = Opening {
+        fs: Arc::clone(&options.fs),
+        dir,
+        options: &options,
     };
-    let lock_path = dir.join(LOCK_FILE);
-    let lock = fs.lock(&lock_path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::WouldBlock {
-            Error::Conflict(e.to_string())
-        } else {
-            Error::io(IoOp::Lock, &lock_path, e)
-        }
-    })?;
-    let numbered: Vec<(FileKind, u64)> = names.iter().filter_map(|n| parse_file_name(n)).collect();
+    let (numbered, lock) = opening.lock_dir()?;
 
     // 1. The manifest.
-    let mut state = match current_manifest(&fs, dir)? {
-        Some(number) => read_manifest(&fs, dir, number)?,
+    let mut state = match current_manifest(&opening.fs, dir)? {
+        Some(number) => read_manifest(&opening.fs, dir, number)?,
         None => new_store_state(dir, &options, &numbered)?,
     };
     if let Some(max) = numbered.iter().map(|(_, n)| *n).max() {
@@ -75,107 +58,16 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
 
     // 2. The tables.
     let cache = Arc::new(BlockCache::new(options.block_cache_bytes));
-    let mut levels: BTreeMap<u32, Vec<Vec<Arc<TableFile>>>> = BTreeMap::new();
-    let mut last_seqno = state.last_seqno;
-    for (id, cf) in &state.cfs {
-        let mut cf_levels = Vec::with_capacity(MAX_LEVELS);
-        for (level, metas) in cf.levels.iter().enumerate() {
-            let mut tables = Vec::with_capacity(metas.len());
-            for meta in metas {
-                let table = open_table_at(
-                    &fs,
-                    dir,
-                    &cache,
-                    meta.number,
-                    meta.file_size,
-                    Some(meta.clone()),
-                )?;
-                last_seqno = last_seqno.max(meta.largest_seqno);
-                tables.push(Arc::new(table));
-            }
-            if level == 0 {
-                tables.reverse(); // newest first
-            } else if !tables.is_empty() {
-                check_sorted_level(dir, &options, &cf.name, level, &mut tables)?;
-            }
-            cf_levels.push(tables);
-        }
-        levels.insert(*id, cf_levels);
-    }
+    let (mut levels, tables_seqno) = opening.open_tables(&state, &cache)?;
 
     // 3. The logs.
-    let memtables: BTreeMap<u32, Memtable> =
-        state.cfs.keys().map(|id| (*id, Memtable::new(0))).collect();
-    let oldest_needed = state
-        .cfs
-        .values()
-        .map(|cf| cf.log_number)
-        .min()
-        .unwrap_or(0);
-    let mut logs: Vec<u64> = numbered
-        .iter()
-        .filter(|(kind, n)| *kind == FileKind::Log && *n >= oldest_needed)
-        .map(|(_, n)| *n)
-        .collect();
-    logs.sort_unstable();
-    // A log a clean close synced whole must be there whole: shorter, it was cut after the
-    // close, not torn by a crash.
-    if let Some((number, size)) = state.closed_log
-        && number >= oldest_needed
-    {
-        let path = file_path(dir, FileKind::Log, number);
-        let actual = if fs.exists(&path).at(IoOp::Exists, &path)? {
-            fs.read(&path).at(IoOp::Read, &path)?.len() as u64
-        } else {
-            0
-        };
-        if actual < size {
-            return Err(Error::Corruption {
-                file: path,
-                offset: actual,
-                what: Corruption::LogSize {
-                    expected: size,
-                    actual,
-                },
-            });
-        }
-    }
-    for (i, &number) in logs.iter().enumerate() {
-        let is_last = i + 1 == logs.len();
-        let replayed = replay_log(&fs, dir, number, is_last, &options, &state, &memtables)?;
-        last_seqno = last_seqno.max(replayed.last_seqno);
-        if replayed.stop {
-            break;
-        }
-    }
+    let (memtables, logs_seqno) = opening.replay_logs(&state, &numbered)?;
+    let last_seqno = state.last_seqno.max(tables_seqno).max(logs_seqno);
 
     // 4. Flush what was recovered; a new manifest.
     let new_log = state.next_file_number;
     state.next_file_number += 1;
-    let sink = TableSink {
-        fs: &fs,
-        dir,
-        options: &options.table,
-        cache: &cache,
-    };
-    let mut edit = VersionEdit::default();
-    for (id, mem) in &memtables {
-        if mem.is_empty() {
-            continue;
-        }
-        let number = state.next_file_number;
-        state.next_file_number += 1;
-        let collector = match (&options.property_collector, state.cfs.get(id)) {
-            (Some(factory), Some(cf)) => factory.collector(&cf.name),
-            _ => None,
-        };
-        if let Some(table) = sink.write_table(number, mem, &[], collector)? {
-            edit.added_tables.push((*id, 0, table.meta.clone()));
-            if let Some(cf_levels) = levels.get_mut(id) {
-                cf_levels[0].insert(0, Arc::new(table));
-            }
-        }
-    }
+    let mut edit = opening.flush_recovered(&mut state, &memtables, &cache, &mut levels)?;
     for id in state.cfs.keys() {
         edit.log_numbers.push((*id, new_log));
     }
@@ -188,13 +80,13 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
         .map_err(|what| Error::Internal(format!("the open's own edit was refused: {what}")))?;
     let manifest_number = state.next_file_number;
     state.next_file_number += 1;
-    let manifest = Manifest::create(&fs, dir, manifest_number, &state)?;
+    let manifest = Manifest::create(&opening.fs, dir, manifest_number, &state)?;
 
     // 5. Strays, then the new log.
-    remove_unreferenced(&fs, dir, &numbered, &state, manifest_number);
+    remove_unreferenced(&opening.fs, dir, &numbered, &state, manifest_number);
     let log_path = file_path(dir, FileKind::Log, new_log);
-    let log_file = fs.create(&log_path).at(IoOp::Create, &log_path)?;
-    fs.sync_dir(dir).at(IoOp::SyncDir, dir)?;
+    let log_file = opening.fs.create(&log_path).at(IoOp::Create, &log_path)?;
+    opening.fs.sync_dir(dir).at(IoOp::SyncDir, dir)?;
 
     let mut cfs = BTreeMap::new();
     for (id, cf) in &state.cfs {
@@ -220,6 +112,262 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
         cfs,
         lock,
     ))
+}
+
+/// Each family's levels of open tables, by family id.
+type Levels = BTreeMap<u32, Vec<Vec<Arc<TableFile>>>>;
+
+/// What every step of an open reads: the file system, the directory and the options.
+struct Opening<'a> {
+    fs: Arc<dyn FileSystem>,
+    dir: &'a Path,
+    options: &'a Options,
+}
+
+impl Opening<'_> {
+    /// Creates the directory if asked to, takes its lock, and lists its numbered files.
+    fn lock_dir(&self) -> Result<(Vec<(FileKind, u64)>, FileLock)> {
+        let (fs, dir) = (&self.fs, self.dir);
+        if self.options.create_if_missing {
+            fs.create_dir_all(dir).at(IoOp::CreateDir, dir)?;
+        }
+        let names = match fs.list(dir) {
+            Ok(names) => names,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotFound(format!(
+                    "store directory {}",
+                    dir.display()
+                )));
+            }
+            Err(e) => return Err(Error::io(IoOp::List, dir, e)),
+        };
+        let lock_path = dir.join(LOCK_FILE);
+        let lock = fs.lock(&lock_path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::WouldBlock {
+                Error::Conflict(e.to_string())
+            } else {
+                Error::io(IoOp::Lock, &lock_path, e)
+            }
+        })?;
+        let numbered = names.iter().filter_map(|n| parse_file_name(n)).collect();
+        Ok((numbered, lock))
+    }
+
+    /// Opens every table the manifest lists; returns them by family and level (level 0
+    /// newest first, deeper levels checked to be sorted runs), and their largest seqno.
+    fn open_tables(&self, state: &ManifestState, cache: &Arc<BlockCache>) -> Result<(Levels, u64)> {
+        let mut levels = Levels::new();
+        let mut last_seqno = 0;
+        for (id, cf) in &state.cfs {
+            let mut cf_levels = Vec::with_capacity(MAX_LEVELS);
+            for (level, metas) in cf.levels.iter().enumerate() {
+                let mut tables = Vec::with_capacity(metas.len());
+                for meta in metas {
+                    let table = open_table_at(
+                        &self.fs,
+                        self.dir,
+                        cache,
+                        meta.number,
+                        meta.file_size,
+                        Some(meta.clone()),
+                    )?;
+                    last_seqno = last_seqno.max(meta.largest_seqno);
+                    tables.push(Arc::new(table));
+                }
+                if level == 0 {
+                    tables.reverse(); // newest first
+                } else if !tables.is_empty() {
+                    check_sorted_level(self.dir, self.options, &cf.name, level, &mut tables)?;
+                }
+                cf_levels.push(tables);
+            }
+            levels.insert(*id, cf_levels);
+        }
+        Ok((levels, last_seqno))
+    }
+
+    /// Replays the logs the families still need into one memtable per family; returns them
+    /// and the largest seqno replayed.
+    fn replay_logs(
+        &self,
+        state: &ManifestState,
+        numbered: &[(FileKind, u64)],
+    ) -> Result<(BTreeMap<u32, Memtable>, u64)> {
+        let memtables: BTreeMap<u32, Memtable> =
+            state.cfs.keys().map(|id| (*id, Memtable::new(0))).collect();
+        let oldest_needed = state
+            .cfs
+            .values()
+            .map(|cf| cf.log_number)
+            .min()
+            .unwrap_or(0);
+        let mut logs: Vec<u64> = numbered
+            .iter()
+            .filter(|(kind, n)| *kind == FileKind::Log && *n >= oldest_needed)
+            .map(|(_, n)| *n)
+            .collect();
+        logs.sort_unstable();
+        if let Some((number, size)) = state.closed_log
+            && number >= oldest_needed
+        {
+            self.check_closed_log(number, size)?;
+        }
+        let mut last_seqno = 0;
+        for (i, &number) in logs.iter().enumerate() {
+            let is_last = i + 1 == logs.len();
+            let replayed = self.replay_log(number, is_last, state, &memtables)?;
+            last_seqno = last_seqno.max(replayed.last_seqno);
+            if replayed.stop {
+                break;
+            }
+        }
+        Ok((memtables, last_seqno))
+    }
+
+    /// A log a clean close synced whole must be there whole: shorter, it was cut after the
+    /// close, not torn by a crash.
+    fn check_closed_log(&self, number: u64, size: u64) -> Result<()> {
+        let path = file_path(self.dir, FileKind::Log, number);
+        let actual = if self.fs.exists(&path).at(IoOp::Exists, &path)? {
+            self.fs.read(&path).at(IoOp::Read, &path)?.len() as u64
+        } else {
+            0
+        };
+        if actual < size {
+            return Err(Error::Corruption {
+                file: path,
+                offset: actual,
+                what: Corruption::LogSize {
+                    expected: size,
+                    actual,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// Writes each non-empty recovered memtable as a level-0 table (added to `levels`); returns
+    /// the edit that records them.
+    fn flush_recovered(
+        &self,
+        state: &mut ManifestState,
+        memtables: &BTreeMap<u32, Memtable>,
+        cache: &Arc<BlockCache>,
+        levels: &mut Levels,
+    ) -> Result<VersionEdit> {
+        let sink = TableSink {
+            fs: &self.fs,
+            dir: self.dir,
+            options: &self.options.table,
+            cache,
+        };
+        let mut edit = VersionEdit::default();
+        for (id, mem) in memtables {
+            if mem.is_empty() {
+                continue;
+            }
+            let number = state.next_file_number;
+            state.next_file_number += 1;
+            let collector = match (&self.options.property_collector, state.cfs.get(id)) {
+                (Some(factory), Some(cf)) => factory.collector(&cf.name),
+                _ => None,
+            };
+            if let Some(table) = sink.write_table(number, mem, &[], collector)? {
+                edit.added_tables.push((*id, 0, table.meta.clone()));
+                if let Some(cf_levels) = levels.get_mut(id) {
+                    cf_levels[0].insert(0, Arc::new(table));
+                }
+            }
+        }
+        Ok(edit)
+    }
+
+    /// Replays log `number` into `memtables`.
+    fn replay_log(
+        &self,
+        number: u64,
+        is_last: bool,
+        state: &ManifestState,
+        memtables: &BTreeMap<u32, Memtable>,
+    ) -> Result<Replayed> {
+        let path = file_path(self.dir, FileKind::Log, number);
+        let data = self.fs.read(&path).at(IoOp::Read, &path)?;
+        let mode = self.options.recovery_mode;
+        let mut reader = LogReader::new(&data, log_number(number), mode);
+        if !is_last {
+            reader = reader.with_known_durable(data.len() as u64);
+        } else if let Some((closed, size)) = state.closed_log
+            && closed == number
+        {
+            // Synced whole by a clean close: damage inside is damage, not a torn tail.
+            reader = reader.with_known_durable(size);
+        }
+        let mut replayed = Replayed {
+            last_seqno: 0,
+            stop: false,
+        };
+        while let Some(record) = reader
+            .next_record()
+            .map_err(|e| Error::log(path.clone(), e))?
+        {
+            let bytes = Bytes::copy_from_slice(&record.data);
+            let batch = match decode_batch(&bytes) {
+                Ok(batch) => batch,
+                Err(what) => match mode {
+                    RecoveryMode::SkipCorrupted => {
+                        tracing::warn!(log = number, offset = record.offset, %what, "skipping an undecodable batch");
+                        continue;
+                    }
+                    RecoveryMode::PointInTime => {
+                        tracing::warn!(log = number, offset = record.offset, %what, "recovery stops at an undecodable batch");
+                        replayed.stop = true;
+                        return Ok(replayed);
+                    }
+                    _ => {
+                        return Err(Error::Corruption {
+                            file: path,
+                            offset: record.offset,
+                            what,
+                        });
+                    }
+                },
+            };
+            for entry in &batch.entries {
+                match state.cfs.get(&entry.cf_id) {
+                    Some(cf) if number >= cf.log_number => {
+                        if let Some(mem) = memtables.get(&entry.cf_id)
+                            && mem.insert(entry).is_err()
+                        {
+                            return Err(Error::Capacity {
+                                what: Capacity::ReplayLimit,
+                                family: entry.cf_id,
+                                limit: MAX_ENTRIES,
+                            });
+                        }
+                    }
+                    Some(_) => {} // already in the family's tables
+                    None if entry.cf_id < state.next_cf_id => {} // a dropped family
+                    None => {
+                        return Err(Error::Corruption {
+                            file: path,
+                            offset: record.offset,
+                            what: Corruption::Batch("names a column family that never existed"),
+                        });
+                    }
+                }
+            }
+            if !batch.entries.is_empty() {
+                replayed.last_seqno = replayed.last_seqno.max(batch.last_seqno());
+            }
+        }
+        for skipped in reader.skipped() {
+            tracing::warn!(log = number, offset = skipped.offset, len = skipped.len, reason = %skipped.reason, "log region not replayed");
+        }
+        if let Some(LogEnd::StoppedAtDamage { .. }) = reader.end() {
+            replayed.stop = true;
+        }
+        Ok(replayed)
+    }
 }
 
 /// Puts a deeper level in key order and checks what reads rely on: it is within
@@ -285,95 +433,6 @@ struct Replayed {
     last_seqno: u64,
     /// Stop replaying: point-in-time recovery met damage.
     stop: bool,
-}
-
-/// Replays log `number` into `memtables`.
-fn replay_log(
-    fs: &Arc<dyn FileSystem>,
-    dir: &Path,
-    number: u64,
-    is_last: bool,
-    options: &Options,
-    state: &ManifestState,
-    memtables: &BTreeMap<u32, Memtable>,
-) -> Result<Replayed> {
-    let path = file_path(dir, FileKind::Log, number);
-    let data = fs.read(&path).at(IoOp::Read, &path)?;
-    let mode = options.recovery_mode;
-    let mut reader = LogReader::new(&data, log_number(number), mode);
-    if !is_last {
-        reader = reader.with_known_durable(data.len() as u64);
-    } else if let Some((closed, size)) = state.closed_log
-        && closed == number
-    {
-        // Synced whole by a clean close: damage inside is damage, not a torn tail.
-        reader = reader.with_known_durable(size);
-    }
-    let mut replayed = Replayed {
-        last_seqno: 0,
-        stop: false,
-    };
-    while let Some(record) = reader
-        .next_record()
-        .map_err(|e| Error::log(path.clone(), e))?
-    {
-        let bytes = Bytes::copy_from_slice(&record.data);
-        let batch = match decode_batch(&bytes) {
-            Ok(batch) => batch,
-            Err(what) => match mode {
-                RecoveryMode::SkipCorrupted => {
-                    tracing::warn!(log = number, offset = record.offset, %what, "skipping an undecodable batch");
-                    continue;
-                }
-                RecoveryMode::PointInTime => {
-                    tracing::warn!(log = number, offset = record.offset, %what, "recovery stops at an undecodable batch");
-                    replayed.stop = true;
-                    return Ok(replayed);
-                }
-                _ => {
-                    return Err(Error::Corruption {
-                        file: path,
-                        offset: record.offset,
-                        what,
-                    });
-                }
-            },
-        };
-        for entry in &batch.entries {
-            match state.cfs.get(&entry.cf_id) {
-                Some(cf) if number >= cf.log_number => {
-                    if let Some(mem) = memtables.get(&entry.cf_id)
-                        && mem.insert(entry).is_err()
-                    {
-                        return Err(Error::Capacity {
-                            what: Capacity::ReplayLimit,
-                            family: entry.cf_id,
-                            limit: MAX_ENTRIES,
-                        });
-                    }
-                }
-                Some(_) => {} // already in the family's tables
-                None if entry.cf_id < state.next_cf_id => {} // a dropped family
-                None => {
-                    return Err(Error::Corruption {
-                        file: path,
-                        offset: record.offset,
-                        what: Corruption::Batch("names a column family that never existed"),
-                    });
-                }
-            }
-        }
-        if !batch.entries.is_empty() {
-            replayed.last_seqno = replayed.last_seqno.max(batch.last_seqno());
-        }
-    }
-    for skipped in reader.skipped() {
-        tracing::warn!(log = number, offset = skipped.offset, len = skipped.len, reason = %skipped.reason, "log region not replayed");
-    }
-    if let Some(LogEnd::StoppedAtDamage { .. }) = reader.end() {
-        replayed.stop = true;
-    }
-    Ok(replayed)
 }
 
 /// Removes numbered files the new manifest does not reference. Failures are only logged:

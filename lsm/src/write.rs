@@ -86,39 +86,54 @@ impl Shared {
             return results;
         }
 
+        // 2-4: room, the log, the memtables. A failure there makes the store read-only and
+        // is every request's answer.
+        match self.commit_accepted(&mut wal, &touched, accepted) {
+            Ok(seqnos) => {
+                for (i, last) in seqnos {
+                    results[i] = Ok(last);
+                }
+                self.seq.publish(self.seq.allocated());
+                results
+            }
+            Err(error) => {
+                let error = self.fail(error);
+                results.into_iter().map(|_| Err(error.clone())).collect()
+            }
+        }
+    }
+
+    /// Steps 2 to 4 of [`Self::lead`] for the `accepted` requests (by their index in the
+    /// group): makes room in the memtables of `touched`, appends each batch to the log (and
+    /// syncs it if any asks), and inserts the entries. Returns each request's last seqno; the
+    /// caller publishes them. REQUIRES: the writer lock (`wal`).
+    fn commit_accepted(
+        &self,
+        wal: &mut WalState,
+        touched: &[u32],
+        accepted: Vec<(usize, Request<WriteBatch>)>,
+    ) -> Result<Vec<(usize, SeqNo)>> {
         // 2. Room in the memtables.
         let entries: u64 = accepted.iter().map(|(_, r)| r.item.len() as u64).sum();
-        if let Err(error) = self.make_room(&mut wal, &touched, entries) {
-            let error = self.fail(error);
-            return results.into_iter().map(|_| Err(error.clone())).collect();
-        }
+        self.make_room(wal, touched, entries)?;
 
         // 3. The log.
         let sync = accepted.iter().any(|(_, r)| r.sync);
         let mut sealed = Vec::with_capacity(accepted.len());
-        let mut appended = Ok(());
+        let log_error = |e| Error::log(self.log_path(wal.number), e);
         for (i, request) in accepted {
             let first = self.seq.allocate(request.item.len() as u64);
             let bytes = request.item.seal(first);
-            if let Err(error) = wal.log.add_record(&bytes) {
-                appended = Err(error);
-                break;
-            }
+            wal.log.add_record(&bytes).map_err(log_error)?;
             sealed.push((i, bytes));
         }
-        let appended = appended.and_then(|()| {
-            if sync {
-                wal.log.sync(|file| file.sync_data()).map(drop)
-            } else {
-                wal.log.flush()
-            }
-        });
-        if let Err(error) = appended {
-            let error = self.fail(Error::log(self.log_path(wal.number), error));
-            return results.into_iter().map(|_| Err(error.clone())).collect();
+        if sync {
+            wal.log.sync(|file| file.sync_data()).map_err(log_error)?;
+        } else {
+            wal.log.flush().map_err(log_error)?;
         }
 
-        // 4. The memtables, then publication.
+        // 4. The memtables.
         let cfs = self.cfs_read();
         let memtables: Vec<(u32, Arc<Memtable>)> = touched
             .iter()
@@ -127,53 +142,40 @@ impl Shared {
         drop(cfs);
         let mut batches = Vec::with_capacity(sealed.len());
         for (i, bytes) in sealed {
-            match decode_batch(&bytes) {
-                Ok(batch) => batches.push((i, batch)),
-                Err(what) => {
-                    // Our own encoding failed to decode: a bug, reported rather than hidden.
-                    let error = self.fail(Error::Corruption {
-                        file: self.log_path(wal.number),
-                        offset: 0,
-                        what,
-                    });
-                    return results.into_iter().map(|_| Err(error.clone())).collect();
-                }
-            }
+            // Our own encoding failing to decode is a bug, reported rather than hidden.
+            let batch = decode_batch(&bytes).map_err(|what| Error::Corruption {
+                file: self.log_path(wal.number),
+                offset: 0,
+                what,
+            })?;
+            batches.push((i, batch));
         }
         // Entries go in in waves of distinct memtables, each wave's searches interleaved
         // (`Memtable::insert_each`): a row and its index entries are one wave. The order of
         // inserts does not matter: every entry has its own seqno, and none is visible before
         // the group is published.
         let mut wave: Vec<(&Memtable, &BatchEntry)> = Vec::new();
-        let mut inserted = Ok(());
+        let full = |wave: &[(&Memtable, &BatchEntry)]| Error::Capacity {
+            what: Capacity::MemtableFull,
+            family: wave.first().map_or(0, |(_, entry)| entry.cf_id),
+            limit: MAX_ENTRIES,
+        };
         for entry in batches.iter().flat_map(|(_, batch)| &batch.entries) {
             let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id) else {
                 continue;
             };
             if wave.iter().any(|(m, _)| std::ptr::eq(*m, mem.as_ref())) {
-                inserted = inserted.and_then(|()| Memtable::insert_each(&wave));
+                // `make_room` sealed every memtable that could not take the whole group.
+                Memtable::insert_each(&wave).map_err(|_| full(&wave))?;
                 wave.clear();
             }
             wave.push((mem, entry));
         }
-        if inserted
-            .and_then(|()| Memtable::insert_each(&wave))
-            .is_err()
-        {
-            // `make_room` sealed every memtable that could not take the whole group.
-            let family = wave.first().map_or(0, |(_, entry)| entry.cf_id);
-            let error = self.fail(Error::Capacity {
-                what: Capacity::MemtableFull,
-                family,
-                limit: MAX_ENTRIES,
-            });
-            return results.into_iter().map(|_| Err(error.clone())).collect();
-        }
-        for (i, batch) in &batches {
-            results[*i] = Ok(batch.last_seqno());
-        }
-        self.seq.publish(self.seq.allocated());
-        results
+        Memtable::insert_each(&wave).map_err(|_| full(&wave))?;
+        Ok(batches
+            .iter()
+            .map(|(i, batch)| (*i, batch.last_seqno()))
+            .collect())
     }
 
     /// Back-pressure (step 0, before the writer lock): while a family in `ids` has too many
