@@ -22,7 +22,7 @@ use strata_planner::Value;
 
 use crate::error::{Error, Result};
 use crate::lsm::{WriteBatch, WriteOptions};
-use crate::table::catalog::validate_field;
+use crate::table::catalog::{TableDef, validate_field};
 use crate::table::db::{Db, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
@@ -137,11 +137,37 @@ fn normalise(mut record: Record) -> Result<Record> {
 }
 
 /// What a batch does to one key.
+/// One mutation of a batch, checked and encoded before any lock is taken.
+struct Planned {
+    /// The encoded primary key.
+    key: Vec<u8>,
+    /// The new row (`None`: a delete).
+    record: Option<Record>,
+    /// The new row encoded (empty for a delete).
+    encoded: Vec<u8>,
+    /// An insert: the row must not exist.
+    insert: bool,
+}
+
+/// What a batch does to one key: the row before it and after all its mutations of the key.
 struct KeyChange {
     key: Vec<u8>,
     before: Option<Record>,
     after: Option<Record>,
+    /// `after` encoded (what the fact family stores); empty when `after` is `None`.
+    encoded: Vec<u8>,
 }
+
+impl KeyChange {
+    /// Whether the key had or has a row (a delete of a missing row changes nothing).
+    fn changes_anything(&self) -> bool {
+        self.before.is_some() || self.after.is_some()
+    }
+}
+
+/// One shard's part of a batch: its fact and sync index changes, and the outbox entry that
+/// carries its async index changes.
+type ShardPart = (WriteBatch, OutboxEntry);
 
 impl Db {
     /// Inserts `record` into `table`; a row with its key must not exist.
@@ -179,35 +205,7 @@ impl Db {
             return Ok(());
         }
         // 1. Check and encode, before any lock.
-        let mut planned: Vec<(Vec<u8>, Option<Record>, bool)> = Vec::with_capacity(batch.len());
-        for m in batch.mutations {
-            match m {
-                Mutation::Insert(r) => {
-                    let r = normalise(r)?;
-                    planned.push((record_key(&first.def, &r)?, Some(r), true));
-                }
-                Mutation::Upsert(r) => {
-                    let r = normalise(r)?;
-                    planned.push((record_key(&first.def, &r)?, Some(r), false));
-                }
-                Mutation::Delete(key) => {
-                    let values: Vec<&Value> = key.iter().collect();
-                    planned.push((encode_primary_key(&first.def, &values)?, None, false));
-                }
-            }
-        }
-        let mut encoded: Vec<Vec<u8>> = Vec::with_capacity(planned.len());
-        for (_, r, _) in &planned {
-            encoded.push(r.as_ref().map(Record::encode).unwrap_or_default());
-            let len = encoded.last().map_or(0, Vec::len);
-            if len > MAX_RECORD_BYTES {
-                return Err(Error::TooLarge {
-                    what: "record",
-                    len,
-                    max: MAX_RECORD_BYTES,
-                });
-            }
-        }
+        let planned = plan(&first.def, batch)?;
 
         // Back-pressure: wait, holding nothing, while the indexer is too far behind.
         if first.has_async() {
@@ -216,9 +214,7 @@ impl Db {
         }
 
         // 2. Lock, then read the definition.
-        let _guards = self
-            .stripes
-            .lock(planned.iter().map(|(k, _, _)| k.as_slice()));
+        let _guards = self.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
         let t = self.handle(table)?;
         if t.def.id != first.def.id {
             return Err(Error::Conflict(format!(
@@ -227,97 +223,13 @@ impl Db {
         }
 
         // 3. Apply to an overlay of the current records.
-        let mut changes: Vec<KeyChange> = Vec::new();
-        let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
-        let mut bytes_of: HashMap<usize, Vec<u8>> = HashMap::new();
-        for ((key, record, insert), enc) in planned.into_iter().zip(encoded) {
-            let i = match slot.get(&key) {
-                Some(&i) => i,
-                None => {
-                    let before = self.read_record(&t, &key)?;
-                    changes.push(KeyChange {
-                        key: key.clone(),
-                        after: before.clone(),
-                        before,
-                    });
-                    slot.insert(key, changes.len() - 1);
-                    changes.len() - 1
-                }
-            };
-            if insert && changes[i].after.is_some() {
-                return Err(Error::Conflict(format!(
-                    "table {table:?} has a row with key {}",
-                    display_key(&t, record.as_ref())
-                )));
-            }
-            changes[i].after = record;
-            bytes_of.insert(i, enc);
-        }
+        let changes = self.overlay(&t, planned)?;
 
         // 4. Per shard: one batch for facts, sync index diffs and the outbox entry.
-        let mut parts: Vec<Option<(WriteBatch, OutboxEntry)>> =
-            (0..t.shards.len()).map(|_| None).collect();
-        for (i, c) in changes.iter().enumerate() {
-            if c.before.is_none() && c.after.is_none() {
-                continue;
-            }
-            let s = t.fact_shard(&c.key);
-            let (wb, outbox) = parts[s].get_or_insert_with(|| {
-                (
-                    WriteBatch::new(),
-                    OutboxEntry {
-                        table_id: t.def.id,
-                        written_micros: 0,
-                        ops: Vec::new(),
-                    },
-                )
-            });
-            let fact = &t.shards[s].fact;
-            match (&c.after, bytes_of.get(&i)) {
-                (Some(_), Some(enc)) => wb.put(fact, &c.key, enc)?,
-                (None, _) => wb.delete(fact, &c.key)?,
-                (Some(_), None) => {}
-            }
-            diff_indexes(
-                &t,
-                s,
-                &c.key,
-                c.before.as_ref(),
-                c.after.as_ref(),
-                wb,
-                &mut outbox.ops,
-            )?;
-        }
-        let mut wrote: Vec<usize> = Vec::new(); // shard stores this batch wrote (and synced)
-        for (s, part) in parts.into_iter().enumerate() {
-            let Some((mut wb, mut outbox)) = part else {
-                continue;
-            };
-            let store = &t.shards[s].store;
-            if outbox.ops.is_empty() {
-                if !wb.is_empty() {
-                    store.store.write(wb, options)?;
-                    wrote.push(store.number);
-                }
-                continue;
-            }
-            // Numbered under the keys' stripes: a row's next change gets a higher number.
-            outbox.written_micros = now_micros();
-            let seq = self.tracker.begin(s)?;
-            let result = wb
-                .put(&store.outbox, &outbox_key(seq), &outbox.encode())
-                .and_then(|()| store.store.write(wb, options).map(drop));
-            self.tracker.end(s, seq, result.is_ok());
-            result?;
-            wrote.push(store.number);
-        }
-        self.note_changes(
-            &t,
-            changes
-                .iter()
-                .filter(|c| c.before.is_some() || c.after.is_some())
-                .count() as u64,
-        );
+        let parts = shard_parts(&t, &changes)?;
+        let wrote = self.commit_parts(&t, parts, options)?;
+        let changed = changes.iter().filter(|c| c.changes_anything()).count();
+        self.note_changes(&t, changed as u64);
         if options.sync {
             // A synced write promises that every earlier write is durable, as with one log:
             // so the shard stores it did not write (each has its own log) are synced too,
@@ -332,6 +244,137 @@ impl Db {
         }
         Ok(())
     }
+}
+
+impl Db {
+    /// The batch's changes per key, in first-mention order: each key's row as stored, then
+    /// every mutation of it applied in turn. An insert of a key that has a row (stored, or
+    /// put by an earlier mutation of the batch) is a conflict.
+    /// REQUIRES: the stripes of every planned key are locked.
+    fn overlay(&self, t: &Table, planned: Vec<Planned>) -> Result<Vec<KeyChange>> {
+        let mut changes: Vec<KeyChange> = Vec::new();
+        let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
+        for p in planned {
+            let i = match slot.get(&p.key) {
+                Some(&i) => i,
+                None => {
+                    let before = self.read_record(t, &p.key)?;
+                    slot.insert(p.key.clone(), changes.len());
+                    changes.push(KeyChange {
+                        key: p.key,
+                        after: before.clone(),
+                        before,
+                        encoded: Vec::new(),
+                    });
+                    changes.len() - 1
+                }
+            };
+            let change = &mut changes[i];
+            if p.insert && change.after.is_some() {
+                return Err(Error::Conflict(format!(
+                    "table {:?} has a row with key {}",
+                    t.def.name,
+                    display_key(t, p.record.as_ref())
+                )));
+            }
+            change.after = p.record;
+            change.encoded = p.encoded;
+        }
+        Ok(changes)
+    }
+
+    /// Writes each shard's part, the outbox entry numbered under the keys' stripes so a row's
+    /// next change gets a higher number; returns the shard stores written.
+    fn commit_parts(
+        &self,
+        t: &Table,
+        parts: Vec<Option<ShardPart>>,
+        options: WriteOptions,
+    ) -> Result<Vec<usize>> {
+        let mut wrote = Vec::new();
+        for (s, part) in parts.into_iter().enumerate() {
+            let Some((mut wb, mut outbox)) = part else {
+                continue;
+            };
+            let store = &t.shards[s].store;
+            if outbox.ops.is_empty() {
+                if !wb.is_empty() {
+                    store.store.write(wb, options)?;
+                    wrote.push(store.number);
+                }
+                continue;
+            }
+            outbox.written_micros = now_micros();
+            let seq = self.tracker.begin(s)?;
+            let result = wb
+                .put(&store.outbox, &outbox_key(seq), &outbox.encode())
+                .and_then(|()| store.store.write(wb, options).map(drop));
+            self.tracker.end(s, seq, result.is_ok());
+            result?;
+            wrote.push(store.number);
+        }
+        Ok(wrote)
+    }
+}
+
+/// Checks and encodes every mutation of `batch` against `def`.
+fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
+    let mut planned = Vec::with_capacity(batch.len());
+    for m in batch.mutations {
+        let (key, record, insert) = match m {
+            Mutation::Insert(r) => {
+                let r = normalise(r)?;
+                (record_key(def, &r)?, Some(r), true)
+            }
+            Mutation::Upsert(r) => {
+                let r = normalise(r)?;
+                (record_key(def, &r)?, Some(r), false)
+            }
+            Mutation::Delete(key) => {
+                let values: Vec<&Value> = key.iter().collect();
+                (encode_primary_key(def, &values)?, None, false)
+            }
+        };
+        let encoded = record.as_ref().map(Record::encode).unwrap_or_default();
+        if encoded.len() > MAX_RECORD_BYTES {
+            return Err(Error::TooLarge {
+                what: "record",
+                len: encoded.len(),
+                max: MAX_RECORD_BYTES,
+            });
+        }
+        planned.push(Planned {
+            key,
+            record,
+            encoded,
+            insert,
+        });
+    }
+    Ok(planned)
+}
+
+/// Each shard's fact puts and deletes, sync index diffs and outbox operations for `changes`.
+fn shard_parts(t: &Table, changes: &[KeyChange]) -> Result<Vec<Option<ShardPart>>> {
+    let mut parts: Vec<Option<ShardPart>> = (0..t.shards.len()).map(|_| None).collect();
+    for c in changes.iter().filter(|c| c.changes_anything()) {
+        let s = t.fact_shard(&c.key);
+        let (wb, outbox) = parts[s].get_or_insert_with(|| {
+            let outbox = OutboxEntry {
+                table_id: t.def.id,
+                written_micros: 0,
+                ops: Vec::new(),
+            };
+            (WriteBatch::new(), outbox)
+        });
+        let fact = &t.shards[s].fact;
+        match &c.after {
+            Some(_) => wb.put(fact, &c.key, &c.encoded)?,
+            None => wb.delete(fact, &c.key)?,
+        }
+        let (before, after) = (c.before.as_ref(), c.after.as_ref());
+        diff_indexes(t, s, &c.key, before, after, wb, &mut outbox.ops)?;
+    }
+    Ok(parts)
 }
 
 fn display_key(t: &Table, record: Option<&Record>) -> String {
