@@ -30,8 +30,9 @@
 //!   (`flush.rs`); every change to the set of tables is a version edit in the manifest
 //!   (`edit.rs`, `manifest.rs`).
 //! - Reads see a `SuperVersion` (`version.rs`) of memtables and tables; iterators merge them
-//!   (`iter.rs`). Opening replays the manifest and the logs (`open.rs`).
-//!
+//!   (`iter/`: sources, the merge, the cursor). Opening replays the manifest and the logs
+//!   (`open.rs`); compaction (`compact.rs`) and the background threads (`background.rs`) keep
+//!   the levels in shape.
 //! - All file I/O goes through [`fs::FileSystem`]: [`fs::OsFs`] for real use and
 //!   [`fs::SimFs`] for crash and fault tests.
 //!

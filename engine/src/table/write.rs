@@ -191,8 +191,13 @@ impl Db {
         self.write(table, batch, WriteOptions::default())
     }
 
-    /// Applies `batch` to `table`: every row and index change commits in one atomic write, or
-    /// none does (a failed check, a duplicate insert or an I/O error writes nothing).
+    /// Applies `batch` to `table`. Every check (types, keys, sizes, an insert of an existing
+    /// key) runs before anything is written, so a refused batch writes nothing. On a table of
+    /// one shard every row and index change then commits in one atomic write, or none does.
+    /// A batch whose rows fall in several shards commits one atomic write per shard, in shard
+    /// order: an I/O error in one shard's commit leaves the shards before it committed (the
+    /// module docs; transactions across shards are a separate feature). A synced write makes
+    /// every earlier write to the database durable, in every shard store.
     pub fn write(&self, table: &str, batch: TableBatch, options: WriteOptions) -> Result<()> {
         let first = self.handle(table)?;
         if batch.is_empty() {
