@@ -72,7 +72,7 @@ pub struct Options {
     /// How long a delayed write group waits (default 1 ms, as LevelDB).
     pub slowdown_delay: std::time::Duration,
     /// Summarises what each flush and compaction writes into the table's properties
-    /// ([`crate::collect`]; default none). [`crate::Db`] installs its own, which keeps
+    /// ([`crate::collect`]; default none). The table layer (`strata::Db`) installs its own, which keeps
     /// each table's statistics sketches.
     pub property_collector: Option<Arc<dyn crate::collect::CollectorFactory>>,
 }

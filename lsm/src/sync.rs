@@ -24,7 +24,7 @@ pub mod core {
     #[cfg(not(loom))]
     pub use std::sync::{Condvar, Mutex, MutexGuard};
 
-    /// [`super::lock`] for these primitives.
+    /// The same as the crate-private `lock`, for these primitives.
     pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         mutex
             .lock()
