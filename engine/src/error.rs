@@ -45,9 +45,17 @@ pub enum CatalogCorruption {
     /// A key the catalog does not use.
     #[error("unknown key")]
     UnknownKey,
-    /// A table definition does not parse or does not validate.
+    /// A table definition does not parse or does not validate (the parser's message).
     #[error("table definition: {0}")]
     Definition(String),
+    /// A table definition written by a newer build, in a catalog format this one cannot read.
+    #[error("catalog format {found} is newer than this build's {supported}")]
+    NewerFormat {
+        /// The definition's format.
+        found: u32,
+        /// The newest this build reads.
+        supported: u32,
+    },
     /// A definition stored under one table's key defines another table.
     #[error("defines table {defined:?}")]
     NameMismatch {
@@ -151,6 +159,14 @@ impl Error {
     /// Whether this is an I/O error or carries one.
     pub fn is_io(&self) -> bool {
         matches!(self, Error::Store(e) if e.is_io())
+    }
+
+    /// The operating system's error, if this is (or carries) one.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            Error::Store(e) => e.io_error(),
+            _ => None,
+        }
     }
 
     /// Whether this reports corruption, of the store's files or of table-layer data.

@@ -14,7 +14,7 @@
 use serde::{Deserialize, Serialize};
 use strata_planner::{IndexInfo, IndexState, Projection, Scope, TableInfo};
 
-use crate::error::{Error, Result};
+use crate::error::{CatalogCorruption, Error, Result};
 use crate::table::format::{
     CATALOG_FORMAT, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_FIELD_NAME_BYTES, MAX_INDEXES,
     MAX_KEY_FIELDS, MAX_NAME_BYTES, MAX_SHARDS,
@@ -176,20 +176,21 @@ impl TableDef {
     }
 
     /// Parses and checks a stored definition.
-    pub fn decode(bytes: &[u8]) -> std::result::Result<TableDef, String> {
+    pub fn decode(bytes: &[u8]) -> std::result::Result<TableDef, CatalogCorruption> {
         #[derive(Deserialize)]
         struct Format {
             format: u32,
         }
-        let format: Format = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
+        let malformed = |e: &dyn std::fmt::Display| CatalogCorruption::Definition(e.to_string());
+        let format: Format = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
         if format.format > CATALOG_FORMAT {
-            return Err(format!(
-                "catalog format {} is newer than this build's {CATALOG_FORMAT}",
-                format.format
-            ));
+            return Err(CatalogCorruption::NewerFormat {
+                found: format.format,
+                supported: CATALOG_FORMAT,
+            });
         }
-        let def: TableDef = serde_json::from_slice(bytes).map_err(|e| e.to_string())?;
-        def.validate().map_err(|e| e.to_string())?;
+        let def: TableDef = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+        def.validate().map_err(|e| malformed(&e))?;
         Ok(def)
     }
 
@@ -323,10 +324,12 @@ mod tests {
     fn newer_formats_and_bad_names_are_refused() {
         let mut d = def();
         d.format = CATALOG_FORMAT + 1;
-        assert!(
-            TableDef::decode(&d.encode().unwrap())
-                .unwrap_err()
-                .contains("newer")
+        assert_eq!(
+            TableDef::decode(&d.encode().unwrap()),
+            Err(CatalogCorruption::NewerFormat {
+                found: CATALOG_FORMAT + 1,
+                supported: CATALOG_FORMAT
+            })
         );
         let mut d = def();
         d.name = "bad name".into();

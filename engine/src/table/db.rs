@@ -250,8 +250,7 @@ impl Db {
             let key = std::str::from_utf8(&k)
                 .map_err(|_| catalog_corrupt(&k, CatalogCorruption::KeyNotUtf8))?;
             if let Some(name) = key.strip_prefix(CATALOG_TABLE_PREFIX) {
-                let def = TableDef::decode(&v)
-                    .map_err(|e| catalog_corrupt(&k, CatalogCorruption::Definition(e)))?;
+                let def = TableDef::decode(&v).map_err(|e| catalog_corrupt(&k, e))?;
                 if def.name != name {
                     let defined = def.name;
                     return Err(catalog_corrupt(
