@@ -149,5 +149,45 @@ fn gets(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, puts, synced_puts, gets);
+/// Two threads reading the same family at once (the machine has two cores): what the read
+/// path's shared state (the family's current version, the published seqno) costs when
+/// readers contend for it. Each iteration is one get; the two threads split the iterations.
+fn parallel_gets(c: &mut Criterion) {
+    let value = [7u8; VALUE_BYTES];
+    let mut group = c.benchmark_group("store_get_2_threads");
+    group.throughput(Throughput::Elements(1));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = open(dir.path());
+    let cf = store.default_cf();
+    for chunk in 0..GET_KEYS / 1000 {
+        let mut batch = WriteBatch::new();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            batch.put(&cf, &key(i), &value).expect("put");
+        }
+        store.write(batch, WriteOptions::default()).expect("write");
+    }
+    store.flush(&cf).expect("flush");
+    group.bench_function("tables", |b| {
+        b.iter_custom(|iters| {
+            let start = std::time::Instant::now();
+            std::thread::scope(|scope| {
+                for t in 0..2u64 {
+                    let (store, cf) = (&store, &cf);
+                    scope.spawn(move || {
+                        let mut i = t * 104_729;
+                        for _ in 0..iters.div_ceil(2) {
+                            i = (i + 7919) % GET_KEYS;
+                            let found = store.get(cf, black_box(&key(i))).expect("get");
+                            assert!(found.is_some());
+                        }
+                    });
+                }
+            });
+            start.elapsed()
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, puts, synced_puts, gets, parallel_gets);
 criterion_main!(benches);

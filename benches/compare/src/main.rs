@@ -280,7 +280,9 @@ fn open(name: &str, dir: &Path) -> Arc<dyn Engine> {
         #[cfg(feature = "rocksdb")]
         "rocksdb" => Arc::new(rocks::Rocks::open(dir)),
         #[cfg(not(feature = "rocksdb"))]
-        "rocksdb" => panic!("this build has no RocksDB: build with the `rocksdb` feature (the default)"),
+        "rocksdb" => {
+            panic!("this build has no RocksDB: build with the `rocksdb` feature (the default)")
+        }
         "fjall" => Arc::new(Fjall::open(dir)),
         other => panic!("unknown engine {other}"),
     }
@@ -334,7 +336,10 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
             }
         });
         // Two fills of n random keys cover about 1 - 1/e² of them.
-        assert!(found > n / 2, "{name}: readrandom found only {found} of {n}");
+        assert!(
+            found > n / 2,
+            "{name}: readrandom found only {found} of {n}"
+        );
         ops
     };
     results.push(read_random(&engine, 2));
@@ -378,7 +383,7 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
 fn median(mut figures: Vec<f64>) -> f64 {
     figures.sort_by(f64::total_cmp);
     let mid = figures.len() / 2;
-    if figures.len() % 2 == 0 {
+    if figures.len().is_multiple_of(2) {
         (figures[mid - 1] + figures[mid]) / 2.0
     } else {
         figures[mid]

@@ -66,4 +66,3 @@ impl Engine for Rocks {
         self.db.compact_range(None::<&[u8]>, None::<&[u8]>);
     }
 }
-

@@ -91,8 +91,8 @@ impl Rng {
 
 const TOWNS: usize = 300;
 const FIRST: [&str; 12] = [
-    "Ada", "Alan", "Barbara", "Claude", "Edsger", "Frances", "Grace", "John", "Leslie",
-    "Margaret", "Niklaus", "Tony",
+    "Ada", "Alan", "Barbara", "Claude", "Edsger", "Frances", "Grace", "John", "Leslie", "Margaret",
+    "Niklaus", "Tony",
 ];
 const LAST: [&str; 16] = [
     "Smith", "Johnson", "Williams", "Brown", "Jones", "Garcia", "Miller", "Davis", "Lopez",
@@ -313,7 +313,7 @@ fn run_sqlite(csv: &Path, config: &Config) -> Figures {
 fn median(mut figures: Vec<f64>) -> f64 {
     figures.sort_by(f64::total_cmp);
     let mid = figures.len() / 2;
-    if figures.len() % 2 == 0 {
+    if figures.len().is_multiple_of(2) {
         (figures[mid - 1] + figures[mid]) / 2.0
     } else {
         figures[mid]
@@ -354,7 +354,13 @@ fn main() {
         "| {:<34} | {:>12} | {:>12} | {:>13} |",
         "workload", "strata", "sqlite", "strata/sqlite"
     );
-    println!("|{}|{}|{}|{}|", "-".repeat(36), "-".repeat(14), "-".repeat(14), "-".repeat(15));
+    println!(
+        "|{}|{}|{}|{}|",
+        "-".repeat(36),
+        "-".repeat(14),
+        "-".repeat(14),
+        "-".repeat(15)
+    );
     for (i, name) in rows.iter().enumerate() {
         let s = median(strata_runs.iter().map(|f| f[i]).collect());
         let q = median(sqlite_runs.iter().map(|f| f[i]).collect());
