@@ -406,10 +406,91 @@ fn progress_bar(show: bool, total: u64, message: &'static str) -> ProgressBar {
 }
 
 /// A batch being filled, with the input line of each row.
+/// The second pass's state: the batch being filled, with each row's line and key (to name
+/// the culprit of a failed batch), and what the committed batches hold.
+struct Loader<'a> {
+    db: &'a Db,
+    table: &'a str,
+    key_fields: &'a [String],
+    replace: bool,
+    batch_rows: usize,
+    pending: Pending,
+    /// Rows in committed batches.
+    imported: u64,
+    /// The last line of the last committed batch.
+    imported_through: u64,
+}
+
 struct Pending {
     batch: TableBatch,
     lines: Vec<u64>,
     keys: Vec<Vec<Value>>,
+}
+
+impl Loader<'_> {
+    /// An error at `line` that reports what the committed batches hold.
+    fn error(&self, line: Option<u64>, message: String) -> ImportError {
+        ImportError {
+            line,
+            message,
+            imported: self.imported,
+            imported_through: self.imported_through,
+        }
+    }
+
+    /// Adds the row read at `line`; commits the batch when it is full. Returns whether it
+    /// committed.
+    fn add(&mut self, line: u64, record: Record) -> Result<bool, ImportError> {
+        // The encoded size is at most the names and strings plus a few bytes a field; only
+        // a record that might be too large is encoded here (the write encodes it anyway).
+        let bound: usize = record
+            .iter()
+            .map(|(name, v)| name.len() + 16 + if let Value::Str(s) = v { s.len() } else { 0 })
+            .sum();
+        let len = if bound > MAX_RECORD_BYTES {
+            record.encode().len()
+        } else {
+            0
+        };
+        if len > MAX_RECORD_BYTES {
+            let message =
+                format!("the record is {len} bytes; a record may have at most {MAX_RECORD_BYTES}");
+            return Err(self.error(Some(line), message));
+        }
+        let pending = &mut self.pending;
+        pending.lines.push(line);
+        let key = self.key_fields.iter().map(|f| record.value(f).clone());
+        pending.keys.push(key.collect());
+        if self.replace {
+            pending.batch.upsert(record);
+        } else {
+            pending.batch.insert(record);
+        }
+        if pending.batch.len() < self.batch_rows {
+            return Ok(false);
+        }
+        self.commit()?;
+        Ok(true)
+    }
+
+    /// Writes the pending rows as one atomic batch.
+    fn commit(&mut self) -> Result<(), ImportError> {
+        let batch = std::mem::take(&mut self.pending.batch);
+        let n = batch.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        if let Err(e) = self.db.write(self.table, batch, WriteOptions::default()) {
+            let line = culprit(self.db, self.table, &e, &self.pending);
+            return Err(self.error(line, e.to_string()));
+        }
+        self.imported += n;
+        let last = self.pending.lines.last().copied();
+        self.imported_through = last.unwrap_or(self.imported_through);
+        self.pending.lines.clear();
+        self.pending.keys.clear();
+        Ok(())
+    }
 }
 
 /// Imports `path` into `table`. See the module docs for what is checked and what a failure
@@ -435,6 +516,69 @@ pub fn import(
     };
 
     // 1. Check every line and infer the columns' types.
+    let mut types = check_pass(&input, &def.primary_key, options, bytes)?;
+
+    // 2. Load in atomic batches.
+    let bar = progress_bar(options.progress, bytes, "importing");
+    let batch_rows = options.batch_rows.max(1);
+    let mut loader = Loader {
+        db,
+        table,
+        key_fields: &def.primary_key,
+        replace: options.replace,
+        batch_rows,
+        pending: Pending {
+            batch: TableBatch::new(),
+            lines: Vec::with_capacity(batch_rows),
+            keys: Vec::with_capacity(batch_rows),
+        },
+        imported: 0,
+        imported_through: 0,
+    };
+    let loaded = input.rows(&mut types, false, &mut |line, record, read| {
+        if loader.add(line, record)? {
+            bar.set_position(read);
+        }
+        Ok(())
+    });
+    if let Err(mut e) = loaded {
+        // A line that passed the check and fails now (the file changed between the passes)
+        // says what the batches before it committed, as a failed batch does.
+        if e.imported == 0 {
+            e.imported = loader.imported;
+            e.imported_through = loader.imported_through;
+        }
+        return Err(e);
+    }
+    loader.commit()?;
+    // Durable when the command returns.
+    db.write(table, TableBatch::new(), WriteOptions::synced())
+        .map_err(|e| loader.error(None, format!("syncing the logs: {e}")))?;
+    bar.finish_and_clear();
+    let columns = match options.format {
+        Format::Csv => {
+            let mut reader = csv::Reader::from_reader(input.open()?);
+            let header = input.csv_header(&mut reader)?;
+            header.into_iter().zip(types).collect()
+        }
+        Format::Jsonl => Vec::new(),
+    };
+    Ok(ImportReport {
+        rows: loader.imported,
+        bytes,
+        elapsed: start.elapsed(),
+        columns,
+    })
+}
+
+/// Pass one: reads every line, checks it and infers each CSV column's type from all its
+/// cells; a CSV key column that holds non-integers is refused (a key cannot be a float).
+fn check_pass(
+    input: &Input<'_>,
+    key_fields: &[String],
+    options: &ImportOptions,
+    bytes: u64,
+) -> Result<Vec<ColumnType>, ImportError> {
     let mut types = Vec::new();
     let bar = progress_bar(options.progress, bytes, "checking");
     let mut rows = 0u64;
@@ -450,7 +594,7 @@ pub fn import(
         let mut reader = csv::Reader::from_reader(input.open()?);
         let header = input.csv_header(&mut reader)?;
         for (name, ty) in header.iter().zip(&types) {
-            if *ty == ColumnType::Float && def.primary_key.contains(name) {
+            if *ty == ColumnType::Float && key_fields.contains(name) {
                 return Err(fail(
                     None,
                     format!(
@@ -461,112 +605,7 @@ pub fn import(
             }
         }
     }
-
-    // 2. Load in atomic batches.
-    let bar = progress_bar(options.progress, bytes, "importing");
-    let batch_rows = options.batch_rows.max(1);
-    let mut imported = 0u64;
-    let mut imported_through = 0u64;
-    let mut pending = Pending {
-        batch: TableBatch::new(),
-        lines: Vec::with_capacity(batch_rows),
-        keys: Vec::with_capacity(batch_rows),
-    };
-    let commit = |pending: &mut Pending, imported: &mut u64, through: &mut u64| {
-        let batch = std::mem::take(&mut pending.batch);
-        let n = batch.len() as u64;
-        if n == 0 {
-            return Ok(());
-        }
-        if let Err(e) = db.write(table, batch, WriteOptions::default()) {
-            let line = culprit(db, table, &e, pending);
-            return Err(ImportError {
-                line,
-                message: e.to_string(),
-                imported: *imported,
-                imported_through: *through,
-            });
-        }
-        *imported += n;
-        *through = pending.lines.last().copied().unwrap_or(*through);
-        pending.lines.clear();
-        pending.keys.clear();
-        Ok(())
-    };
-    let mut sink = |line: u64, record: Record, read: u64| -> Result<(), ImportError> {
-        // The encoded size is at most the names and strings plus a few bytes a field; only
-        // a record that might be too large is encoded here (the write encodes it anyway).
-        let bound: usize = record
-            .iter()
-            .map(|(name, v)| name.len() + 16 + if let Value::Str(s) = v { s.len() } else { 0 })
-            .sum();
-        let len = if bound > MAX_RECORD_BYTES {
-            record.encode().len()
-        } else {
-            0
-        };
-        if len > MAX_RECORD_BYTES {
-            return Err(ImportError {
-                line: Some(line),
-                message: format!(
-                    "the record is {len} bytes; a record may have at most {MAX_RECORD_BYTES}"
-                ),
-                imported,
-                imported_through,
-            });
-        }
-        pending.lines.push(line);
-        pending.keys.push(
-            def.primary_key
-                .iter()
-                .map(|f| record.value(f).clone())
-                .collect(),
-        );
-        if options.replace {
-            pending.batch.upsert(record);
-        } else {
-            pending.batch.insert(record);
-        }
-        if pending.batch.len() >= batch_rows {
-            commit(&mut pending, &mut imported, &mut imported_through)?;
-            bar.set_position(read);
-        }
-        Ok(())
-    };
-    let loaded = input.rows(&mut types, false, &mut sink);
-    if let Err(mut e) = loaded {
-        // A line that passed the check and fails now (the file changed between the passes)
-        // says what the batches before it committed, as a failed batch does.
-        if e.imported == 0 {
-            e.imported = imported;
-            e.imported_through = imported_through;
-        }
-        return Err(e);
-    }
-    commit(&mut pending, &mut imported, &mut imported_through)?;
-    // Durable when the command returns.
-    db.write(table, TableBatch::new(), WriteOptions::synced())
-        .map_err(|e| ImportError {
-            line: None,
-            message: format!("syncing the logs: {e}"),
-            imported,
-            imported_through,
-        })?;
-    bar.finish_and_clear();
-    let columns = match options.format {
-        Format::Csv => {
-            let mut reader = csv::Reader::from_reader(input.open()?);
-            let header = input.csv_header(&mut reader)?;
-            header.into_iter().zip(types).collect()
-        }
-        Format::Jsonl => Vec::new(),
-    };
-    Ok(ImportReport {
-        rows: imported,
-        bytes,
-        elapsed: start.elapsed(),
-        columns,
-    })
+    Ok(types)
 }
 
 /// The line of the row that made a batch fail, when the failure is a row's: a key that

@@ -338,9 +338,48 @@ fn run(cli: Cli) -> Outcome {
                     mode,
                 },
         } => wal::dump(&file, log_number, mode.into(), &mut io::stdout().lock()),
-        Command::Table {
-            command: TableCommand::Create { name, key, shards },
-        } => with_db(&needs_db()?, true, |db| {
+        // Only `table create` may create the database directory.
+        Command::Table { command } => {
+            let create = matches!(command, TableCommand::Create { .. });
+            with_db(&needs_db()?, create, |db| table_command(db, command))
+        }
+        Command::Index { command } => with_db(&needs_db()?, false, |db| index_command(db, command)),
+        Command::Import {
+            table,
+            file,
+            format,
+            replace,
+            batch,
+        } => with_db(&needs_db()?, false, |db| {
+            run_import(db, &table, &file, format, replace, batch)
+        }),
+        Command::Query(args) => with_db(&needs_db()?, false, |db| run_query(db, &args)),
+        Command::Get { table, key, format } => {
+            with_db(&needs_db()?, false, |db| get_row(db, &table, &key, format))
+        }
+        Command::Analyze { table } => with_db(&needs_db()?, false, |db| analyze(db, table)),
+        Command::Stats { table } => with_db(&needs_db()?, false, |db| {
+            let stats = db.planning_statistics(&table).map_err(|e| e.to_string())?;
+            print_stats(&table, &stats)
+        }),
+        Command::Verify { table } => with_db(&needs_db()?, false, |db| verify(db, table)),
+        Command::Repair { table } => with_db(&needs_db()?, false, |db| {
+            db.wait_for_indexes().map_err(|e| e.to_string())?;
+            let report = db.repair(&table).map_err(|e| e.to_string())?;
+            out(format_args!(
+                "{table}: {} entries written, {} deleted",
+                report.entries_put, report.entries_deleted
+            ))
+        }),
+        Command::Compact { table } => with_db(&needs_db()?, false, |db| compact(db, table)),
+        Command::Advice => with_db(&needs_db()?, false, advice),
+    }
+}
+
+/// `strata table create | list | drop`.
+fn table_command(db: &Db, command: TableCommand) -> Outcome {
+    match command {
+        TableCommand::Create { name, key, shards } => {
             let key: Vec<&str> = key.iter().map(String::as_str).collect();
             db.create_sharded_table(&name, &key, shards)
                 .map_err(|e| e.to_string())?;
@@ -349,10 +388,8 @@ fn run(cli: Cli) -> Outcome {
                 key.join(", "),
                 plural(u64::from(shards))
             ))
-        }),
-        Command::Table {
-            command: TableCommand::List,
-        } => with_db(&needs_db()?, false, |db| {
+        }
+        TableCommand::List => {
             let tables = db.tables();
             if tables.is_empty() {
                 return out(format_args!("no tables"));
@@ -361,31 +398,32 @@ fn run(cli: Cli) -> Outcome {
                 out(format_args!("{}", describe(t)))?;
             }
             Ok(())
-        }),
-        Command::Table {
-            command: TableCommand::Drop { name },
-        } => with_db(&needs_db()?, false, |db| {
+        }
+        TableCommand::Drop { name } => {
             db.drop_table(&name).map_err(|e| e.to_string())?;
             out(format_args!("dropped table {name}"))
-        }),
-        Command::Index {
-            command:
-                IndexCommand::Create {
-                    table,
-                    name,
-                    on,
-                    include,
-                    all,
-                    global,
-                    asynchronous,
-                },
-        } => with_db(&needs_db()?, false, |db| {
+        }
+    }
+}
+
+/// `strata index create | drop`.
+fn index_command(db: &Db, command: IndexCommand) -> Outcome {
+    match command {
+        IndexCommand::Create {
+            table,
+            name,
+            on,
+            include,
+            all,
+            global,
+            asynchronous,
+        } => {
             let projection = if all {
                 Projection::All
             } else if include.is_empty() {
                 Projection::KeysOnly
             } else {
-                Projection::Include(include.clone())
+                Projection::Include(include)
             };
             let options = IndexOptions {
                 scope: if global { Scope::Global } else { Scope::Local },
@@ -404,102 +442,88 @@ fn run(cli: Cli) -> Outcome {
                 on.join(", "),
                 start.elapsed().as_secs_f64()
             ))
-        }),
-        Command::Index {
-            command: IndexCommand::Drop { table, name },
-        } => with_db(&needs_db()?, false, |db| {
+        }
+        IndexCommand::Drop { table, name } => {
             db.drop_index(&table, &name).map_err(|e| e.to_string())?;
             out(format_args!("dropped index {name} of {table}"))
-        }),
-        Command::Import {
-            table,
-            file,
-            format,
-            replace,
-            batch,
-        } => with_db(&needs_db()?, false, |db| {
-            run_import(db, &table, &file, format, replace, batch)
-        }),
-        Command::Query(args) => with_db(&needs_db()?, false, |db| run_query(db, &args)),
-        Command::Get { table, key, format } => with_db(&needs_db()?, false, |db| {
-            let key: Vec<strata::Value> = key.iter().map(|k| key_literal(k)).collect();
-            let def = db.table(&table).map_err(|e| e.to_string())?;
-            let Some(row) = db.get(&table, &key).map_err(|e| e.to_string())? else {
-                let shown: Vec<String> = key.iter().map(ToString::to_string).collect();
-                return Err(format!("no row in {table} with key ({})", shown.join(", ")));
-            };
-            print_rows(&def, None, format, std::iter::once(Ok(row)))
-        }),
-        Command::Analyze { table } => with_db(&needs_db()?, false, |db| {
-            for name in tables_named(db, table.as_deref())? {
-                let start = Instant::now();
-                let stats = db.analyze(&name).map_err(|e| e.to_string())?;
-                out(format_args!(
-                    "{name}: {} rows, {} fields ({:.2} s)",
-                    stats.row_count,
-                    stats.columns.len(),
-                    start.elapsed().as_secs_f64()
-                ))?;
-            }
-            Ok(())
-        }),
-        Command::Stats { table } => with_db(&needs_db()?, false, |db| {
-            let stats = db.planning_statistics(&table).map_err(|e| e.to_string())?;
-            print_stats(&table, &stats)
-        }),
-        Command::Verify { table } => with_db(&needs_db()?, false, |db| {
-            db.wait_for_indexes().map_err(|e| e.to_string())?;
-            let mut problems = 0;
-            for name in tables_named(db, table.as_deref())? {
-                let report = db.verify(&name).map_err(|e| e.to_string())?;
-                problems += report.problem_count();
-                out(format_args!("{}", report.to_string().trim_end()))?;
-            }
-            if problems > 0 {
-                return Err(format!(
-                    "{problems} index entr{} wrong; `strata repair TABLE` rebuilds them",
-                    if problems == 1 { "y is" } else { "ies are" }
-                ));
-            }
-            Ok(())
-        }),
-        Command::Repair { table } => with_db(&needs_db()?, false, |db| {
-            db.wait_for_indexes().map_err(|e| e.to_string())?;
-            let report = db.repair(&table).map_err(|e| e.to_string())?;
-            out(format_args!(
-                "{table}: {} entries written, {} deleted",
-                report.entries_put, report.entries_deleted
-            ))
-        }),
-        Command::Compact { table } => with_db(&needs_db()?, false, |db| {
-            for name in tables_named(db, table.as_deref())? {
-                let start = Instant::now();
-                db.compact(&name).map_err(|e| e.to_string())?;
-                out(format_args!(
-                    "{name}: compacted in {:.2} s",
-                    start.elapsed().as_secs_f64()
-                ))?;
-            }
-            Ok(())
-        }),
-        Command::Advice => with_db(&needs_db()?, false, |db| {
-            let advice = db.index_advice().map_err(|e| e.to_string())?;
-            if advice.is_empty() {
-                return out(format_args!("no indexes"));
-            }
-            for a in &advice {
-                let u = &a.usage;
-                out(format_args!(
-                    "{}.{}: chosen {} times, lost {}, {} entries written",
-                    a.table, a.index, u.chosen, u.lost, u.entries_written
-                ))?;
-                for note in &a.notes {
-                    out(format_args!("  - {note}"))?;
-                }
-            }
-            Ok(())
-        }),
+        }
     }
+}
+
+/// `strata get TABLE KEY…`.
+fn get_row(db: &Db, table: &str, key: &[String], format: OutputFormat) -> Outcome {
+    let key: Vec<strata::Value> = key.iter().map(|k| key_literal(k)).collect();
+    let def = db.table(table).map_err(|e| e.to_string())?;
+    let Some(row) = db.get(table, &key).map_err(|e| e.to_string())? else {
+        let shown: Vec<String> = key.iter().map(ToString::to_string).collect();
+        return Err(format!("no row in {table} with key ({})", shown.join(", ")));
+    };
+    print_rows(&def, None, format, std::iter::once(Ok(row)))
+}
+
+/// `strata analyze [TABLE]`.
+fn analyze(db: &Db, table: Option<String>) -> Outcome {
+    for name in tables_named(db, table.as_deref())? {
+        let start = Instant::now();
+        let stats = db.analyze(&name).map_err(|e| e.to_string())?;
+        out(format_args!(
+            "{name}: {} rows, {} fields ({:.2} s)",
+            stats.row_count,
+            stats.columns.len(),
+            start.elapsed().as_secs_f64()
+        ))?;
+    }
+    Ok(())
+}
+
+/// `strata verify [TABLE]`: an error when any entry is wrong.
+fn verify(db: &Db, table: Option<String>) -> Outcome {
+    db.wait_for_indexes().map_err(|e| e.to_string())?;
+    let mut problems = 0;
+    for name in tables_named(db, table.as_deref())? {
+        let report = db.verify(&name).map_err(|e| e.to_string())?;
+        problems += report.problem_count();
+        out(format_args!("{}", report.to_string().trim_end()))?;
+    }
+    if problems > 0 {
+        return Err(format!(
+            "{problems} index entr{} wrong; `strata repair TABLE` rebuilds them",
+            if problems == 1 { "y is" } else { "ies are" }
+        ));
+    }
+    Ok(())
+}
+
+/// `strata compact [TABLE]`.
+fn compact(db: &Db, table: Option<String>) -> Outcome {
+    for name in tables_named(db, table.as_deref())? {
+        let start = Instant::now();
+        db.compact(&name).map_err(|e| e.to_string())?;
+        out(format_args!(
+            "{name}: compacted in {:.2} s",
+            start.elapsed().as_secs_f64()
+        ))?;
+    }
+    Ok(())
+}
+
+/// `strata advice`.
+fn advice(db: &Db) -> Outcome {
+    let advice = db.index_advice().map_err(|e| e.to_string())?;
+    if advice.is_empty() {
+        return out(format_args!("no indexes"));
+    }
+    for a in &advice {
+        let u = &a.usage;
+        out(format_args!(
+            "{}.{}: chosen {} times, lost {}, {} entries written",
+            a.table, a.index, u.chosen, u.lost, u.entries_written
+        ))?;
+        for note in &a.notes {
+            out(format_args!("  - {note}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Prints one line to standard output; a closed pipe (`strata … | head`) ends quietly.
