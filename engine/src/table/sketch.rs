@@ -24,7 +24,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, RwLock};
 
-use strata_planner::{Projection, TableStats, TableStatsBuilder};
+use strata_planner::{Projection, StatsError, TableStats, TableStatsBuilder};
 
 use crate::error::Result;
 use crate::lsm::collect::{CollectorFactory, PropertyCollector};
@@ -50,6 +50,30 @@ pub const FILE_SAMPLE_ROWS: usize = 2048;
 /// The largest decompressed sketch accepted (a corrupt length cannot make us allocate more).
 pub const MAX_SKETCH_BYTES: usize = 64 << 20;
 
+/// Why a table file's sketch does not encode or decode.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SketchError {
+    /// No bytes at all.
+    #[error("empty sketch")]
+    Empty,
+    /// A version this build does not read.
+    #[error("sketch version {0}; this build reads {SKETCH_VERSION}")]
+    Version(u8),
+    /// The tombstone count is not a varint.
+    #[error("bad tombstone count")]
+    TombstoneCount,
+    /// The rows do not decompress (or would exceed [`MAX_SKETCH_BYTES`]).
+    #[error("sketch does not decompress: {0}")]
+    Decompress(String),
+    /// The rows' statistics builder does not encode or decode.
+    #[error("sketch rows: {0}")]
+    Rows(StatsError),
+    /// The rows do not compress (nothing is stored then).
+    #[error("sketch does not compress: {0}")]
+    Compress(String),
+}
+
 /// One table file's sketch of its rows.
 #[derive(Clone, Debug)]
 pub struct FileSketch {
@@ -73,18 +97,16 @@ impl FileSketch {
     }
 
     /// Reads what [`Self::encode`] wrote. Anything else is an error, never a panic.
-    pub fn decode(bytes: &[u8]) -> std::result::Result<FileSketch, String> {
-        let (&version, rest) = bytes.split_first().ok_or("empty sketch")?;
+    pub fn decode(bytes: &[u8]) -> std::result::Result<FileSketch, SketchError> {
+        let (&version, rest) = bytes.split_first().ok_or(SketchError::Empty)?;
         if version != SKETCH_VERSION {
-            return Err(format!(
-                "sketch version {version}; this build reads {SKETCH_VERSION}"
-            ));
+            return Err(SketchError::Version(version));
         }
         let (tombstones, used) =
-            strata_sstable::coding::get_varint(rest).ok_or("bad tombstone count")?;
+            strata_sstable::coding::get_varint(rest).ok_or(SketchError::TombstoneCount)?;
         let json = zstd::bulk::decompress(&rest[used..], MAX_SKETCH_BYTES)
-            .map_err(|e| format!("sketch does not decompress: {e}"))?;
-        let rows = TableStatsBuilder::decode(&json).map_err(|e| e.to_string())?;
+            .map_err(|e| SketchError::Decompress(e.to_string()))?;
+        let rows = TableStatsBuilder::decode(&json).map_err(SketchError::Rows)?;
         Ok(FileSketch { tombstones, rows })
     }
 }
