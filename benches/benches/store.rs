@@ -111,21 +111,26 @@ fn synced_puts(c: &mut Criterion) {
     group.finish();
 }
 
-fn gets(c: &mut Criterion) {
+/// Writes keys `0..GET_KEYS` with 100-byte values, a thousand to a batch.
+fn fill(store: &Store, cf: &strata::ColumnFamily) {
     let value = [7u8; VALUE_BYTES];
+    for chunk in 0..GET_KEYS / 1000 {
+        let mut batch = WriteBatch::new();
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            batch.put(cf, &key(i), &value).expect("put");
+        }
+        store.write(batch, WriteOptions::default()).expect("write");
+    }
+}
+
+fn gets(c: &mut Criterion) {
     let mut group = c.benchmark_group("store_get");
     group.throughput(Throughput::Elements(1));
     for from_tables in [false, true] {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = open(dir.path());
         let cf = store.default_cf();
-        for chunk in 0..GET_KEYS / 1000 {
-            let mut batch = WriteBatch::new();
-            for i in chunk * 1000..(chunk + 1) * 1000 {
-                batch.put(&cf, &key(i), &value).expect("put");
-            }
-            store.write(batch, WriteOptions::default()).expect("write");
-        }
+        fill(&store, &cf);
         if from_tables {
             store.flush(&cf).expect("flush");
         }
@@ -153,19 +158,12 @@ fn gets(c: &mut Criterion) {
 /// path's shared state (the family's current version, the published seqno) costs when
 /// readers contend for it. Each iteration is one get; the two threads split the iterations.
 fn parallel_gets(c: &mut Criterion) {
-    let value = [7u8; VALUE_BYTES];
     let mut group = c.benchmark_group("store_get_2_threads");
     group.throughput(Throughput::Elements(1));
     let dir = tempfile::tempdir().expect("tempdir");
     let store = open(dir.path());
     let cf = store.default_cf();
-    for chunk in 0..GET_KEYS / 1000 {
-        let mut batch = WriteBatch::new();
-        for i in chunk * 1000..(chunk + 1) * 1000 {
-            batch.put(&cf, &key(i), &value).expect("put");
-        }
-        store.write(batch, WriteOptions::default()).expect("write");
-    }
+    fill(&store, &cf);
     store.flush(&cf).expect("flush");
     group.bench_function("tables", |b| {
         b.iter_custom(|iters| {

@@ -461,7 +461,7 @@ fn write_one(
     mut collecting: Collecting,
 ) -> Result<Option<u64>> {
     let path = file_path(&shared.dir, FileKind::Table, number);
-    let table_error = |e| Error::table(path.clone(), e);
+    let table_error = |e| Error::table(path.clone(), &e);
     let mut file: Box<dyn WritableFile> = shared.fs.create(&path).at(IoOp::Create, &path)?;
     let mut builder = TableBuilder::new(&mut file, shared.options.table.clone());
     let target = shared.options.target_table_bytes;

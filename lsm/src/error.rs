@@ -239,7 +239,10 @@ impl Error {
         }
     }
 
-    pub(crate) fn table(file: PathBuf, error: strata_sstable::Error) -> Error {
+    /// A table's error, for the table file `file`. Takes it by reference because an
+    /// iterator keeps its error to report it again; an I/O error is copied as its kind and
+    /// message (`io::Error` is not `Clone`).
+    pub(crate) fn table(file: PathBuf, error: &strata_sstable::Error) -> Error {
         match error {
             strata_sstable::Error::Corruption {
                 region,
@@ -247,13 +250,20 @@ impl Error {
                 what,
             } => Error::Corruption {
                 file,
-                offset,
-                what: Corruption::Table { region, what },
+                offset: *offset,
+                what: Corruption::Table {
+                    region: *region,
+                    what: what.clone(),
+                },
             },
-            strata_sstable::Error::Io(error) => Error::io(IoOp::Read, &file, error),
-            strata_sstable::Error::TooLarge { what, len, max } => {
-                Error::TooLarge { what, len, max }
+            strata_sstable::Error::Io(e) => {
+                Error::io(IoOp::Read, &file, io::Error::new(e.kind(), e.to_string()))
             }
+            strata_sstable::Error::TooLarge { what, len, max } => Error::TooLarge {
+                what,
+                len: *len,
+                max: *max,
+            },
             other => Error::InvalidArgument(other.to_string()),
         }
     }

@@ -130,7 +130,7 @@ impl TableSink<'_> {
         collector: Option<Box<dyn PropertyCollector>>,
     ) -> Result<Option<TableFile>> {
         let path = file_path(self.dir, FileKind::Table, number);
-        let table_error = |e| Error::table(path.clone(), e);
+        let table_error = |e| Error::table(path.clone(), &e);
         let mut file: Box<dyn WritableFile> = self.fs.create(&path).at(IoOp::Create, &path)?;
         let mut builder = TableBuilder::new(&mut file, self.options.clone());
         let mut retention = Retention::new(snapshots);
@@ -191,7 +191,7 @@ pub(crate) fn open_table_at(
         });
     }
     let table = Table::open(bytes, number, Some(Arc::clone(cache)))
-        .map_err(|e| Error::table(path.clone(), e))?;
+        .map_err(|e| Error::table(path.clone(), &e))?;
     let meta = meta.unwrap_or_else(|| {
         let p = table.properties();
         TableMeta {

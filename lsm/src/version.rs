@@ -54,7 +54,7 @@ impl TableFile {
         let entry = self
             .table
             .get(key, snapshot)
-            .map_err(|e| Error::table(self.path.clone(), e))?;
+            .map_err(|e| Error::table(self.path.clone(), &e))?;
         Ok(entry.map(|entry| Found {
             seqno: entry.seqno,
             kind: entry.kind,

@@ -186,32 +186,8 @@ impl Source for TableSource {
     fn status(&self) -> Result<()> {
         match self.iter.status() {
             None => Ok(()),
-            Some(error) => Err(table_error(&self.path, error)),
+            Some(error) => Err(Error::table(self.path.clone(), error)),
         }
-    }
-}
-
-/// The engine error for a table iterator's failure, which it only lends.
-fn table_error(path: &std::path::Path, error: &strata_sstable::Error) -> Error {
-    match error {
-        strata_sstable::Error::Corruption {
-            region,
-            offset,
-            what,
-        } => Error::Corruption {
-            file: path.to_path_buf(),
-            offset: *offset,
-            what: crate::error::Corruption::Table {
-                region: *region,
-                what: what.clone(),
-            },
-        },
-        strata_sstable::Error::Io(e) => Error::io(
-            crate::IoOp::Read,
-            path,
-            std::io::Error::new(e.kind(), e.to_string()),
-        ),
-        other => Error::InvalidArgument(other.to_string()),
     }
 }
 
