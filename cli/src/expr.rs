@@ -345,17 +345,18 @@ impl Parser {
                 Op::Between(low, high)
             }
             (Tok::Word(w), _) if w.eq_ignore_ascii_case("is") => {
-                if self.keyword("not") {
-                    return Err(error(self.column(), "IS NOT NULL is not supported"));
+                let not = self.keyword("not");
+                if not {
+                    self.next();
                 }
                 self.expect_keyword("NULL")?;
-                Op::IsNull
+                if not { Op::IsNotNull } else { Op::IsNull }
             }
             (tok, _) => {
                 return Err(error(
                     column,
                     format!(
-                        "expected an operator (= != < <= > >= IN BETWEEN IS NULL) after {field}, \
+                        "expected an operator (= != < <= > >= IN BETWEEN IS NULL, IS NOT NULL) after {field}, \
                          found {tok}"
                     ),
                 ));
@@ -443,11 +444,15 @@ mod tests {
             ]
         );
         assert_eq!(
-            parsed("genre IN ('drama', 'comedy') AND year BETWEEN 1990 AND 1999 AND note IS null"),
+            parsed(
+                "genre IN ('drama', 'comedy') AND year BETWEEN 1990 AND 1999 AND note IS null \
+                 AND phone is NOT null"
+            ),
             [
                 "genre IN ('drama', 'comedy')",
                 "year BETWEEN 1990 AND 1999",
                 "note IS NULL",
+                "phone IS NOT NULL",
             ]
         );
         assert_eq!(
@@ -486,7 +491,7 @@ mod tests {
         assert_eq!(failure(""), "at column 1: the expression is empty");
         assert_eq!(
             failure("age 30"),
-            "at column 5: expected an operator (= != < <= > >= IN BETWEEN IS NULL) after age, \
+            "at column 5: expected an operator (= != < <= > >= IN BETWEEN IS NULL, IS NOT NULL) after age, \
              found the number 30"
         );
         assert_eq!(
@@ -502,8 +507,8 @@ mod tests {
             "at column 5: a comparison with NULL is never true; use IS NULL"
         );
         assert_eq!(
-            failure("a IS NOT NULL"),
-            "at column 6: IS NOT NULL is not supported"
+            failure("a IS NOT 5"),
+            "at column 10: expected NULL, found the number 5"
         );
         assert_eq!(
             failure("a = 99999999999999999999"),

@@ -124,7 +124,7 @@ pub fn check(data: &[u8]) {
     let mut query = Query::default();
     for _ in 0..input.byte() % 6 {
         let field = FIELDS[usize::from(input.byte()) % 4];
-        let op = match input.byte() % 9 {
+        let op = match input.byte() % 10 {
             0 => Op::Eq(input.value()),
             1 => Op::In((0..input.byte() % 5).map(|_| input.value()).collect()),
             2 => Op::Lt(input.value()),
@@ -133,6 +133,7 @@ pub fn check(data: &[u8]) {
             5 => Op::Ge(input.value()),
             6 => Op::Between(input.value(), input.value()),
             7 => Op::Ne(input.value()),
+            8 => Op::IsNotNull,
             _ => Op::IsNull,
         };
         query.predicates.push(Predicate::new(field, op));

@@ -81,14 +81,14 @@ pub(crate) fn bound_fields(
 ) -> Vec<String> {
     let mut bound = Vec::new();
     for field in fields {
-        let Some(c) = by_field.get(field).filter(|c| !c.is_null) else {
+        let Some(c) = by_field.get(field) else {
             break;
         };
-        if c.values.is_some() {
+        if c.key_values().is_some() {
             bound.push(field.clone());
             continue;
         }
-        if c.has_range() {
+        if c.binds_range() {
             bound.push(field.clone());
         }
         break;

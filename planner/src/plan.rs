@@ -473,7 +473,7 @@ impl<'a> Planner<'a> {
         let constant = |f: &String| {
             self.by_field
                 .get(f)
-                .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() == 1))
+                .is_some_and(|c| c.key_values().is_some_and(|v| v.len() == 1))
         };
         let mut available = order_fields.iter().filter(|f| !constant(f));
         order
@@ -558,15 +558,15 @@ impl<'a> Planner<'a> {
         let mut seeks = 1.0f64;
         let mut ranged = false;
         for field in fields {
-            let Some(c) = self.by_field.get(field).filter(|c| !c.is_null) else {
+            let Some(c) = self.by_field.get(field) else {
                 break;
             };
-            if let Some(values) = &c.values {
+            if let Some(values) = c.key_values() {
                 seeks *= values.len() as f64;
                 bound.push(field.clone());
                 continue;
             }
-            if c.has_range() {
+            if c.binds_range() {
                 bound.push(field.clone());
                 ranged = true;
             }
@@ -669,7 +669,7 @@ impl<'a> Planner<'a> {
                     .fields
                     .first()
                     .and_then(|f| self.by_field.get(f))
-                    .is_some_and(|c| !c.is_null && c.values.is_some());
+                    .is_some_and(|c| c.key_values().is_some());
                 if leading_values { 1.0 } else { self.shards }
             }
         };

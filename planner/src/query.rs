@@ -25,6 +25,8 @@ pub enum Op {
     Between(Value, Value),
     /// `IS NULL`
     IsNull,
+    /// `IS NOT NULL`
+    IsNotNull,
 }
 
 /// `field op …`.
@@ -88,6 +90,11 @@ impl Predicate {
         Predicate::new(field, Op::IsNull)
     }
 
+    /// `field IS NOT NULL` (the field is present and not NULL).
+    pub fn is_not_null(field: &str) -> Self {
+        Predicate::new(field, Op::IsNotNull)
+    }
+
     /// Whether `value` (the field's value, `Null` when missing) satisfies this predicate.
     /// A comparison with `NULL` on either side is never true, as in SQL; only `IS NULL`
     /// matches it. Other values compare in [`Value`]'s total order, as in SQLite.
@@ -97,6 +104,9 @@ impl Predicate {
         }
         if value.is_null() {
             return false;
+        }
+        if let Op::IsNotNull = self.op {
+            return true;
         }
         let cmp = |x: &Value| (!x.is_null()).then(|| value.cmp(x));
         use std::cmp::Ordering::*;
@@ -111,7 +121,7 @@ impl Predicate {
             Op::Between(a, b) => {
                 matches!(cmp(a), Some(Greater | Equal)) && matches!(cmp(b), Some(Less | Equal))
             }
-            Op::IsNull => unreachable!("handled above"),
+            Op::IsNull | Op::IsNotNull => unreachable!("handled above"),
         }
     }
 
@@ -159,6 +169,7 @@ impl std::fmt::Display for Predicate {
             Op::Ge(v) => write!(f, "{field} >= {v}"),
             Op::Between(a, b) => write!(f, "{field} BETWEEN {a} AND {b}"),
             Op::IsNull => write!(f, "{field} IS NULL"),
+            Op::IsNotNull => write!(f, "{field} IS NOT NULL"),
         }
     }
 }

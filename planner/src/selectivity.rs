@@ -50,6 +50,8 @@ pub struct Constraint {
     pub upper: Bound<Value>,
     /// `IS NULL` was asked.
     pub is_null: bool,
+    /// `IS NOT NULL` was asked.
+    pub not_null: bool,
     /// Values the field must not equal (`!=`), sorted, without NULL. They bind no index.
     pub excluded: Vec<Value>,
 }
@@ -61,6 +63,7 @@ impl Constraint {
             lower: Bound::Unbounded,
             upper: Bound::Unbounded,
             is_null: false,
+            not_null: false,
             excluded: Vec::new(),
         }
     }
@@ -71,6 +74,27 @@ impl Constraint {
             (&self.lower, &self.upper),
             (Bound::Unbounded, Bound::Unbounded)
         )
+    }
+
+    /// The values an index seek binds this field to: the `=`/`IN` set, or NULL alone for a
+    /// bare `IS NULL` (NULL is a key value like any other: it sorts first). `None`: no
+    /// equality binds the field.
+    pub fn key_values(&self) -> Option<&[Value]> {
+        static NULL_ONLY: [Value; 1] = [Value::Null];
+        if !self.is_null {
+            return self.values.as_deref();
+        }
+        let only_null = !self.not_null
+            && self.values.is_none()
+            && !self.has_range()
+            && self.excluded.is_empty();
+        only_null.then_some(&NULL_ONLY[..])
+    }
+
+    /// Whether the field bounds an index range: a comparison, or `IS NOT NULL` (the
+    /// non-NULL keys, which follow the NULLs).
+    pub fn binds_range(&self) -> bool {
+        !self.is_null && (self.has_range() || self.not_null)
     }
 
     /// Whether `v` lies in the range.
@@ -116,6 +140,7 @@ impl Constraint {
                 self.excluded.dedup();
             }
             Op::IsNull => self.is_null = true,
+            Op::IsNotNull => self.not_null = true,
         }
     }
 
@@ -266,9 +291,11 @@ impl<'a> Estimator<'a> {
     pub fn constraint(&self, field: &str, constraint: &Constraint) -> f64 {
         let excluded = &constraint.excluded;
         if constraint.is_null {
-            // NULL satisfies no comparison.
-            let compared =
-                constraint.values.is_some() || constraint.has_range() || !excluded.is_empty();
+            // NULL satisfies no comparison, nor IS NOT NULL.
+            let compared = constraint.values.is_some()
+                || constraint.has_range()
+                || constraint.not_null
+                || !excluded.is_empty();
             return if compared { 0.0 } else { self.is_null(field) };
         }
         if excluded.iter().any(Value::is_null) {
@@ -298,7 +325,8 @@ impl<'a> Estimator<'a> {
             (Some(v), None) => v,
             (None, Some(r)) if excluded.is_empty() => r,
             (None, Some(r)) => without_excluded(r),
-            (None, None) if excluded.is_empty() => 1.0,
+            (None, None) if excluded.is_empty() && !constraint.not_null => 1.0,
+            (None, None) if excluded.is_empty() => 1.0 - self.is_null(field),
             (None, None) => {
                 let null = self.column(field).map_or(0.0, |c| c.null_fraction);
                 without_excluded(1.0 - null)

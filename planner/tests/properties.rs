@@ -48,6 +48,7 @@ fn predicate() -> impl Strategy<Value = Predicate> {
         value.clone().prop_map(Op::Ge),
         (value.clone(), value).prop_map(|(a, b)| Op::Between(a, b)),
         Just(Op::IsNull),
+        Just(Op::IsNotNull),
     ];
     (field, op).prop_map(|(f, op)| Predicate::new(f, op))
 }

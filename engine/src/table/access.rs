@@ -77,7 +77,7 @@ pub(super) fn direction(
     let constant = |f: &String| {
         by_field
             .get(f)
-            .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() == 1))
+            .is_some_and(|c| c.key_values().is_some_and(|v| v.len() == 1))
     };
     let provided = order_fields.is_some_and(|available| {
         let mut available = available.iter().filter(|f| !constant(f));
@@ -195,7 +195,7 @@ impl StreamKit<'_> {
             && bound_fields
                 .first()
                 .and_then(|f| self.by_field.get(f))
-                .is_some_and(|c| c.values.as_ref().is_some_and(|v| v.len() <= MAX_SEEKS));
+                .is_some_and(|c| c.key_values().is_some_and(|v| v.len() <= MAX_SEEKS));
         let mut per: Vec<KeyRanges> = vec![VecDeque::new(); n];
         for r in ranges(bound_fields, self.by_field) {
             if routed {
@@ -260,7 +260,7 @@ pub(super) fn ranges(bound: &[String], by_field: &BTreeMap<String, Constraint>) 
     let mut range: Option<&Constraint> = None;
     for field in bound {
         let Some(c) = by_field.get(field) else { break };
-        match &c.values {
+        match c.key_values() {
             Some(values) => {
                 if prefixes.len().saturating_mul(values.len()) > MAX_SEEKS {
                     break;
@@ -320,7 +320,7 @@ fn point_keys(
 ) -> Option<VecDeque<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
     for field in fields {
-        let values = by_field.get(field)?.values.as_ref()?;
+        let values = by_field.get(field)?.key_values()?;
         if keys.len().saturating_mul(values.len()) > MAX_SEEKS {
             return None;
         }

@@ -63,7 +63,7 @@ pub fn random_predicate(rng: &mut Rng) -> Predicate {
         "sub" => Value::Int(rng.below(3) as i64),
         f => value(rng, f),
     };
-    let op = match rng.below(10) {
+    let op = match rng.below(11) {
         0 | 1 => Op::Eq(v(rng)),
         2 => Op::In((0..1 + rng.below(3)).map(|_| v(rng)).collect()),
         3 => Op::Lt(v(rng)),
@@ -75,6 +75,7 @@ pub fn random_predicate(rng: &mut Rng) -> Predicate {
             Op::Between(a.clone().min(b.clone()), a.max(b))
         }
         8 => Op::Ne(v(rng)),
+        9 => Op::IsNotNull,
         _ => Op::IsNull,
     };
     Predicate::new(field, op)
