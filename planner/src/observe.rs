@@ -55,6 +55,11 @@ pub struct Observations {
     pub dives: BTreeMap<String, Dive>,
     /// Per field: its true smallest and largest non-null values.
     pub extremes: BTreeMap<String, (Value, Value)>,
+    /// The table's rows, counted now (the engine's live count from its files and
+    /// memtables). When given, it replaces the statistics' `row_count`, so the engine can
+    /// plan on shared statistics without copying them to update one number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rows: Option<u64>,
 }
 
 /// What the planner wants read before planning a query.

@@ -218,14 +218,17 @@ pub fn choose_observed(
     if !model.is_valid() {
         return Err(PlanError::InvalidCostModel);
     }
+    let rows = observed.rows.unwrap_or(stats.row_count);
     let extended;
     let stats = if observed.extremes.is_empty() {
         stats
     } else {
-        extended = with_extremes(stats, &observed.extremes);
+        let mut counted = stats.clone();
+        counted.row_count = rows;
+        extended = with_extremes(&counted, &observed.extremes);
         &extended
     };
-    let mut planner = Planner::new(query, table, stats, model);
+    let mut planner = Planner::new(query, table, stats, rows, model);
     planner.apply_dives(&observed.dives);
     let planner = planner;
     let mut candidates = Vec::with_capacity(table.indexes.len() + 2);
@@ -377,11 +380,12 @@ impl<'a> Planner<'a> {
         query: &'a Query,
         table: &'a TableInfo,
         stats: &'a TableStats,
+        rows: u64,
         model: &'a CostModel,
     ) -> Self {
         let estimator = Estimator::new(stats);
         let by_field = constraints(&query.predicates);
-        let rows = stats.row_count as f64;
+        let rows = rows as f64;
         let singles = estimator.singles(&by_field);
         let result = rows * estimator.combine(&by_field, &singles);
         let single = singles

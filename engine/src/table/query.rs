@@ -143,11 +143,12 @@ impl std::fmt::Debug for Rows<'_> {
 }
 
 impl Db {
-    /// The statistics the planner uses for `t` (`sketch.rs` explains the choice): the
-    /// distributions of a fresh `analyze`, else of the live table files' merged sketches,
-    /// else of a stale `analyze`, else none (every field gets the planner's default
-    /// selectivities); the row count always from the live files and memtables.
-    pub(crate) fn planning_stats(&self, t: &Table) -> Result<TableStats> {
+    /// The statistics the planner uses for `t` (`sketch.rs` explains the choice), shared, and
+    /// the live row count that replaces their `row_count`: the distributions of a fresh
+    /// `analyze`, else of the live table files' merged sketches, else of a stale `analyze`,
+    /// else none (every field gets the planner's default selectivities); the row count
+    /// always from the live files and memtables.
+    pub(crate) fn planning_stats(&self, t: &Table) -> Result<(Arc<TableStats>, u64)> {
         let merged = t.live.merged(t)?;
         let (mut mem_rows, mut bytes, mut entries) = (0i64, 0u64, 0u64);
         for shard in &t.shards {
@@ -161,47 +162,48 @@ impl Db {
         }
         let live =
             (merged.stats.row_count as i64 + merged.unsketched_rows + mem_rows).max(0) as u64;
-        let analyzed_fresh = t.stats.as_ref().is_some_and(|a| {
+        let analyzed = &t.planning().analyzed;
+        let analyzed_fresh = analyzed.as_ref().is_some_and(|a| {
             let threshold = self.analyze_threshold(a.row_count);
             (t.changed.load(std::sync::atomic::Ordering::Relaxed) as f64) < threshold
                 && (live as f64 - a.row_count as f64).abs() < threshold
         });
-        let mut stats = match &t.stats {
-            Some(analyzed) if analyzed_fresh || merged.sketched_rows == 0 => analyzed.clone(),
-            _ if merged.sketched_rows > 0 => merged.stats.clone(),
-            _ => TableStats {
+        let stats = match analyzed {
+            Some(analyzed) if analyzed_fresh || merged.sketched_rows == 0 => Arc::clone(analyzed),
+            _ if merged.sketched_rows > 0 => Arc::clone(&merged.stats),
+            _ => Arc::new(TableStats {
                 avg_row_bytes: if entries > 0 {
                     bytes as f64 / entries as f64
                 } else {
                     DEFAULT_ROW_BYTES
                 },
                 ..TableStats::default()
-            },
+            }),
         };
-        if !stats.columns.is_empty() {
-            stats.collected_rows = stats.collected_rows();
-        }
-        stats.row_count = live;
-        Ok(stats)
+        Ok((stats, live))
     }
 
     /// The statistics the planner uses for `table` now: see `explain` for what it does
     /// with them.
     pub fn planning_statistics(&self, table: &str) -> Result<TableStats> {
         let t = self.handle(table)?;
-        self.planning_stats(&t)
+        let (stats, live) = self.planning_stats(&t)?;
+        let mut stats = Arc::unwrap_or_clone(stats);
+        stats.row_count = live;
+        Ok(stats)
     }
 
     fn plan_for(&self, t: &Table, query: &Query) -> Result<Plan> {
-        let stats = self.planning_stats(t)?;
-        let info = t.def.planner_info();
-        let wanted = wanted(query, &info, &stats);
-        let observed = if wanted.is_empty() {
+        let (stats, live) = self.planning_stats(t)?;
+        let info = &t.planning().info;
+        let wanted = wanted(query, info, &stats);
+        let mut observed = if wanted.is_empty() {
             Observations::default()
         } else {
             self.observe(t, query, &wanted)?
         };
-        choose_observed(query, &info, &stats, &self.cost_model(), &observed)
+        observed.rows = Some(live);
+        choose_observed(query, info, &stats, &self.cost_model(), &observed)
             .map_err(|e| Error::InvalidArgument(e.to_string()))
     }
 

@@ -30,7 +30,7 @@ use crate::error::Result;
 use crate::lsm::collect::{CollectorFactory, PropertyCollector};
 use crate::table::analyze::MAX_ANALYZED_FIELDS;
 use crate::table::catalog::TableDef;
-use crate::table::db::Table;
+use crate::table::db::{Table, for_planning};
 use crate::table::format::FACT_CF_PREFIX;
 use crate::table::record::Record;
 
@@ -253,8 +253,9 @@ struct LiveState {
 
 /// Statistics from the merged sketches of a table's live files.
 pub(crate) struct Merged {
-    /// Distributions and counts; `row_count` is the files' rows less their tombstones.
-    pub(crate) stats: TableStats,
+    /// Distributions and counts; `row_count` is the files' rows less their tombstones
+    /// (`collected_rows` fixed for planning: see `for_planning`).
+    pub(crate) stats: Arc<TableStats>,
     /// Rows the sketches saw (tombstones not subtracted).
     pub(crate) sketched_rows: u64,
     /// Entries less twice the tombstones of the live files without a sketch (written before
@@ -309,7 +310,7 @@ impl LiveStats {
         let mut stats = builder.finish();
         stats.row_count = sketched_rows.saturating_sub(tombstones);
         let merged = Arc::new(Merged {
-            stats,
+            stats: Arc::new(for_planning(stats)),
             sketched_rows,
             unsketched_rows: unsketched,
         });
