@@ -25,6 +25,7 @@ use crate::lsm::Snapshot;
 use crate::table::db::{Db, Table, leading_value};
 use crate::table::format::{KEY_NULL, shard_of};
 use crate::table::key::{encode_value, prefix_successor};
+use crate::table::record::RowReader;
 use crate::table::stream::{KeyRanges, Mode, Source, Stream, merge_pending};
 
 /// Most point lookups or ranges a query's `=`/`IN` lists expand to; beyond it the executor
@@ -132,6 +133,7 @@ impl StreamKit<'_> {
             snapshot,
             shard,
             source,
+            reader: row_reader(self.query, mode),
             mode,
             pending: VecDeque::new(),
             stats: Default::default(),
@@ -335,4 +337,27 @@ fn point_keys(
         keys = next;
     }
     Some(keys.into())
+}
+
+/// How a stream reads its rows: the predicates' fields tested first, then only the fields the
+/// query returns or orders by built (every field when it returns them all, or when an async
+/// index's entry must be re-derived from the row).
+fn row_reader(query: &Query, mode: Mode) -> RowReader {
+    let tested: Vec<&str> = query.predicates.iter().map(|p| p.field.as_str()).collect();
+    let recheck = matches!(
+        mode,
+        Mode::Index {
+            recheck_entry: true,
+            ..
+        }
+    );
+    let kept = match &query.projection {
+        Some(fields) if !recheck => {
+            let mut kept = fields.clone();
+            kept.extend(query.order.iter().flat_map(|o| o.fields.iter().cloned()));
+            Some(kept)
+        }
+        _ => None,
+    };
+    RowReader::new(&tested, kept)
 }

@@ -11,6 +11,7 @@
 //! names, canonical varints, no bytes left over. Anything else is an error, never a panic.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use strata_planner::Value;
 
@@ -19,11 +20,18 @@ use crate::table::format::{
     VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
 };
 
+/// A field's name, shared: the rows a query decodes share the names of the rows before them
+/// instead of allocating each one again.
+type Name = Arc<str>;
+
 /// A row: field name → value. Fields are free, as in an Azure Table entity; the table names
 /// only its primary-key fields. A missing field reads as `NULL`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+///
+/// Held as one vector sorted by name (no two alike): a row of a dozen fields is one
+/// allocation, looked up by binary search.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Record {
-    fields: BTreeMap<String, Value>,
+    fields: Vec<(Name, Value)>,
 }
 
 /// Builds a [`Record`]: `record! { "id" => 1, "town" => "Redmond" }`. Values go through
@@ -44,30 +52,41 @@ impl Record {
         Record::default()
     }
 
+    fn position(&self, name: &str) -> Result<usize, usize> {
+        self.fields.binary_search_by(|(n, _)| (**n).cmp(name))
+    }
+
     /// Sets `name` to `value`, returning the value it replaces.
     pub fn set(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
-        self.fields.insert(name.into(), value.into())
+        let name: String = name.into();
+        match self.position(&name) {
+            Ok(i) => Some(std::mem::replace(&mut self.fields[i].1, value.into())),
+            Err(i) => {
+                self.fields.insert(i, (Name::from(name), value.into()));
+                None
+            }
+        }
     }
 
     /// The value of `name`, if the record has it.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.fields.get(name)
+        self.position(name).ok().map(|i| &self.fields[i].1)
     }
 
     /// The value of `name`, `NULL` when missing.
     pub fn value(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;
-        self.fields.get(name).unwrap_or(&NULL)
+        self.get(name).unwrap_or(&NULL)
     }
 
     /// Removes `name`, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<Value> {
-        self.fields.remove(name)
+        self.position(name).ok().map(|i| self.fields.remove(i).1)
     }
 
     /// The fields in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.fields.iter().map(|(k, v)| (k.as_str(), v))
+        self.fields.iter().map(|(k, v)| (&**k, v))
     }
 
     /// Number of fields.
@@ -84,8 +103,10 @@ impl Record {
     pub fn project<'f>(&self, names: impl IntoIterator<Item = &'f String>) -> Record {
         let mut out = Record::new();
         for name in names {
-            if let Some(v) = self.fields.get(name) {
-                out.fields.insert(name.clone(), v.clone());
+            if let Ok(i) = self.position(name)
+                && let Err(at) = out.position(name)
+            {
+                out.fields.insert(at, self.fields[i].clone());
             }
         }
         out
@@ -111,8 +132,132 @@ impl Record {
 
     /// Parses a stored record.
     pub fn decode(bytes: &[u8]) -> Result<Record, RecordError> {
-        Record::decode_where(bytes, |_| true)
+        Record::decode_where(bytes, &mut Names::default(), |_| true)
     }
+}
+
+/// The names of the rows decoded last, by position: a row whose field at position `i` has the
+/// same name as the last row's shares it (one compare, no allocation, no UTF-8 check).
+#[derive(Default)]
+pub(crate) struct Names {
+    recent: Vec<Name>,
+}
+
+impl Names {
+    fn name(&mut self, i: usize, bytes: &[u8]) -> Result<Name, RecordError> {
+        if let Some(known) = self.recent.get(i)
+            && known.as_bytes() == bytes
+        {
+            return Ok(Arc::clone(known));
+        }
+        let name: Name = std::str::from_utf8(bytes)
+            .map_err(|_| RecordError::NotUtf8)?
+            .into();
+        if i < self.recent.len() {
+            self.recent[i] = Arc::clone(&name);
+        } else if i == self.recent.len() {
+            self.recent.push(Arc::clone(&name));
+        }
+        Ok(name)
+    }
+}
+
+/// What a query needs of each row it reads: the fields its predicates test (decoded alone
+/// first, so a row the filter rejects is never built) and the fields it returns.
+pub(crate) struct RowReader {
+    names: Names,
+    /// The fields the predicates name, sorted, without repeats.
+    tested: Vec<String>,
+    /// Their values in the row being tested.
+    values: Vec<Value>,
+    /// The fields to build (sorted, without repeats); `None`: every field.
+    kept: Option<Vec<String>>,
+}
+
+impl RowReader {
+    /// A reader for rows tested on `tested` fields, keeping `kept` (`None`: all).
+    pub(crate) fn new(tested: &[&str], kept: Option<Vec<String>>) -> RowReader {
+        let mut tested: Vec<String> = tested.iter().map(|f| f.to_string()).collect();
+        tested.sort();
+        tested.dedup();
+        let kept = kept.map(|mut k| {
+            k.sort();
+            k.dedup();
+            k
+        });
+        RowReader {
+            names: Names::default(),
+            values: vec![Value::Null; tested.len()],
+            tested,
+            kept,
+        }
+    }
+
+    /// The value of tested field `name` in the row [`RowReader::test`] last read.
+    pub(crate) fn tested(&self, name: &str) -> &Value {
+        static NULL: Value = Value::Null;
+        match self.tested.binary_search_by(|t| t.as_str().cmp(name)) {
+            Ok(i) => &self.values[i],
+            Err(_) => &NULL,
+        }
+    }
+
+    /// Reads the tested fields of `bytes` (the others are skipped, their structure checked
+    /// but not their text), for [`RowReader::tested`].
+    pub(crate) fn test(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
+        for v in &mut self.values {
+            *v = Value::Null;
+        }
+        let (tested, values) = (&self.tested, &mut self.values);
+        walk(bytes, |name, r| {
+            match tested.binary_search_by(|t| t.as_bytes().cmp(name)) {
+                Ok(i) => values[i] = r.value()?,
+                Err(_) => r.skip_value()?,
+            }
+            Ok(())
+        })
+    }
+
+    /// Builds the record of `bytes`: every field, or the kept ones.
+    pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
+        match &self.kept {
+            None => Record::decode_where(bytes, &mut self.names, |_| true),
+            Some(kept) => Record::decode_where(bytes, &mut self.names, |name| {
+                kept.binary_search_by(|k| k.as_bytes().cmp(name)).is_ok()
+            }),
+        }
+    }
+}
+
+/// Walks the fields of a stored record, checking its header, name order and end: `each` gets
+/// every name and must read or skip its value.
+fn walk<'a>(
+    bytes: &'a [u8],
+    mut each: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<(), RecordError>,
+) -> Result<(), RecordError> {
+    let mut r = Reader { bytes, at: 0 };
+    let version = r.byte()?;
+    if version != RECORD_VERSION {
+        return Err(RecordError::Version(version));
+    }
+    let count = r.varint()?;
+    if count > MAX_FIELDS as u64 {
+        return Err(RecordError::TooManyFields(count));
+    }
+    let mut last: Option<&[u8]> = None;
+    for _ in 0..count {
+        let len = r.len(MAX_FIELD_NAME_BYTES)?;
+        let name = r.take(len)?;
+        if last.is_some_and(|last| last >= name) {
+            return Err(RecordError::FieldOrder);
+        }
+        last = Some(name);
+        each(name, &mut r)?;
+    }
+    if r.at != bytes.len() {
+        return Err(RecordError::TrailingBytes);
+    }
+    Ok(())
 }
 
 impl Record {
@@ -121,59 +266,105 @@ impl Record {
     /// a flush writes. The header, the names and their order are checked as [`Record::decode`]
     /// checks them; a skipped field's name and string are not checked for UTF-8.
     pub fn decode_only(bytes: &[u8], wanted: &[String]) -> Result<Record, RecordError> {
-        Record::decode_where(bytes, |name| {
+        Record::decode_where(bytes, &mut Names::default(), |name| {
             wanted.binary_search_by(|w| w.as_bytes().cmp(name)).is_ok()
         })
     }
 
     /// Parses a stored record, building the fields `keep` accepts and skipping the others.
-    fn decode_where(bytes: &[u8], keep: impl Fn(&[u8]) -> bool) -> Result<Record, RecordError> {
-        let mut r = Reader { bytes, at: 0 };
-        let version = r.byte()?;
-        if version != RECORD_VERSION {
-            return Err(RecordError::Version(version));
-        }
-        let count = r.varint()?;
-        if count > MAX_FIELDS as u64 {
-            return Err(RecordError::TooManyFields(count));
-        }
-        let mut fields = BTreeMap::new();
-        let mut last: Option<&[u8]> = None;
-        for _ in 0..count {
-            let len = r.len(MAX_FIELD_NAME_BYTES)?;
-            let name = r.take(len)?;
-            if last.is_some_and(|last| last >= name) {
-                return Err(RecordError::FieldOrder);
-            }
-            last = Some(name);
+    fn decode_where(
+        bytes: &[u8],
+        names: &mut Names,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<Record, RecordError> {
+        let mut fields = Vec::new();
+        let mut i = 0;
+        walk(bytes, |name, r| {
             if keep(name) {
-                let name = std::str::from_utf8(name).map_err(|_| RecordError::NotUtf8)?;
-                fields.insert(name.to_owned(), r.value()?);
+                if fields.is_empty() {
+                    fields.reserve_exact(names.recent.len().max(4));
+                }
+                fields.push((names.name(i, name)?, r.value()?));
+                i += 1;
             } else {
                 r.skip_value()?;
             }
-        }
-        if r.at != bytes.len() {
-            return Err(RecordError::TrailingBytes);
-        }
+            Ok(())
+        })?;
         Ok(Record { fields })
     }
 }
 
-impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Record {
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        Record {
-            fields: iter
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
+impl std::fmt::Debug for Record {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Record")
+            .field("fields", &DebugFields(&self.fields))
+            .finish()
+    }
+}
+
+struct DebugFields<'a>(&'a [(Name, Value)]);
+
+impl std::fmt::Debug for DebugFields<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.iter().map(|(k, v)| (k, v)))
+            .finish()
+    }
+}
+
+/// The serde form is `{"fields": {name: value, …}}`, as when a record was a map.
+impl serde::Serialize for Record {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        struct Fields<'a>(&'a [(Name, Value)]);
+        impl serde::Serialize for Fields<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.collect_map(self.0.iter().map(|(k, v)| (&**k, v)))
+            }
         }
+        let mut s = serializer.serialize_struct("Record", 1)?;
+        s.serialize_field("fields", &Fields(&self.fields))?;
+        s.end()
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Record {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(rename = "Record")]
+        struct Form {
+            fields: BTreeMap<String, Value>,
+        }
+        Form::deserialize(deserializer).map(|form| Record::from(form.fields))
+    }
+}
+
+impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Record {
+    /// A name given twice keeps its last value.
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
+        let mut fields: Vec<(Name, Value)> = iter
+            .into_iter()
+            .map(|(k, v)| (Name::from(k.into()), v.into()))
+            .collect();
+        // Stable: among equal names the last stays last, and dedup keeps the first of a
+        // run, so reverse each run's order by deduplicating from the end.
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        fields.reverse();
+        fields.dedup_by(|a, b| a.0 == b.0);
+        fields.reverse();
+        Record { fields }
     }
 }
 
 impl From<BTreeMap<String, Value>> for Record {
     fn from(fields: BTreeMap<String, Value>) -> Self {
-        Record { fields }
+        Record {
+            fields: fields
+                .into_iter()
+                .map(|(k, v)| (Name::from(k), v))
+                .collect(),
+        }
     }
 }
 
@@ -410,6 +601,71 @@ mod tests {
                 prop_assert!(Record::decode_only(&bytes[..cut], &wanted).is_err());
             }
         }
+    }
+
+    proptest! {
+        /// A row reader tests exactly the values a full decode holds and builds exactly the
+        /// projection of the full decode, row after row with its shared names.
+        #[test]
+        fn a_row_reader_sees_what_a_full_decode_sees(
+            rows in proptest::collection::vec(
+                proptest::collection::btree_map("[a-e]{1,2}", value(), 0..8), 1..6),
+            tested in proptest::collection::vec("[a-e]{1,2}", 0..3),
+            kept in proptest::option::of(proptest::collection::vec("[a-e]{1,2}", 0..4)),
+        ) {
+            let tested_refs: Vec<&str> = tested.iter().map(String::as_str).collect();
+            let mut reader = RowReader::new(&tested_refs, kept.clone());
+            for fields in rows {
+                let record = Record::from(fields);
+                let bytes = record.encode();
+                reader.test(&bytes).unwrap();
+                for name in &tested {
+                    prop_assert_eq!(reader.tested(name), record.value(name));
+                }
+                let built = reader.build(&bytes).unwrap();
+                let expected = match &kept {
+                    None => record.clone(),
+                    Some(kept) => record.project(kept),
+                };
+                prop_assert_eq!(built, expected);
+                for cut in 0..bytes.len() {
+                    prop_assert!(reader.test(&bytes[..cut]).is_err());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_name_given_twice_keeps_its_last_value() {
+        let r: Record = [("b", 1), ("a", 2), ("b", 3), ("a", 4), ("c", 5)]
+            .into_iter()
+            .collect();
+        let fields: Vec<(&str, &Value)> = r.iter().collect();
+        assert_eq!(
+            fields,
+            [
+                ("a", &Value::Int(4)),
+                ("b", &Value::Int(3)),
+                ("c", &Value::Int(5))
+            ]
+        );
+        let mut r = r;
+        assert_eq!(r.set("b", 9), Some(Value::Int(3)));
+        assert_eq!(r.remove("a"), Some(Value::Int(4)));
+        assert_eq!(r.remove("a"), None);
+        assert_eq!(r.to_string(), "{b: 9, c: 5}");
+    }
+
+    #[test]
+    fn the_serde_form_is_a_map_of_fields() {
+        let r = crate::record! { "id" => 1, "town" => "Ely" };
+        let json = serde_json::to_string(&r).unwrap();
+        assert_eq!(json, r#"{"fields":{"id":{"Int":1},"town":{"Str":"Ely"}}}"#);
+        assert_eq!(serde_json::from_str::<Record>(&json).unwrap(), r);
+        assert_eq!(
+            format!("{r:?}"),
+            r#"Record { fields: {"id": Int(1), "town": Str("Ely")} }"#
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use crate::table::entry::{
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
-use crate::table::record::Record;
+use crate::table::record::{Record, RowReader};
 
 /// Index entries whose records are fetched together, sorted by key.
 /// TUNING: enough keys that sorting turns random fetches into a forward walk through the
@@ -77,7 +77,10 @@ pub(super) struct Stream {
     pub(super) shard: usize,
     pub(super) source: Source,
     pub(super) mode: Mode,
-    /// Fetched candidates of a sorted batch, not yet checked.
+    /// Tests each stored row's predicate fields before building it, and builds only the
+    /// fields the query needs.
+    pub(super) reader: RowReader,
+    /// Fetched rows of a sorted batch that passed the re-check.
     pub(super) pending: VecDeque<Record>,
     pub(super) stats: ExecStats,
     pub(super) timed: bool,
@@ -145,31 +148,45 @@ impl Stream {
 
     /// The next row that passes the re-check.
     fn next_match(&mut self) -> Result<Option<Record>> {
-        loop {
-            let start = self.timed.then(Instant::now);
-            let fetch_before = self.stats.fetch_time;
-            let candidate = self.pull()?;
-            if let Some(start) = start {
-                let fetched = self.stats.fetch_time - fetch_before;
-                self.stats.read_time += start.elapsed().saturating_sub(fetched);
-            }
-            let Some(record) = candidate else {
-                return Ok(None);
-            };
-            let start = self.timed.then(Instant::now);
-            let ok = matches(&record, &self.query);
-            if let Some(start) = start {
-                self.stats.filter_time += start.elapsed();
-            }
-            if ok {
-                self.stats.rows_matched += 1;
-                return Ok(Some(record));
-            }
+        let start = self.timed.then(Instant::now);
+        let (fetch_before, filter_before) = (self.stats.fetch_time, self.stats.filter_time);
+        let found = self.pull()?;
+        if let Some(start) = start {
+            let elsewhere =
+                (self.stats.fetch_time - fetch_before) + (self.stats.filter_time - filter_before);
+            self.stats.read_time += start.elapsed().saturating_sub(elsewhere);
         }
+        if found.is_some() {
+            self.stats.rows_matched += 1;
+        }
+        Ok(found)
     }
 
-    /// The row at `key` in fact shard `shard`, at the query's snapshot.
-    fn fetch(&mut self, shard: usize, key: &[u8]) -> Result<Option<Record>> {
+    /// The record of the stored row `bytes` (at `key` of family `cf`) if it passes the
+    /// re-check: its predicate fields are tested first, and only a row that passes is built.
+    fn accept(&mut self, cf: &str, key: &[u8], bytes: &[u8]) -> Result<Option<Record>> {
+        let start = self.timed.then(Instant::now);
+        let corrupt = |e| record_corrupt(cf, key, e);
+        self.reader.test(bytes).map_err(corrupt)?;
+        let reader = &self.reader;
+        let ok = self
+            .query
+            .predicates
+            .iter()
+            .all(|p| p.matches(reader.tested(&p.field)));
+        let record = if ok {
+            Some(self.reader.build(bytes).map_err(corrupt)?)
+        } else {
+            None
+        };
+        if let Some(start) = start {
+            self.stats.filter_time += start.elapsed();
+        }
+        Ok(record)
+    }
+
+    /// The stored row at `key` in fact shard `shard`, at the query's snapshot.
+    fn fetch(&mut self, shard: usize, key: &[u8]) -> Result<Option<Bytes>> {
         let start = self.timed.then(Instant::now);
         self.stats.fetches += 1;
         let fact = &self.table.shards[shard];
@@ -177,16 +194,35 @@ impl Stream {
             .store
             .store
             .get_at(&fact.fact, key, &self.facts[shard])?;
-        let record = match got {
-            None => None,
-            Some(bytes) => {
-                Some(Record::decode(&bytes).map_err(|e| record_corrupt(fact.fact.name(), key, e))?)
-            }
-        };
         if let Some(start) = start {
             self.stats.fetch_time += start.elapsed();
         }
-        Ok(record)
+        Ok(got)
+    }
+
+    /// The row at `key` in fact shard `shard` if it passes the re-check and, for an async
+    /// index, still gives the entry at `entry_key`.
+    fn fetch_match(
+        &mut self,
+        shard: usize,
+        key: &[u8],
+        entry: Option<(usize, &[u8])>,
+    ) -> Result<Option<Record>> {
+        // A key whose row is gone at this snapshot is a dangling entry (`verify` reports
+        // those) or a key that names no row: nothing to return.
+        let Some(bytes) = self.fetch(shard, key)? else {
+            return Ok(None);
+        };
+        let table = Arc::clone(&self.table);
+        let Some(record) = self.accept(table.shards[shard].fact.name(), key, &bytes)? else {
+            return Ok(None);
+        };
+        match entry {
+            Some((ix, entry_key)) if !self.still_indexed(ix, shard, entry_key, &record)? => {
+                Ok(None)
+            }
+            _ => Ok(Some(record)),
+        }
     }
 
     /// The next key-value pair of the source, in the stream's direction.
@@ -270,7 +306,7 @@ impl Stream {
         Ok(expected[..] == key[..])
     }
 
-    /// The next candidate record, before the re-check.
+    /// The next record that passes the re-check.
     fn pull(&mut self) -> Result<Option<Record>> {
         if let Some(r) = self.pending.pop_front() {
             return Ok(Some(r));
@@ -289,22 +325,23 @@ impl Stream {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                if let Some(r) = self.fetch(self.shard, &key)? {
+                if let Some(r) = self.fetch_match(self.shard, &key, None)? {
                     return Ok(Some(r));
                 }
             }
         }
         match self.mode {
-            Mode::Fact => {
+            Mode::Fact => loop {
                 let Some((key, value)) = self.next_pair()? else {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                let fact = &self.table.shards[self.shard].fact;
-                Record::decode(&value)
-                    .map(Some)
-                    .map_err(|e| record_corrupt(fact.name(), &key, e))
-            }
+                let table = Arc::clone(&self.table);
+                let fact = table.shards[self.shard].fact.name();
+                if let Some(r) = self.accept(fact, &key, &value)? {
+                    return Ok(Some(r));
+                }
+            },
             Mode::Index {
                 ix,
                 covering,
@@ -330,11 +367,7 @@ impl Stream {
                     }
                     keys.sort_unstable();
                     for (shard, pk, k) in keys {
-                        // An entry whose row is gone at this snapshot would be dangling;
-                        // `verify` reports those. Skip it here.
-                        if let Some(r) = self.fetch(shard, &pk)?
-                            && self.still_indexed(ix, shard, &k, &r)?
-                        {
+                        if let Some(r) = self.fetch_match(shard, &pk, Some((ix, &k)))? {
                             self.pending.push_back(r);
                         }
                     }
@@ -349,12 +382,19 @@ impl Stream {
                 self.stats.rows_read += 1;
                 let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
                 if covering {
-                    return Ok(Some(covering_record(&table.def, ixdef, entry)));
+                    let record = covering_record(&table.def, ixdef, entry);
+                    let start = self.timed.then(Instant::now);
+                    let ok = matches(&record, &self.query);
+                    if let Some(start) = start {
+                        self.stats.filter_time += start.elapsed();
+                    }
+                    if ok {
+                        return Ok(Some(record));
+                    }
+                    continue;
                 }
                 let shard = self.entry_shard(&entry, cf_name, &k)?;
-                if let Some(r) = self.fetch(shard, &entry.pk_bytes)?
-                    && self.still_indexed(ix, shard, &k, &r)?
-                {
+                if let Some(r) = self.fetch_match(shard, &entry.pk_bytes, Some((ix, &k)))? {
                     return Ok(Some(r));
                 }
             },
