@@ -151,3 +151,57 @@ fn is_null_and_is_not_null_read_their_index_when_selective() {
         }
     }
 }
+
+/// A query that pins every primary-key field to one value is planned without statistics,
+/// dives or index candidates (nothing beats one point lookup), and still re-checks the rest
+/// of its predicates; one with a hint, or a key field given a range or a list, is planned as
+/// before.
+#[test]
+fn a_primary_key_equality_is_planned_without_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_table("t", &["a", "b"]).unwrap();
+    db.create_index("t", "by_town", &["town"], Projection::KeysOnly)
+        .unwrap();
+    let mut batch = TableBatch::new();
+    for i in 0..2_000i64 {
+        batch.insert(record! { "a" => i % 10, "b" => i, "town" => format!("T{}", i % 3) });
+    }
+    db.write("t", batch, WriteOptions::default()).unwrap();
+    db.analyze("t").unwrap();
+
+    let point = Query::default()
+        .filter(Predicate::eq("b", 17))
+        .filter(Predicate::eq("a", 7))
+        .filter(Predicate::eq("town", "T2"));
+    let plan = db.explain("t", &point).unwrap();
+    assert_eq!(plan.chosen.plan, "primary_key", "{plan}");
+    let kinds: Vec<&str> = plan.candidates.iter().map(|c| c.plan).collect();
+    assert_eq!(kinds.len(), 2, "{plan}");
+    assert!(plan.observed.dives.is_empty(), "{plan}");
+    let rows: Vec<_> = db.query("t", &point).unwrap().map(|r| r.unwrap()).collect();
+    assert_eq!(rows, [record! { "a" => 7, "b" => 17, "town" => "T2" }]);
+    // The other predicates are still checked: town of row 17 is T2, not T1.
+    let miss = Query::default()
+        .filter(Predicate::eq("a", 7))
+        .filter(Predicate::eq("b", 17))
+        .filter(Predicate::eq("town", "T1"));
+    assert_eq!(db.query("t", &miss).unwrap().count(), 0);
+
+    // A key field with two values, or a hint, goes through the full planner.
+    let listed = Query::default()
+        .filter(Predicate::in_list("a", [7.into(), 8.into()]))
+        .filter(Predicate::eq("b", 17))
+        .filter(Predicate::eq("town", "T2"));
+    let plan = db.explain("t", &listed).unwrap();
+    assert!(
+        plan.candidates
+            .iter()
+            .any(|c| c.index.as_deref() == Some("by_town")),
+        "{plan}"
+    );
+    let hinted = point.clone().hint(Hint::Index("by_town".into()));
+    let plan = db.explain("t", &hinted).unwrap();
+    assert_eq!(plan.chosen.index.as_deref(), Some("by_town"), "{plan}");
+    assert_eq!(db.query("t", &hinted).unwrap().count(), 1);
+}

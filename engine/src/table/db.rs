@@ -135,6 +135,8 @@ pub(crate) struct Table {
 pub(crate) struct Planning {
     /// The definition as the planner sees it.
     pub(crate) info: TableInfo,
+    /// The same without its indexes: what a primary-key equality is planned on.
+    pub(crate) key_only: TableInfo,
     /// The last `analyze`, ready to plan with (`collected_rows` fixed, so the live row count
     /// can replace `row_count` without copying the distributions).
     pub(crate) analyzed: Option<Arc<TableStats>>,
@@ -145,6 +147,10 @@ impl Table {
     pub(crate) fn planning(&self) -> &Planning {
         self.planning.get_or_init(|| Planning {
             info: self.def.planner_info(),
+            key_only: TableInfo {
+                indexes: Vec::new(),
+                ..self.def.planner_info()
+            },
             analyzed: self
                 .stats
                 .as_ref()

@@ -194,6 +194,9 @@ impl Db {
     }
 
     fn plan_for(&self, t: &Table, query: &Query) -> Result<Plan> {
+        if let Some(plan) = self.point_plan(t, query)? {
+            return Ok(plan);
+        }
         let (stats, live) = self.planning_stats(t)?;
         let info = &t.planning().info;
         let wanted = wanted(query, info, &stats);
@@ -205,6 +208,52 @@ impl Db {
         observed.rows = Some(live);
         choose_observed(query, info, &stats, &self.cost_model(), &observed)
             .map_err(|e| Error::InvalidArgument(e.to_string()))
+    }
+
+    /// The plan of a query that binds every primary-key field to one value, without
+    /// statistics: one point lookup returns at most one row, so no index or scan can beat
+    /// it, and what the statistics would say cannot change the choice. Its candidates are
+    /// the lookup and the scan; the row count is the store's entry count (no sketches
+    /// merged, no dives). `None` for any other query, or one with a hint.
+    fn point_plan(&self, t: &Table, query: &Query) -> Result<Option<Plan>> {
+        if query.hint.is_some() {
+            return Ok(None);
+        }
+        let by_field = constraints(&query.predicates);
+        let pinned = |f: &String| {
+            by_field
+                .get(f)
+                .is_some_and(|c| !c.is_null && c.values.as_ref().is_some_and(|v| v.len() == 1))
+        };
+        if !t.def.primary_key.iter().all(pinned) {
+            return Ok(None);
+        }
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for shard in &t.shards {
+            let s = shard.store.store.stats(&shard.fact)?;
+            let (e, _, b) = shard.store.store.memtable_counts(&shard.fact)?;
+            entries += s.entries.max(e);
+            bytes += s.table_bytes + b;
+        }
+        let stats = TableStats {
+            row_count: entries,
+            avg_row_bytes: if entries > 0 {
+                bytes as f64 / entries as f64
+            } else {
+                DEFAULT_ROW_BYTES
+            },
+            ..TableStats::default()
+        };
+        let info = &t.planning().key_only;
+        let plan = choose_observed(
+            query,
+            info,
+            &stats,
+            &self.cost_model(),
+            &Observations::default(),
+        )
+        .map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        Ok(Some(plan))
     }
 
     /// Reads what the planner wants ([`strata_planner::observe`]): bounded dives into
