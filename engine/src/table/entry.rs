@@ -11,7 +11,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::table::catalog::{IndexDef, TableDef};
 use crate::table::format::{ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_PRIMARY_KEY_BYTES};
 use crate::table::key::{KeyError, decode_key, decode_prefix, encode_key, encode_value};
-use crate::table::record::{Reader, Record, RecordError, put_varint};
+use crate::table::record::{Names, Reader, Record, RecordError, put_varint};
 
 /// The error for damaged bytes in column family `cf`.
 /// A key of family `cf` that does not decode.
@@ -125,6 +125,18 @@ pub fn decode_entry(
     key: &[u8],
     value: &[u8],
 ) -> Result<Entry> {
+    decode_entry_with(def, index, cf, key, value, &mut Names::default())
+}
+
+/// [`decode_entry`], the payload's field names shared with the entries decoded before it.
+pub(crate) fn decode_entry_with(
+    def: &TableDef,
+    index: &IndexDef,
+    cf: &str,
+    key: &[u8],
+    value: &[u8],
+    names: &mut Names,
+) -> Result<Entry> {
     let (values, used) =
         decode_prefix(key, index.fields.len()).map_err(|e| key_corrupt(cf, key, e))?;
     let pk_bytes = &key[used..];
@@ -145,7 +157,7 @@ pub fn decode_entry(
         (Projection::KeysOnly, false) => {
             return Err(record_corrupt(cf, key, RecordError::TrailingBytes));
         }
-        (_, _) => Some(Record::decode(rest).map_err(|e| record_corrupt(cf, key, e))?),
+        (_, _) => Some(Record::decode_shared(rest, names).map_err(|e| record_corrupt(cf, key, e))?),
     };
     Ok(Entry {
         values,
@@ -166,11 +178,11 @@ pub fn covering_record(def: &TableDef, index: &IndexDef, entry: Entry) -> Record
     for (f, v) in index.fields.iter().zip(entry.values) {
         // Stored records hold no NULL fields: NULL is how a missing field reads.
         if !v.is_null() {
-            record.set(f.clone(), v);
+            record.set_str(f, v);
         }
     }
     for (f, v) in def.primary_key.iter().zip(entry.primary_key) {
-        record.set(f.clone(), v);
+        record.set_str(f, v);
     }
     record
 }

@@ -461,6 +461,15 @@ impl<'a> Rows<'a> {
     fn project(&self, record: Record) -> Record {
         match &self.query.projection {
             None => record,
+            // The streams built only what the query returns (and orders by): most rows are
+            // already their projection.
+            Some(fields)
+                if record
+                    .iter()
+                    .all(|(name, _)| fields.iter().any(|f| f == name)) =>
+            {
+                record
+            }
             Some(fields) => record.project(fields),
         }
     }

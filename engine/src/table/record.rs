@@ -68,6 +68,15 @@ impl Record {
         }
     }
 
+    /// [`Record::set`] for a borrowed name: a field the record has is replaced without
+    /// allocating a name.
+    pub(crate) fn set_str(&mut self, name: &str, value: Value) {
+        match self.position(name) {
+            Ok(i) => self.fields[i].1 = value,
+            Err(i) => self.fields.insert(i, (Name::from(name), value)),
+        }
+    }
+
     /// The value of `name`, if the record has it.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.position(name).ok().map(|i| &self.fields[i].1)
@@ -193,6 +202,11 @@ impl RowReader {
         }
     }
 
+    /// The names of the rows this reader built, to share with other records it decodes.
+    pub(crate) fn names(&mut self) -> &mut Names {
+        &mut self.names
+    }
+
     /// The value of tested field `name` in the row [`RowReader::test`] last read.
     pub(crate) fn tested(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;
@@ -261,6 +275,11 @@ fn walk<'a>(
 }
 
 impl Record {
+    /// [`Record::decode`], the names shared with the records `names` saw before.
+    pub(crate) fn decode_shared(bytes: &[u8], names: &mut Names) -> Result<Record, RecordError> {
+        Record::decode_where(bytes, names, |_| true)
+    }
+
     /// Parses only the fields named in `wanted` (sorted and without repeats), skipping the
     /// other values without building them: what the statistics collector reads of every row
     /// a flush writes. The header, the names and their order are checked as [`Record::decode`]

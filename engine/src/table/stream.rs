@@ -20,7 +20,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
 use crate::table::db::{ShardStore, Table};
 use crate::table::entry::{
-    Entry, covering_record, decode_entry, index_entry, key_corrupt, record_corrupt,
+    Entry, covering_record, decode_entry_with, index_entry, key_corrupt, record_corrupt,
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
@@ -358,7 +358,14 @@ impl Stream {
                             break;
                         };
                         self.stats.rows_read += 1;
-                        let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
+                        let entry = decode_entry_with(
+                            &table.def,
+                            ixdef,
+                            cf_name,
+                            &k,
+                            &v,
+                            self.reader.names(),
+                        )?;
                         let shard = self.entry_shard(&entry, cf_name, &k)?;
                         keys.push((shard, entry.pk_bytes, k));
                     }
@@ -380,7 +387,8 @@ impl Stream {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                let entry = decode_entry(&table.def, ixdef, cf_name, &k, &v)?;
+                let entry =
+                    decode_entry_with(&table.def, ixdef, cf_name, &k, &v, self.reader.names())?;
                 if covering {
                     let record = covering_record(&table.def, ixdef, entry);
                     let start = self.timed.then(Instant::now);

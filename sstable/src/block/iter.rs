@@ -69,7 +69,9 @@ impl Block {
         let mut iter = self.iter();
         let mut next_restart = 0;
         let mut offset = 0;
-        let mut previous: Option<(Vec<u8>, u64)> = None;
+        // The previous entry's key, in one buffer reused for every entry.
+        let mut previous: Vec<u8> = Vec::new();
+        let mut previous_seqno: Option<u64> = None;
         while offset < self.restarts_at {
             let at_restart =
                 next_restart < self.restart_count && self.restart(next_restart) == offset;
@@ -80,12 +82,14 @@ impl Block {
                 return Err(Corruption::MalformedBlock("restart point inside an entry"));
             }
             iter.decode_entry(offset)?;
-            if let Some((key, seqno)) = &previous
-                && compare(key, *seqno, &iter.key, iter.seqno).is_ge()
+            if let Some(seqno) = previous_seqno
+                && compare(&previous, seqno, &iter.key, iter.seqno).is_ge()
             {
                 return Err(Corruption::KeysOutOfOrder);
             }
-            previous = Some((iter.key.clone(), iter.seqno));
+            previous.clear();
+            previous.extend_from_slice(&iter.key);
+            previous_seqno = Some(iter.seqno);
             offset = iter.next;
         }
         if next_restart != self.restart_count {
