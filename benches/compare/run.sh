@@ -2,9 +2,9 @@
 # Runs the side-by-side benchmarks with one command:
 #   bash benches/compare/run.sh [--keys N] [--synced N] [--engines strata,rocksdb,fjall] [--rounds N] [--dir DIR]
 #     the key-value workloads against RocksDB and fjall (src/main.rs);
-#   bash benches/compare/run.sh tables [--rows N] [--lookups N] [--queries N] [--rounds N] [--dir DIR]
-#     tables against SQLite: CSV import with and without indexes, point and index queries
-#     (src/bin/tables.rs).
+#   bash benches/compare/run.sh tables [--rows N] [--rounds N] [--scale X] [--dir DIR]
+#     tables against SQLite: CSV import with and without indexes, fourteen query shapes through
+#     Db::query, planning time, and `strata query` as a process (src/bin/tables.rs).
 # The first run compiles RocksDB's C++ through the `rocksdb` crate: about 13 minutes on two
 # cores, once. That build needs clang and libclang, installed here from the system's packages
 # when missing.
@@ -19,6 +19,8 @@ fi
 cargo build --release --locked
 if [ "${1:-}" = tables ]; then
     shift
-    exec ./target/release/tables "$@"
+    # The `strata` command, timed as a whole process.
+    (cd ../.. && cargo build --release --locked -p strata-cli)
+    exec ./target/release/tables --strata-bin ../../target/release/strata "$@"
 fi
 exec ./target/release/strata-compare "$@"
