@@ -4,7 +4,7 @@
 #     the key-value workloads against RocksDB and fjall (src/main.rs);
 #   bash benches/compare/run.sh tables [--rows N] [--rounds N] [--scale X] [--dir DIR]
 #     tables against SQLite: CSV import with and without indexes, fourteen query shapes through
-#     Db::query, planning time, and `strata query` as a process (src/bin/tables.rs).
+#     Db::query, planning time, and `strata query` as a process (src/bin/tables/).
 # The first run compiles RocksDB's C++ through the `rocksdb` crate: about 13 minutes on two
 # cores, once. That build needs clang and libclang, installed here from the system's packages
 # when missing.

@@ -16,9 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-use strata_planner::{
-    CostModel, IndexState, Projection, Scope, StatsError, TableInfo, TableStats, Value,
-};
+use strata_planner::{CostModel, IndexState, Projection, Scope, StatsError, TableStats, Value};
 
 use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
 use crate::lsm::{ColumnFamily, ReadOptions, Store, WriteBatch, WriteOptions};
@@ -35,6 +33,7 @@ use crate::table::format::{
 use crate::table::key::decode_value;
 use crate::table::options::Options;
 use crate::table::outbox::{Tracker, outbox_seq};
+use crate::table::query::Planning;
 use crate::table::record::Record;
 use crate::table::sketch::{LiveStats, SketchFactory};
 use crate::table::write::Stripes;
@@ -129,43 +128,6 @@ pub(crate) struct Table {
     pub(crate) usage: Arc<Usage>,
     /// What planning needs of this definition and these statistics, built on first use.
     pub(crate) planning: OnceLock<Planning>,
-}
-
-/// A table's planner view, shared by every query planned on one published [`Table`].
-pub(crate) struct Planning {
-    /// The definition as the planner sees it.
-    pub(crate) info: TableInfo,
-    /// The same without its indexes: what a primary-key equality is planned on.
-    pub(crate) key_only: TableInfo,
-    /// The last `analyze`, ready to plan with (`collected_rows` fixed, so the live row count
-    /// can replace `row_count` without copying the distributions).
-    pub(crate) analyzed: Option<Arc<TableStats>>,
-}
-
-impl Table {
-    /// The planner's view of this table, built once per published definition.
-    pub(crate) fn planning(&self) -> &Planning {
-        self.planning.get_or_init(|| Planning {
-            info: self.def.planner_info(),
-            key_only: TableInfo {
-                indexes: Vec::new(),
-                ..self.def.planner_info()
-            },
-            analyzed: self
-                .stats
-                .as_ref()
-                .map(|s| Arc::new(for_planning(s.clone()))),
-        })
-    }
-}
-
-/// `stats` with `collected_rows` fixed to what the distributions saw, so that replacing
-/// `row_count` with a live count keeps it.
-pub(crate) fn for_planning(mut stats: TableStats) -> TableStats {
-    if !stats.columns.is_empty() {
-        stats.collected_rows = stats.collected_rows();
-    }
-    stats
 }
 
 /// A table's families in one shard store.

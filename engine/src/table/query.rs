@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use strata_planner::selectivity::constraints;
 use strata_planner::{
-    DIVE_LIMIT, Dive, Observations, Plan, Query, TableStats, Value, Wanted, choose_observed, wanted,
+    DIVE_LIMIT, Dive, Observations, Plan, Query, TableInfo, TableStats, Value, Wanted,
+    choose_observed, wanted,
 };
 
 use crate::error::{Error, Result};
@@ -55,6 +56,43 @@ pub struct ExecStats {
     pub filter_time: Duration,
     /// Time spent sorting for `ORDER BY`.
     pub sort_time: Duration,
+}
+
+/// A table's planner view, shared by every query planned on one published [`Table`].
+pub(crate) struct Planning {
+    /// The definition as the planner sees it.
+    pub(crate) info: TableInfo,
+    /// The same without its indexes: what a primary-key equality is planned on.
+    pub(crate) key_only: TableInfo,
+    /// The last `analyze`, ready to plan with (`collected_rows` fixed, so the live row count
+    /// can replace `row_count` without copying the distributions).
+    pub(crate) analyzed: Option<Arc<TableStats>>,
+}
+
+impl Table {
+    /// The planner's view of this table, built once per published definition.
+    pub(crate) fn planning(&self) -> &Planning {
+        self.planning.get_or_init(|| Planning {
+            info: self.def.planner_info(),
+            key_only: TableInfo {
+                indexes: Vec::new(),
+                ..self.def.planner_info()
+            },
+            analyzed: self
+                .stats
+                .as_ref()
+                .map(|s| Arc::new(for_planning(s.clone()))),
+        })
+    }
+}
+
+/// `stats` with `collected_rows` fixed to what the distributions saw, so that replacing
+/// `row_count` with a live count keeps it.
+pub(crate) fn for_planning(mut stats: TableStats) -> TableStats {
+    if !stats.columns.is_empty() {
+        stats.collected_rows = stats.collected_rows();
+    }
+    stats
 }
 
 /// The plan and what running it did.

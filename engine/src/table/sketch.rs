@@ -30,8 +30,9 @@ use crate::error::Result;
 use crate::lsm::collect::{CollectorFactory, PropertyCollector};
 use crate::table::analyze::MAX_ANALYZED_FIELDS;
 use crate::table::catalog::TableDef;
-use crate::table::db::{Table, for_planning};
+use crate::table::db::Table;
 use crate::table::format::FACT_CF_PREFIX;
+use crate::table::query::for_planning;
 use crate::table::record::Record;
 
 /// The table-file property holding a fact file's sketch.
