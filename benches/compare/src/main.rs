@@ -21,6 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use strata_compare::median;
+
 const VALUE_BYTES: usize = 100;
 const CACHE_BYTES: usize = 64 << 20;
 const MEMTABLE_BYTES: usize = 64 << 20;
@@ -377,17 +379,6 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
     drop(engine);
     let _ = std::fs::remove_dir_all(&dir);
     results
-}
-
-/// The median of `figures` (the mean of the middle two for an even count).
-fn median(mut figures: Vec<f64>) -> f64 {
-    figures.sort_by(f64::total_cmp);
-    let mid = figures.len() / 2;
-    if figures.len().is_multiple_of(2) {
-        (figures[mid - 1] + figures[mid]) / 2.0
-    } else {
-        figures[mid]
-    }
 }
 
 fn main() {

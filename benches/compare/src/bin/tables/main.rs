@@ -40,6 +40,7 @@ use std::path::PathBuf;
 use data::generate;
 use shapes::shapes;
 use sqlite_side::run_sqlite;
+use strata_compare::median;
 use strata_side::run_strata;
 
 struct Config {
@@ -105,19 +106,6 @@ pub struct Figures {
     pub table_files: u64,
     pub process_ms: Option<f64>,
     pub per_row: Vec<(String, f64)>,
-}
-
-pub fn median(mut figures: Vec<f64>) -> f64 {
-    figures.sort_by(f64::total_cmp);
-    let mid = figures.len() / 2;
-    if figures.is_empty() {
-        return f64::NAN;
-    }
-    if figures.len().is_multiple_of(2) {
-        (figures[mid - 1] + figures[mid]) / 2.0
-    } else {
-        figures[mid]
-    }
 }
 
 pub fn geometric_mean(ratios: &[f64]) -> f64 {

@@ -9,7 +9,9 @@ use strata_cli::import::{Format, ImportOptions, import};
 
 use crate::data::{Data, IMPORT_INDEXES, QUERY_INDEXES, Rng};
 use crate::shapes::{Shape, shapes};
-use crate::{Config, Figures, Timing, median};
+use strata_compare::median;
+
+use crate::{Config, Figures, Timing};
 
 pub fn reps(shape: &Shape, config: &Config) -> u64 {
     ((shape.reps as f64 * config.scale).round() as u64).max(1)
