@@ -28,7 +28,8 @@
 //!   in its memtable (`write.rs`).
 //! - Memtables are sealed when full and flushed to level-0 tables by a background thread
 //!   (`flush.rs`); every change to the set of tables is a version edit in the manifest
-//!   (`edit.rs`, `manifest.rs`).
+//!   (`edit.rs`, `manifest.rs`). Bulk loads can skip both: [`Store::ingest`] writes sorted
+//!   runs straight into tables (`ingest.rs`).
 //! - Reads see a `SuperVersion` (`version.rs`) of memtables and tables; iterators merge them
 //!   (`iter/`: sources, the merge, the cursor). Opening replays the manifest and the logs
 //!   (`open.rs`); compaction (`compact.rs`) and the background threads (`background.rs`) keep
@@ -54,6 +55,7 @@ pub(crate) mod compact;
 pub(crate) mod edit;
 pub(crate) mod flush;
 pub(crate) mod format;
+pub(crate) mod ingest;
 pub(crate) mod iter;
 pub(crate) mod manifest;
 pub(crate) mod memtable;
@@ -76,6 +78,7 @@ pub type SeqNo = u64;
 pub use batch::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, WriteBatch};
 pub use cf::ColumnFamily;
 pub use error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
+pub use ingest::IngestRun;
 pub use iter::{Cursor, Iter};
 pub use options::{Options, ReadOptions, WriteOptions, prefix_successor};
 pub use snapshot::Snapshot;

@@ -23,6 +23,7 @@ use crate::edit::ManifestState;
 use crate::error::{Error, Result};
 use crate::format::DEFAULT_CF_ID;
 use crate::fs::{FileLock, FileSystem, WritableFile};
+use crate::ingest::IngestRun;
 use crate::iter::merge::MergingIter;
 use crate::iter::source::{LevelSource, MemSource, Source, TableSource};
 use crate::iter::{Cursor, Iter};
@@ -470,6 +471,17 @@ impl Store {
             self.cursor(cf, options.clone())?,
             self.cursor(cf, options)?,
         ))
+    }
+
+    /// Adds `runs` (one family's puts each, keys strictly ascending) as new tables, in one
+    /// manifest edit and at one new seqno, which it returns: readers see all of them or none.
+    /// The entries skip the log and the memtables (a bulk load's fast path). Memtables that
+    /// hold keys in a run's range are flushed first; each table goes to the deepest level
+    /// where nothing above it meets its range. Writers of the store wait while the tables are
+    /// written. Fails, adding nothing, on keys out of order, two runs of one family that
+    /// meet, an entry over its limit, or a dropped family. See `ingest.rs`.
+    pub fn ingest(&self, runs: Vec<IngestRun>) -> Result<SeqNo> {
+        self.shared.ingest(runs)
     }
 
     /// Seals `cf`'s memtable (if it holds anything) and waits until every sealed memtable of

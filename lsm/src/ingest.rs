@@ -1,0 +1,309 @@
+//! Ingestion: sorted runs written straight into tables and added to the tree in one manifest
+//! edit, for bulk loads (RocksDB's `SstFileWriter` and `IngestExternalFile`). A loaded entry
+//! skips the log, the memtable and the flush that would copy it into a table anyway.
+//!
+//! [`Store::ingest`](crate::Store::ingest) takes one run of puts per column family:
+//! 1. checks them: keys strictly ascending within a run, within the key and value limits;
+//! 2. flushes every memtable that holds a key (or a tombstone) in a run's range, since a read
+//!    looks at memtables before tables and would find that older version first;
+//! 3. under the writer lock (no batch commits meanwhile), checks the memtables again, takes
+//!    one new seqno for every entry, writes the tables (split at `target_table_bytes`, each
+//!    through the family's property collector, synced, then the directory);
+//! 4. installs them in one manifest edit, each at the deepest level where no table of that
+//!    level or any above it meets its key range (the last level, for a range nothing else
+//!    holds; level 0, newest, when something does), and publishes the seqno.
+//!
+//! Readers see all of an ingestion or none of it: the seqno is published after the edit, so
+//! a snapshot taken before never sees the entries. A crash before the edit leaves stray
+//! tables that the next open removes; after it, the entries are in the tree. Writers of the
+//! store wait while the tables are written (step 3): the seqno must be fixed before the
+//! entries are written, and no batch may take a later one and publish it first.
+
+use std::sync::Arc;
+
+use strata_sstable::{TableBuilder, ValueKind};
+
+use crate::SeqNo;
+use crate::batch::{MAX_KEY_BYTES, MAX_VALUE_BYTES};
+use crate::cf::{CfShared, ColumnFamily};
+use crate::collect::Collecting;
+use crate::edit::VersionEdit;
+use crate::error::{Error, IoContext, IoOp, Result};
+use crate::flush::open_table_at;
+use crate::format::FileKind;
+use crate::fs::WritableFile;
+use crate::manifest::file_path;
+use crate::memtable::{MemKey, UserKey};
+use crate::store::Shared;
+use crate::sync::lock;
+use crate::version::{SuperVersion, TableFile};
+
+/// One column family's entries for [`Store::ingest`](crate::Store::ingest): puts in strictly
+/// ascending key order.
+#[derive(Clone, Debug)]
+pub struct IngestRun {
+    /// The family they go to.
+    pub cf: ColumnFamily,
+    /// `(key, value)` pairs, keys strictly ascending.
+    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl IngestRun {
+    fn range(&self) -> Option<(&[u8], &[u8])> {
+        Some((&self.entries.first()?.0, &self.entries.last()?.0))
+    }
+}
+
+/// Whether a memtable of `cf` holds any version of a key in `[lower, upper]`.
+fn memtables_meet(cf: &CfShared, lower: &[u8], upper: &[u8]) -> bool {
+    let probe = MemKey {
+        user_key: UserKey::copy(lower),
+        seqno: SeqNo::MAX,
+    };
+    cf.current().memtables().any(|mem| {
+        mem.seek(&probe)
+            .is_some_and(|at| mem.entry(at).0.user_key.as_slice() <= upper)
+    })
+}
+
+/// The deepest level a table of `[lower, upper]` can go to in `version`: no table of that
+/// level or any above it may meet the range (a read stops at the first version it finds,
+/// level by level), and while a compaction runs in the family only level 0 is safe (its
+/// outputs could land across the range in the level below).
+fn placement(version: &SuperVersion, num_levels: usize, lower: &[u8], upper: &[u8]) -> usize {
+    if version.tables().any(|t| t.is_compacting()) {
+        return 0;
+    }
+    let mut level = 0;
+    for (l, tables) in version.levels.iter().enumerate().take(num_levels) {
+        if tables.iter().any(|t| t.overlaps(Some(lower), Some(upper))) {
+            break;
+        }
+        level = l;
+    }
+    level
+}
+
+impl Shared {
+    /// See the module documentation.
+    pub(crate) fn ingest(&self, runs: Vec<IngestRun>) -> Result<SeqNo> {
+        let runs: Vec<IngestRun> = runs.into_iter().filter(|r| !r.entries.is_empty()).collect();
+        check_runs(&runs)?;
+        if runs.is_empty() {
+            return Ok(self.seq.visible());
+        }
+
+        // 2. Memtables that hold keys in a run's range go to tables first.
+        let busy: Vec<u32> = runs
+            .iter()
+            .filter_map(|r| {
+                let (lower, upper) = r.range()?;
+                memtables_meet(&r.cf.shared, lower, upper).then_some(r.cf.id())
+            })
+            .collect();
+        if !busy.is_empty() {
+            self.seal_and_wait(&busy)?;
+        }
+
+        // 3. No batch commits from here to the publish.
+        let _writer = lock(&self.writer);
+        self.check_writable()?;
+        for run in &runs {
+            run.cf.shared.check_live()?;
+            let Some((lower, upper)) = run.range() else {
+                continue;
+            };
+            if memtables_meet(&run.cf.shared, lower, upper) {
+                return Err(Error::Conflict(format!(
+                    "column family {:?}: keys in the ingested range were written during the \
+                     ingestion",
+                    run.cf.name()
+                )));
+            }
+        }
+        // Published below, after the install; nothing else allocates meanwhile.
+        let seqno = self.seq.allocate(1);
+        let mut written: Vec<(Arc<CfShared>, Arc<TableFile>)> = Vec::new();
+        let outcome = self.write_runs(&runs, seqno, &mut written);
+        if let Err(error) = outcome.and_then(|()| {
+            self.fs
+                .sync_dir(&self.dir)
+                .map_err(|e| Error::io(IoOp::SyncDir, &self.dir, e))
+        }) {
+            for (_, table) in &written {
+                let _ = self.fs.remove_file(&table.path);
+            }
+            return Err(error);
+        }
+
+        // 4. Install, then publish.
+        let mut versions = lock(&self.versions);
+        if let Some((cf, _)) = written.iter().find(|(cf, _)| cf.is_dropped()) {
+            let error = Error::NotFound(format!("column family {:?} was dropped", cf.name));
+            drop(versions);
+            for (_, table) in &written {
+                let _ = self.fs.remove_file(&table.path);
+            }
+            return Err(error);
+        }
+        let mut edit = VersionEdit {
+            last_seqno: Some(seqno),
+            next_file_number: Some(versions.state.next_file_number),
+            ..VersionEdit::default()
+        };
+        // Each table's level, seen against the tables placed before it.
+        let mut placed: Vec<(usize, Arc<TableFile>)> = Vec::with_capacity(written.len());
+        let mut views: Vec<(u32, SuperVersion)> = Vec::new();
+        for (cf, table) in &written {
+            let view = match views.iter_mut().find(|(id, _)| *id == cf.id) {
+                Some((_, view)) => view,
+                None => {
+                    views.push((cf.id, SuperVersion::clone(&cf.current())));
+                    &mut views.last_mut().expect("just pushed").1
+                }
+            };
+            let (lower, upper) = (&table.meta.smallest_key, &table.meta.largest_key);
+            let level = placement(view, self.options.num_levels, lower, upper);
+            insert_at(&mut view.levels[level], level, Arc::clone(table));
+            edit.added_tables
+                .push((cf.id, level as u32, table.meta.clone()));
+            placed.push((level, Arc::clone(table)));
+        }
+        self.log_edit(&mut versions, &edit)?;
+        for ((cf, _), (level, table)) in written.iter().zip(placed) {
+            cf.update(|version| insert_at(&mut version.levels[level], level, table));
+        }
+        drop(versions);
+        // Every seqno below was published by its leader before it let go of the writer lock,
+        // which this thread holds.
+        self.seq.publish(seqno);
+        self.wake_background();
+        tracing::debug!(
+            tables = written.len(),
+            seqno,
+            "ingested sorted runs as tables"
+        );
+        Ok(seqno)
+    }
+
+    /// Writes each run as tables of about `target_table_bytes`, every entry at `seqno`;
+    /// pushes each table to `written` once it is open. A table that fails is removed here;
+    /// the caller removes those in `written`.
+    fn write_runs(
+        &self,
+        runs: &[IngestRun],
+        seqno: SeqNo,
+        written: &mut Vec<(Arc<CfShared>, Arc<TableFile>)>,
+    ) -> Result<()> {
+        for run in runs {
+            let mut entries = run.entries.iter().peekable();
+            while entries.peek().is_some() {
+                let number = lock(&self.versions).reserve_file_number();
+                let path = file_path(&self.dir, FileKind::Table, number);
+                let table = self
+                    .write_table(&path, &run.cf.shared, &mut entries, seqno)
+                    .and_then(|size| {
+                        open_table_at(&self.fs, &self.dir, &self.cache, number, size, None)
+                    });
+                match table {
+                    Ok(table) => written.push((Arc::clone(&run.cf.shared), Arc::new(table))),
+                    Err(error) => {
+                        let _ = self.fs.remove_file(&path);
+                        return Err(error);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes one table at `path` from `entries` until it reaches the target size or they
+    /// end; syncs it and returns its size.
+    fn write_table<'e>(
+        &self,
+        path: &std::path::Path,
+        cf: &CfShared,
+        entries: &mut std::iter::Peekable<impl Iterator<Item = &'e (Vec<u8>, Vec<u8>)>>,
+        seqno: SeqNo,
+    ) -> Result<u64> {
+        let table_error = |e| Error::table(path.to_owned(), &e);
+        let mut file: Box<dyn WritableFile> = self.fs.create(path).at(IoOp::Create, path)?;
+        let mut builder = TableBuilder::new(&mut file, self.options.table.clone());
+        let collector = self
+            .options
+            .property_collector
+            .as_ref()
+            .and_then(|f| f.collector(&cf.name));
+        let mut collecting = Collecting::new(collector);
+        let target = self.options.target_table_bytes;
+        while let Some((key, value)) =
+            entries.next_if(|_| builder.entries() == 0 || builder.file_size() < target)
+        {
+            builder
+                .add(key, seqno, ValueKind::Put, value)
+                .map_err(table_error)?;
+            collecting.add(key, ValueKind::Put, value);
+        }
+        for (name, value) in collecting.finish() {
+            builder.add_property(&name, &value).map_err(table_error)?;
+        }
+        let info = builder.finish().map_err(table_error)?;
+        file.sync_data().at(IoOp::Sync, path)?;
+        Ok(info.file_size)
+    }
+}
+
+/// Inserts `table` into level `level`: level 0 at the front (newest first), deeper levels at
+/// their place by key.
+fn insert_at(tables: &mut Vec<Arc<TableFile>>, level: usize, table: Arc<TableFile>) {
+    if level == 0 {
+        tables.insert(0, table);
+    } else {
+        let at = tables.partition_point(|t| t.meta.smallest_key < table.meta.smallest_key);
+        tables.insert(at, table);
+    }
+}
+
+/// Step 1: every key and value within its limit, keys strictly ascending within a run, and
+/// no two runs of one family meeting (they share one seqno, so a key in both would have two
+/// values at once).
+fn check_runs(runs: &[IngestRun]) -> Result<()> {
+    for run in runs {
+        for (key, value) in &run.entries {
+            if key.len() > MAX_KEY_BYTES {
+                return Err(Error::TooLarge {
+                    what: "key",
+                    len: key.len(),
+                    max: MAX_KEY_BYTES,
+                });
+            }
+            if value.len() > MAX_VALUE_BYTES {
+                return Err(Error::TooLarge {
+                    what: "value",
+                    len: value.len(),
+                    max: MAX_VALUE_BYTES,
+                });
+            }
+        }
+        if run.entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+            return Err(Error::InvalidArgument(format!(
+                "column family {:?}: an ingested run's keys must be strictly ascending",
+                run.cf.name()
+            )));
+        }
+    }
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            let (Some((a_lo, a_hi)), Some((b_lo, b_hi))) = (a.range(), b.range()) else {
+                continue;
+            };
+            if a.cf.id() == b.cf.id() && a_lo <= b_hi && b_lo <= a_hi {
+                return Err(Error::InvalidArgument(format!(
+                    "column family {:?}: two ingested runs meet",
+                    a.cf.name()
+                )));
+            }
+        }
+    }
+    Ok(())
+}
