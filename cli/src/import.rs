@@ -6,11 +6,16 @@
 //!    and infer each CSV column's type: integer if every non-empty cell is one, else float if
 //!    every non-empty cell is a number, else text. A malformed line stops the import here,
 //!    before anything is written, with its line number.
-//! 2. **Load.** Parse again, build typed records and write them in batches of
-//!    [`ImportOptions::batch_rows`]. Each batch is one atomic write; when one fails (a key
-//!    that exists, an oversized record, an I/O error), the error names the line, every batch
-//!    before it is committed and nothing of it or after it is. The logs are synced at the
-//!    end, so a finished import survives a crash.
+//! 2. **Load.** Parse again and build typed records. By default (bulk mode) the rows are
+//!    inserts loaded through [`Db::bulk_load`]: runs of about 64 MiB, each sorted by key and
+//!    written straight into table files with its index entries when no stored row falls in
+//!    its key range, or as ordinary inserts in batches of 1,000 when one does. With
+//!    `replace`, or with bulk mode off (`strata import --batch N`), rows go in atomic writes
+//!    of [`ImportOptions::batch_rows`]. When a run or batch fails (a key that exists, an
+//!    oversized record, an I/O error), the error names the line; every row before the
+//!    failing run or batch is committed (and, of a run written as inserts, the batches of it
+//!    before the failing one), nothing after. The logs are synced at the end, so a finished
+//!    import survives a crash (a loaded run is durable as soon as it is loaded).
 //!
 //! Numbers keep their text's meaning: a cell with a leading zero (`007`, a ZIP code) is
 //! text, not the integer 7, and an integer column whose cells are all integers stays integer.
@@ -20,11 +25,12 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Seek};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use strata::table::format::MAX_RECORD_BYTES;
-use strata::{Db, Record, TableBatch, Value, WriteOptions};
+use strata::{BulkLoad, Db, Record, TableBatch, Value, WriteOptions};
 
 use crate::expr::number;
 
@@ -55,8 +61,13 @@ impl Format {
 pub struct ImportOptions {
     /// The input's format.
     pub format: Format,
-    /// Rows per atomic write.
+    /// Rows per atomic write, when not in bulk mode.
     pub batch_rows: usize,
+    /// Bulk mode (inserts only, so not with `replace`): rows go into runs of about
+    /// [`strata::table::RUN_BYTES`] loaded straight into table files (`Db::bulk_load`), each
+    /// run one atomic load; a run whose key range meets stored rows goes through ordinary
+    /// inserts in batches. Off, rows go through atomic writes of `batch_rows`.
+    pub bulk: bool,
     /// Replace rows whose key exists (upsert) instead of failing on them.
     pub replace: bool,
     /// Show a progress bar (on standard error).
@@ -64,12 +75,13 @@ pub struct ImportOptions {
 }
 
 impl ImportOptions {
-    /// Defaults for `format`: batches of 1,000 rows, inserts, a progress bar when standard
-    /// error is a terminal.
+    /// Defaults for `format`: inserts in bulk mode, a progress bar when standard error is a
+    /// terminal.
     pub fn new(format: Format) -> Self {
         ImportOptions {
             format,
             batch_rows: 1000,
+            bulk: true,
             replace: false,
             progress: std::io::stderr().is_terminal(),
         }
@@ -225,7 +237,8 @@ fn json_value(field: &str, v: serde_json::Value) -> Result<Value, String> {
 }
 
 /// Reads rows of one format; `each` gets the line number, the record, and the bytes read so
-/// far. In the check pass, `types` is filled; in the load pass, it is read.
+/// far. In the check pass, `types` is filled; in the load pass, it is read. A CSV check pass
+/// reads cells without building rows: its records are empty.
 struct Input<'a> {
     path: &'a Path,
     format: Format,
@@ -295,6 +308,16 @@ impl Input<'_> {
         if check {
             *types = vec![ColumnType::Empty; header.len()];
         }
+        // Each name is allocated once and shared by every row; cells are taken in name order
+        // so a row's fields arrive sorted.
+        let names: Vec<Arc<str>> = header.iter().map(|h| Arc::from(h.as_str())).collect();
+        let mut order: Vec<usize> = (0..header.len()).collect();
+        order.sort_by(|&a, &b| header[a].cmp(&header[b]));
+        let key_columns: Vec<(usize, &String)> = self
+            .key
+            .iter()
+            .filter_map(|k| Some((header.iter().position(|h| h == k)?, k)))
+            .collect();
         let mut row = csv::StringRecord::new();
         loop {
             match reader.read_record(&mut row) {
@@ -303,18 +326,24 @@ impl Input<'_> {
                 Err(e) => return Err(csv_error(&e, "a row")),
             }
             let line = row.position().map_or(0, csv::Position::line);
-            let mut record = Record::new();
-            for (i, cell) in row.iter().enumerate() {
-                if check {
-                    types[i] = types[i].max(cell_type(cell));
-                    if !cell.is_empty() {
-                        record.set(header[i].as_str(), Value::Bool(true));
-                    }
-                } else if let Some(v) = cell_value(cell, types[i]) {
-                    record.set(header[i].as_str(), v);
-                }
+            if let Some((_, field)) = key_columns.iter().find(|(i, _)| row[*i].is_empty()) {
+                return Err(fail(
+                    Some(line),
+                    format!("the primary-key field {field:?} is missing or empty"),
+                ));
             }
-            self.check_key(line, &record)?;
+            let record = if check {
+                for (i, cell) in row.iter().enumerate() {
+                    types[i] = types[i].max(cell_type(cell));
+                }
+                Record::new()
+            } else {
+                let fields = order
+                    .iter()
+                    .filter_map(|&i| Some((Arc::clone(&names[i]), cell_value(&row[i], types[i])?)))
+                    .collect();
+                Record::from_shared(fields)
+            };
             let read = reader.position().byte();
             each(line, record, read)?;
         }
@@ -405,30 +434,32 @@ fn progress_bar(show: bool, total: u64, message: &'static str) -> ProgressBar {
     bar
 }
 
-/// A batch being filled, with the input line of each row.
-/// The second pass's state: the batch being filled, with each row's line and key (to name
-/// the culprit of a failed batch), and what the committed batches hold.
+/// The second pass's state: the rows not yet committed, with each one's line and key (to
+/// name the culprit of a failed batch or run), and what the committed ones hold.
 struct Loader<'a> {
     db: &'a Db,
     table: &'a str,
     key_fields: &'a [String],
     replace: bool,
     batch_rows: usize,
+    /// Bulk mode: rows go into runs loaded straight into table files.
+    bulk: Option<BulkLoad<'a>>,
     pending: Pending,
-    /// Rows in committed batches.
+    /// Rows committed.
     imported: u64,
-    /// The last line of the last committed batch.
+    /// The last line of the last committed row.
     imported_through: u64,
 }
 
 struct Pending {
+    /// Batch mode's rows.
     batch: TableBatch,
     lines: Vec<u64>,
     keys: Vec<Vec<Value>>,
 }
 
 impl Loader<'_> {
-    /// An error at `line` that reports what the committed batches hold.
+    /// An error at `line` that reports what is committed.
     fn error(&self, line: Option<u64>, message: String) -> ImportError {
         ImportError {
             line,
@@ -438,8 +469,8 @@ impl Loader<'_> {
         }
     }
 
-    /// Adds the row read at `line`; commits the batch when it is full. Returns whether it
-    /// committed.
+    /// Adds the row read at `line`; commits the batch or run when it is full. Returns whether
+    /// it committed.
     fn add(&mut self, line: u64, record: Record) -> Result<bool, ImportError> {
         // The encoded size is at most the names and strings plus a few bytes a field; only
         // a record that might be too large is encoded here (the write encodes it anyway).
@@ -457,36 +488,60 @@ impl Loader<'_> {
                 format!("the record is {len} bytes; a record may have at most {MAX_RECORD_BYTES}");
             return Err(self.error(Some(line), message));
         }
-        let pending = &mut self.pending;
-        pending.lines.push(line);
         let key = self.key_fields.iter().map(|f| record.value(f).clone());
-        pending.keys.push(key.collect());
-        if self.replace {
-            pending.batch.upsert(record);
-        } else {
-            pending.batch.insert(record);
-        }
-        if pending.batch.len() < self.batch_rows {
+        let key = key.collect();
+        let full = match self.bulk.as_mut() {
+            Some(bulk) => match bulk.insert(record) {
+                Ok(full) => full,
+                Err(e) => return Err(self.error(Some(line), e.to_string())),
+            },
+            None => {
+                if self.replace {
+                    self.pending.batch.upsert(record);
+                } else {
+                    self.pending.batch.insert(record);
+                }
+                self.pending.batch.len() >= self.batch_rows
+            }
+        };
+        self.pending.lines.push(line);
+        self.pending.keys.push(key);
+        if !full {
             return Ok(false);
         }
         self.commit()?;
         Ok(true)
     }
 
-    /// Writes the pending rows as one atomic batch.
+    /// Commits the pending rows: one atomic batch, or one bulk-load run.
     fn commit(&mut self) -> Result<(), ImportError> {
-        let batch = std::mem::take(&mut self.pending.batch);
-        let n = batch.len() as u64;
-        if n == 0 {
+        if self.pending.lines.is_empty() {
             return Ok(());
         }
-        if let Err(e) = self.db.write(self.table, batch, WriteOptions::default()) {
-            let line = culprit(self.db, self.table, &e, &self.pending);
+        let (result, committed) = match self.bulk.as_mut() {
+            Some(bulk) => {
+                let before = bulk.loaded();
+                let result = bulk.commit();
+                (result, (bulk.loaded() - before) as usize)
+            }
+            None => {
+                let batch = std::mem::take(&mut self.pending.batch);
+                let n = batch.len();
+                match self.db.write(self.table, batch, WriteOptions::default()) {
+                    Ok(()) => (Ok(()), n),
+                    Err(e) => (Err(e), 0),
+                }
+            }
+        };
+        // What committed is a prefix of the pending rows, in input order.
+        self.imported += committed as u64;
+        if committed > 0 {
+            self.imported_through = self.pending.lines[committed - 1];
+        }
+        if let Err(e) = result {
+            let line = culprit(self.db, self.table, &e, &self.pending, committed);
             return Err(self.error(line, e.to_string()));
         }
-        self.imported += n;
-        let last = self.pending.lines.last().copied();
-        self.imported_through = last.unwrap_or(self.imported_through);
         self.pending.lines.clear();
         self.pending.keys.clear();
         Ok(())
@@ -521,12 +576,18 @@ pub fn import(
     // 2. Load in atomic batches.
     let bar = progress_bar(options.progress, bytes, "importing");
     let batch_rows = options.batch_rows.max(1);
+    let bulk = if options.bulk && !options.replace {
+        Some(db.bulk_load(table).map_err(|e| fail(None, e.to_string()))?)
+    } else {
+        None
+    };
     let mut loader = Loader {
         db,
         table,
         key_fields: &def.primary_key,
         replace: options.replace,
         batch_rows,
+        bulk,
         pending: Pending {
             batch: TableBatch::new(),
             lines: Vec::with_capacity(batch_rows),
@@ -608,20 +669,28 @@ fn check_pass(
     Ok(types)
 }
 
-/// The line of the row that made a batch fail, when the failure is a row's: a key that
-/// exists (in the table, or earlier in the batch).
-fn culprit(db: &Db, table: &str, error: &strata::Error, pending: &Pending) -> Option<u64> {
+/// The line of the row that made a batch or run fail, when the failure is a row's: a key
+/// that exists (in the table, or earlier in the batch). The first `committed` pending rows
+/// are in the table now, and not suspects.
+fn culprit(
+    db: &Db,
+    table: &str,
+    error: &strata::Error,
+    pending: &Pending,
+    committed: usize,
+) -> Option<u64> {
+    let lines = &pending.lines[committed..];
     if !matches!(error, strata::Error::Conflict(_)) {
-        return pending.lines.first().copied();
+        return lines.first().copied();
     }
     let mut seen = std::collections::HashSet::new();
-    for (key, line) in pending.keys.iter().zip(&pending.lines) {
+    for (key, line) in pending.keys[committed..].iter().zip(lines) {
         let exists = db.get(table, key).ok().flatten().is_some();
         if exists || !seen.insert(format!("{key:?}")) {
             return Some(*line);
         }
     }
-    pending.lines.first().copied()
+    lines.first().copied()
 }
 
 /// Reads a few bytes of `path` to tell whether it looks like JSON lines (its first non-blank

@@ -64,9 +64,10 @@ enum Command {
         /// Replace rows whose key exists instead of stopping at them.
         #[arg(long)]
         replace: bool,
-        /// Rows per atomic write.
-        #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
-        batch: u64,
+        /// Write rows in atomic batches of this many instead of bulk-loading new keys
+        /// straight into table files (batches of 1,000 with --replace).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        batch: Option<u64>,
     },
     /// Query a table through the planner.
     Query(QueryArgs),
@@ -614,7 +615,7 @@ fn run_import(
     file: &Path,
     format: Option<InputFormat>,
     replace: bool,
-    batch: u64,
+    batch: Option<u64>,
 ) -> Outcome {
     let format = match format {
         Some(InputFormat::Csv) => import::Format::Csv,
@@ -626,7 +627,8 @@ fn run_import(
     };
     let options = ImportOptions {
         replace,
-        batch_rows: usize::try_from(batch).unwrap_or(1000),
+        bulk: batch.is_none(),
+        batch_rows: batch.map_or(1000, |b| usize::try_from(b).unwrap_or(1000)),
         ..ImportOptions::new(format)
     };
     let report = import::import(db, table, file, &options).map_err(|e| e.to_string())?;

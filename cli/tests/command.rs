@@ -381,6 +381,35 @@ fn a_failing_batch_leaves_the_batches_before_it_and_nothing_after() {
 }
 
 #[test]
+fn a_bulk_import_loads_a_run_whole_or_names_the_row_that_stops_it() {
+    let db = Db::new();
+    db.ok(&["table", "create", "t", "--key", "id"]);
+    db.ok(&["index", "create", "t", "by_v", "--on", "v"]);
+    // Without --batch, one run: a key given twice (lines 2 and 7) loads nothing of it.
+    let dup = db.file("dup.csv", "id,v\n1,a\n2,b\n3,c\n4,d\n5,e\n1,again\n6,f\n");
+    let error = db.fails(&["import", "t", &dup]);
+    assert!(error.starts_with("strata: line 7: conflict: "), "{error}");
+    assert!(error.ends_with("nothing was imported"), "{error}");
+    assert!(db.rows("t", &[]).is_empty());
+
+    // New keys load; a later file whose range meets them goes through inserts, which stop at
+    // the stored key and name its line.
+    let first = db.file("first.csv", "id,v\n10,a\n30,b\n20,a\n");
+    let out = db.ok(&["import", "t", &first]);
+    assert!(out.contains("imported 3 rows into t"), "{out}");
+    let second = db.file("second.csv", "id,v\n15,x\n25,x\n30,x\n35,x\n");
+    let error = db.fails(&["import", "t", &second]);
+    assert!(error.starts_with("strata: line 4: conflict: "), "{error}");
+    assert_eq!(
+        db.rows("t", &[]).len(),
+        3,
+        "the run's one batch wrote nothing"
+    );
+    assert_eq!(db.rows("t", &["--where", "v = 'a'"]).len(), 2);
+    db.ok(&["verify", "t"]);
+}
+
+#[test]
 fn json_lines_import_keeps_json_types() {
     let db = Db::new();
     db.ok(&[

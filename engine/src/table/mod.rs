@@ -11,7 +11,8 @@
 //! - [`key`]: the order-preserving tuple code for keys.
 //! - [`catalog`]: table and index definitions, stored in a system column family.
 //! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
-//! - `db`, `write`, `indexer`, `backfill`, `query` (with `stream`), `verify`, `analyze`: the `Db` API.
+//! - `db`, `write`, `load`, `indexer`, `backfill`, `query` (with `stream`), `verify`, `analyze`:
+//!   the `Db` API.
 
 mod access;
 mod advice;
@@ -24,6 +25,7 @@ pub mod entry;
 pub mod format;
 mod indexer;
 pub mod key;
+mod load;
 mod options;
 pub mod outbox;
 mod query;
@@ -42,6 +44,7 @@ pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef};
 pub use db::Db;
 pub use indexer::IndexLag;
 pub use key::KeyError;
+pub use load::{BulkLoad, FALLBACK_BATCH_ROWS, RUN_BYTES};
 pub use options::Options;
 pub use query::{Analysis, DEFAULT_ROW_BYTES, ExecStats, Rows};
 pub use record::{Record, RecordError};

@@ -68,6 +68,20 @@ impl Record {
         }
     }
 
+    /// A record of `fields`, whose names are shared with the caller (a loader that builds many
+    /// rows of the same fields allocates each name once, not once a row). A name given twice
+    /// keeps its last value. Fields already in name order are taken as they are.
+    pub fn from_shared(mut fields: Vec<(Arc<str>, Value)>) -> Record {
+        if fields.windows(2).any(|w| w[0].0 >= w[1].0) {
+            // As in `from_iter`: stable, so the last of equal names survives the dedup.
+            fields.sort_by(|a, b| a.0.cmp(&b.0));
+            fields.reverse();
+            fields.dedup_by(|a, b| a.0 == b.0);
+            fields.reverse();
+        }
+        Record { fields }
+    }
+
     /// [`Record::set`] for a borrowed name: a field the record has is replaced without
     /// allocating a name.
     pub(crate) fn set_str(&mut self, name: &str, value: Value) {
@@ -362,17 +376,11 @@ impl<'de> serde::Deserialize<'de> for Record {
 impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Record {
     /// A name given twice keeps its last value.
     fn from_iter<I: IntoIterator<Item = (K, V)>>(iter: I) -> Self {
-        let mut fields: Vec<(Name, Value)> = iter
+        let fields = iter
             .into_iter()
             .map(|(k, v)| (Name::from(k.into()), v.into()))
             .collect();
-        // Stable: among equal names the last stays last, and dedup keeps the first of a
-        // run, so reverse each run's order by deduplicating from the end.
-        fields.sort_by(|a, b| a.0.cmp(&b.0));
-        fields.reverse();
-        fields.dedup_by(|a, b| a.0 == b.0);
-        fields.reverse();
-        Record { fields }
+        Record::from_shared(fields)
     }
 }
 
@@ -588,6 +596,21 @@ mod tests {
             let bytes = record.encode();
             let back = Record::decode(&bytes).unwrap();
             prop_assert_eq!(back.encode(), bytes);
+        }
+
+        /// Shared names in any order, repeats included, make the record that setting each
+        /// field in turn makes.
+        #[test]
+        fn a_record_of_shared_names_is_the_record_of_its_sets(
+            fields in proptest::collection::vec(("[a-d]{1,2}", value()), 0..10),
+        ) {
+            let mut set = Record::new();
+            for (name, v) in &fields {
+                set.set(name.as_str(), v.clone());
+            }
+            let shared: Vec<(Arc<str>, Value)> =
+                fields.into_iter().map(|(n, v)| (Arc::from(n), v)).collect();
+            prop_assert_eq!(Record::from_shared(shared), set);
         }
 
         #[test]

@@ -43,6 +43,14 @@ impl Stripes {
         Stripes((0..STRIPES).map(|_| Mutex::new(())).collect())
     }
 
+    /// Locks every stripe, in order: no row of any table changes until they are dropped.
+    pub(crate) fn lock_all(&self) -> Vec<MutexGuard<'_, ()>> {
+        self.0
+            .iter()
+            .map(|m| m.lock().unwrap_or_else(|p| p.into_inner()))
+            .collect()
+    }
+
     /// Locks the stripes of `keys`, in stripe order.
     pub(crate) fn lock<'k>(
         &self,
@@ -326,36 +334,53 @@ impl Db {
 fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
     let mut planned = Vec::with_capacity(batch.len());
     for m in batch.mutations {
-        let (key, record, insert) = match m {
+        planned.push(match m {
             Mutation::Insert(r) => {
-                let r = normalise(r)?;
-                (record_key(def, &r)?, Some(r), true)
+                let (key, record, encoded) = checked(def, r)?;
+                Planned {
+                    key,
+                    record: Some(record),
+                    encoded,
+                    insert: true,
+                }
             }
             Mutation::Upsert(r) => {
-                let r = normalise(r)?;
-                (record_key(def, &r)?, Some(r), false)
+                let (key, record, encoded) = checked(def, r)?;
+                Planned {
+                    key,
+                    record: Some(record),
+                    encoded,
+                    insert: false,
+                }
             }
             Mutation::Delete(key) => {
                 let values: Vec<&Value> = key.iter().collect();
-                (encode_primary_key(def, &values)?, None, false)
+                Planned {
+                    key: encode_primary_key(def, &values)?,
+                    record: None,
+                    encoded: Vec::new(),
+                    insert: false,
+                }
             }
-        };
-        let encoded = record.as_ref().map(Record::encode).unwrap_or_default();
-        if encoded.len() > MAX_RECORD_BYTES {
-            return Err(Error::TooLarge {
-                what: "record",
-                len: encoded.len(),
-                max: MAX_RECORD_BYTES,
-            });
-        }
-        planned.push(Planned {
-            key,
-            record,
-            encoded,
-            insert,
         });
     }
     Ok(planned)
+}
+
+/// A row to store, checked against `def` (fields, key, size): its encoded primary key, the
+/// row without its `NULL` fields, and the row encoded.
+pub(crate) fn checked(def: &TableDef, record: Record) -> Result<(Vec<u8>, Record, Vec<u8>)> {
+    let record = normalise(record)?;
+    let key = record_key(def, &record)?;
+    let encoded = record.encode();
+    if encoded.len() > MAX_RECORD_BYTES {
+        return Err(Error::TooLarge {
+            what: "record",
+            len: encoded.len(),
+            max: MAX_RECORD_BYTES,
+        });
+    }
+    Ok((key, record, encoded))
 }
 
 /// Each shard's fact puts and deletes, sync index diffs and outbox operations for `changes`.
@@ -382,7 +407,7 @@ fn shard_parts(t: &Table, changes: &[KeyChange]) -> Result<Vec<Option<ShardPart>
     Ok(parts)
 }
 
-fn display_key(t: &Table, record: Option<&Record>) -> String {
+pub(crate) fn display_key(t: &Table, record: Option<&Record>) -> String {
     let Some(r) = record else {
         return String::new();
     };
