@@ -110,7 +110,7 @@ impl BulkLoad<'_> {
     ///     }
     /// }
     /// assert_eq!(load.finish()?, 10_000);
-    /// # Ok::<(), strata::Error>(())
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn insert(&mut self, record: Record) -> Result<bool> {
         let t = self.table()?;
