@@ -3,7 +3,7 @@
 //! skips the log, the memtable and the flush that would copy it into a table anyway.
 //!
 //! [`Store::ingest`](crate::Store::ingest) takes one run of puts per column family:
-//! 1. checks them: keys strictly ascending within a run, within the key and value limits;
+//! 1. sorts each run and checks it: no key twice, keys and values within their limits;
 //! 2. flushes every memtable that holds a key (or a tombstone) in a run's range, since a read
 //!    looks at memtables before tables and would find that older version first;
 //! 3. under the writer lock (no batch commits meanwhile), checks the memtables again, takes
@@ -38,19 +38,102 @@ use crate::store::Shared;
 use crate::sync::lock;
 use crate::version::{SuperVersion, TableFile};
 
-/// One column family's entries for [`Store::ingest`](crate::Store::ingest): puts in strictly
-/// ascending key order.
+/// One column family's entries for [`Store::ingest`](crate::Store::ingest): puts, pushed in
+/// any order, held back to back in one buffer (a bulk load makes millions; one allocation
+/// each would cost more than writing them).
 #[derive(Clone, Debug)]
 pub struct IngestRun {
-    /// The family they go to.
-    pub cf: ColumnFamily,
-    /// `(key, value)` pairs, keys strictly ascending.
-    pub entries: Vec<(Vec<u8>, Vec<u8>)>,
+    cf: ColumnFamily,
+    /// Keys and values, back to back, in the order they were pushed.
+    bytes: Vec<u8>,
+    /// Per entry, in key order once sorted.
+    spans: Vec<Span>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Span {
+    at: usize,
+    key: usize,
+    value: usize,
 }
 
 impl IngestRun {
+    /// An empty run for `cf`.
+    pub fn new(cf: ColumnFamily) -> Self {
+        IngestRun {
+            cf,
+            bytes: Vec::new(),
+            spans: Vec::new(),
+        }
+    }
+
+    /// The family it goes to.
+    pub fn cf(&self) -> &ColumnFamily {
+        &self.cf
+    }
+
+    /// Adds `key` = `value`.
+    pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        self.spans.push(Span {
+            at: self.bytes.len(),
+            key: key.len(),
+            value: value.len(),
+        });
+        self.bytes.extend_from_slice(key);
+        self.bytes.extend_from_slice(value);
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.spans.len()
+    }
+
+    /// Whether it holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.spans.is_empty()
+    }
+
+    /// Bytes of keys and values held.
+    pub fn bytes(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Puts the entries in key order (equal keys next to each other).
+    pub fn sort(&mut self) {
+        let bytes = &self.bytes;
+        self.spans
+            .sort_unstable_by(|a, b| bytes[a.at..a.at + a.key].cmp(&bytes[b.at..b.at + b.key]));
+    }
+
+    /// Entry `i` (in key order once sorted, else in push order).
+    pub fn get(&self, i: usize) -> (&[u8], &[u8]) {
+        let s = self.spans[i];
+        (
+            &self.bytes[s.at..s.at + s.key],
+            &self.bytes[s.at + s.key..s.at + s.key + s.value],
+        )
+    }
+
+    /// The entries (in key order once sorted, else in push order).
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..self.spans.len()).map(|i| self.get(i))
+    }
+
+    /// The entries in the order they were pushed, sorted or not.
+    pub fn in_push_order(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        let mut spans = self.spans.clone();
+        spans.sort_unstable_by_key(|s| s.at);
+        spans.into_iter().map(|s| {
+            (
+                &self.bytes[s.at..s.at + s.key],
+                &self.bytes[s.at + s.key..s.at + s.key + s.value],
+            )
+        })
+    }
+
     fn range(&self) -> Option<(&[u8], &[u8])> {
-        Some((&self.entries.first()?.0, &self.entries.last()?.0))
+        let last = self.spans.len().checked_sub(1)?;
+        Some((self.get(0).0, self.get(last).0))
     }
 }
 
@@ -87,7 +170,10 @@ fn placement(version: &SuperVersion, num_levels: usize, lower: &[u8], upper: &[u
 impl Shared {
     /// See the module documentation.
     pub(crate) fn ingest(&self, runs: Vec<IngestRun>) -> Result<SeqNo> {
-        let runs: Vec<IngestRun> = runs.into_iter().filter(|r| !r.entries.is_empty()).collect();
+        let mut runs: Vec<IngestRun> = runs.into_iter().filter(|r| !r.is_empty()).collect();
+        for run in &mut runs {
+            run.sort();
+        }
         check_runs(&runs)?;
         if runs.is_empty() {
             return Ok(self.seq.visible());
@@ -196,7 +282,7 @@ impl Shared {
         written: &mut Vec<(Arc<CfShared>, Arc<TableFile>)>,
     ) -> Result<()> {
         for run in runs {
-            let mut entries = run.entries.iter().peekable();
+            let mut entries = run.iter().peekable();
             while entries.peek().is_some() {
                 let number = lock(&self.versions).reserve_file_number();
                 let path = file_path(&self.dir, FileKind::Table, number);
@@ -223,7 +309,7 @@ impl Shared {
         &self,
         path: &std::path::Path,
         cf: &CfShared,
-        entries: &mut std::iter::Peekable<impl Iterator<Item = &'e (Vec<u8>, Vec<u8>)>>,
+        entries: &mut std::iter::Peekable<impl Iterator<Item = (&'e [u8], &'e [u8])>>,
         seqno: SeqNo,
     ) -> Result<u64> {
         let table_error = |e| Error::table(path.to_owned(), &e);
@@ -264,12 +350,12 @@ fn insert_at(tables: &mut Vec<Arc<TableFile>>, level: usize, table: Arc<TableFil
     }
 }
 
-/// Step 1: every key and value within its limit, keys strictly ascending within a run, and
-/// no two runs of one family meeting (they share one seqno, so a key in both would have two
-/// values at once).
+/// Step 1: every key and value within its limit, no key twice within a run, and no two runs
+/// of one family meeting (they share one seqno, so a key in both would have two values at
+/// once). REQUIRES: each run sorted.
 fn check_runs(runs: &[IngestRun]) -> Result<()> {
     for run in runs {
-        for (key, value) in &run.entries {
+        for (key, value) in run.iter() {
             if key.len() > MAX_KEY_BYTES {
                 return Err(Error::TooLarge {
                     what: "key",
@@ -285,9 +371,9 @@ fn check_runs(runs: &[IngestRun]) -> Result<()> {
                 });
             }
         }
-        if run.entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+        if (1..run.len()).any(|i| run.get(i - 1).0 == run.get(i).0) {
             return Err(Error::InvalidArgument(format!(
-                "column family {:?}: an ingested run's keys must be strictly ascending",
+                "column family {:?}: an ingested run holds a key twice",
                 run.cf.name()
             )));
         }

@@ -473,12 +473,12 @@ impl Store {
         ))
     }
 
-    /// Adds `runs` (one family's puts each, keys strictly ascending) as new tables, in one
+    /// Adds `runs` (one family's puts each, in any order) as new tables, in one
     /// manifest edit and at one new seqno, which it returns: readers see all of them or none.
     /// The entries skip the log and the memtables (a bulk load's fast path). Memtables that
     /// hold keys in a run's range are flushed first; each table goes to the deepest level
     /// where nothing above it meets its range. Writers of the store wait while the tables are
-    /// written. Fails, adding nothing, on keys out of order, two runs of one family that
+    /// written. Fails, adding nothing, on a key twice in a run, two runs of one family that
     /// meet, an entry over its limit, or a dropped family. See `ingest.rs`.
     pub fn ingest(&self, runs: Vec<IngestRun>) -> Result<SeqNo> {
         self.shared.ingest(runs)

@@ -38,6 +38,8 @@ use crate::table::entry::record_corrupt;
 use crate::table::record::Record;
 use crate::table::write::{TableBatch, checked, display_key};
 
+use std::sync::Arc;
+
 /// Encoded bytes of rows and entries a run collects before it is loaded.
 /// TUNING: large enough that a run's tables are a few target-sized files (fewer, larger
 /// ingestions; sorted input makes each run's key range its own), small enough that a load
@@ -47,25 +49,17 @@ pub const RUN_BYTES: usize = 64 << 20;
 /// Rows per batch when a run overlaps stored rows and goes through ordinary inserts.
 pub const FALLBACK_BATCH_ROWS: usize = 1000;
 
-/// A row kept for the next run.
-struct Kept {
-    /// Its place in the run, in the order rows were added.
-    seq: usize,
-    key: Vec<u8>,
-    encoded: Vec<u8>,
-    /// `(index id, entry key, entry value)`, for the indexes the load started with.
-    entries: Vec<(u64, Vec<u8>, Vec<u8>)>,
-}
-
 /// A bulk load into one table: see the module documentation (`load.rs`).
 pub struct BulkLoad<'d> {
     db: &'d Db,
-    table: String,
-    /// The table's id when the load began: a table dropped and recreated meanwhile fails it.
-    table_id: u64,
-    /// The rows of the run being collected.
-    rows: Vec<Kept>,
-    bytes: usize,
+    /// The table as the load began; its id must not change (a table dropped and recreated
+    /// meanwhile fails the load), its indexes may.
+    start: Arc<Table>,
+    /// The run's rows, `(encoded primary key, encoded record)`, in the order they came.
+    facts: IngestRun,
+    /// The run's entries for each index of `start` (a table of one shard; with more, entries
+    /// are made per shard when the run is loaded).
+    entries: Vec<IngestRun>,
     run_bytes: usize,
     loaded: u64,
 }
@@ -74,13 +68,18 @@ impl Db {
     /// Starts a bulk load into `table`: inserts written straight into table files when their
     /// keys are new to the table (see [`BulkLoad`]).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad<'_>> {
-        let t = self.handle(table)?;
+        let start = self.handle(table)?;
+        let shard = &start.shards[0];
+        let entries = if start.shards.len() == 1 {
+            shard.indexes.iter().cloned().map(IngestRun::new).collect()
+        } else {
+            Vec::new()
+        };
         Ok(BulkLoad {
             db: self,
-            table: table.to_owned(),
-            table_id: t.def.id,
-            rows: Vec::new(),
-            bytes: 0,
+            facts: IngestRun::new(shard.fact.clone()),
+            entries,
+            start,
             run_bytes: RUN_BYTES,
             loaded: 0,
         })
@@ -113,26 +112,19 @@ impl BulkLoad<'_> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn insert(&mut self, record: Record) -> Result<bool> {
-        let t = self.table()?;
+        let t = &self.start;
         let (key, record, encoded) = checked(&t.def, record)?;
-        let shard = t.fact_shard(&key);
-        let mut entries = Vec::with_capacity(t.def.indexes.len());
-        for ix in &t.def.indexes {
-            let (k, v) = index_entry(ix, shard, &key, &record)?;
-            entries.push((ix.id, k, v));
+        // Every entry is made before any is kept, so a refused row leaves nothing behind.
+        let mut made = Vec::with_capacity(self.entries.len());
+        for ix in t.def.indexes.iter().take(self.entries.len()) {
+            made.push(index_entry(ix, 0, &key, &record)?);
         }
-        self.bytes += key.len() + encoded.len();
-        self.bytes += entries
-            .iter()
-            .map(|(_, k, v)| k.len() + v.len())
-            .sum::<usize>();
-        self.rows.push(Kept {
-            seq: self.rows.len(),
-            key,
-            encoded,
-            entries,
-        });
-        Ok(self.bytes >= self.run_bytes)
+        self.facts.push(&key, &encoded);
+        for (run, (k, v)) in self.entries.iter_mut().zip(made) {
+            run.push(&k, &v);
+        }
+        let bytes = self.facts.bytes() + self.entries.iter().map(IngestRun::bytes).sum::<usize>();
+        Ok(bytes >= self.run_bytes)
     }
 
     /// Rows loaded so far (in runs that committed).
@@ -142,7 +134,7 @@ impl BulkLoad<'_> {
 
     /// Rows added and not loaded yet.
     pub fn pending(&self) -> usize {
-        self.rows.len()
+        self.facts.len()
     }
 
     /// Loads the rows added since the last run. On an error, the rows of the run that were
@@ -150,12 +142,17 @@ impl BulkLoad<'_> {
     /// the first ones in the order they were added when it went through ordinary inserts.
     /// The rest of the run is dropped.
     pub fn commit(&mut self) -> Result<()> {
-        let rows = std::mem::take(&mut self.rows);
-        self.bytes = 0;
-        if rows.is_empty() {
+        let fresh = IngestRun::new(self.facts.cf().clone());
+        let facts = std::mem::replace(&mut self.facts, fresh);
+        let mut entries = Vec::with_capacity(self.entries.len());
+        for run in &mut self.entries {
+            let fresh = IngestRun::new(run.cf().clone());
+            entries.push(std::mem::replace(run, fresh));
+        }
+        if facts.is_empty() {
             return Ok(());
         }
-        self.load_run(rows)
+        self.load_run(facts, entries)
     }
 
     /// Loads what is left and returns the rows the load wrote.
@@ -164,34 +161,33 @@ impl BulkLoad<'_> {
         Ok(self.loaded)
     }
 
-    fn table(&self) -> Result<std::sync::Arc<Table>> {
-        let t = self.db.handle(&self.table)?;
-        if t.def.id != self.table_id {
+    fn table(&self) -> Result<Arc<Table>> {
+        let t = self.db.handle(&self.start.def.name)?;
+        if t.def.id != self.start.def.id {
             return Err(Error::Conflict(format!(
                 "table {:?} was dropped and recreated during the bulk load",
-                self.table
+                t.def.name
             )));
         }
         Ok(t)
     }
 
-    fn load_run(&mut self, mut rows: Vec<Kept>) -> Result<()> {
+    fn load_run(&mut self, mut facts: IngestRun, entries: Vec<IngestRun>) -> Result<()> {
         // 1. Sorted; a repeated key fails the run.
-        rows.sort_unstable_by(|a, b| a.key.cmp(&b.key));
-        if let Some(pair) = rows.windows(2).find(|w| w[0].key == w[1].key) {
-            let t = self.table()?;
-            let record = Record::decode(&pair[1].encoded).ok();
+        facts.sort();
+        if let Some(i) = (1..facts.len()).find(|&i| facts.get(i - 1).0 == facts.get(i).0) {
+            let record = Record::decode(facts.get(i).1).ok();
             return Err(Error::Conflict(format!(
                 "table {:?} has a row with key {} (twice in the load)",
-                t.def.name,
-                display_key(&t, record.as_ref())
+                self.start.def.name,
+                display_key(&self.start, record.as_ref())
             )));
         }
         let first = self.table()?;
         let global_elsewhere =
             first.shards.len() > 1 && first.def.indexes.iter().any(|ix| ix.scope == Scope::Global);
         if global_elsewhere {
-            return self.insert_rows(rows);
+            return self.insert_rows(&facts);
         }
 
         // 2. Every row lock, then the definition; with async indexes, nothing left queued.
@@ -207,109 +203,133 @@ impl BulkLoad<'_> {
             // A paused or failed indexer, or one that never catches up: ordinary inserts,
             // which queue their entries like any write.
             if attempts > 3 || self.db.wait_for_indexes().is_err() {
-                return self.insert_rows(rows);
+                return self.insert_rows(&facts);
             }
         };
         let started = std::time::Instant::now();
 
-        // 3. Per shard: new key range, or ordinary inserts.
-        let shards = t.shards.len();
-        let mut per_shard: Vec<Vec<Kept>> = (0..shards).map(|_| Vec::new()).collect();
-        for row in rows {
-            per_shard[t.fact_shard(&row.key)].push(row);
-        }
+        // 3. Per shard: a new key range, or ordinary inserts.
+        let mut rest = None;
+        // (A table of several shards splits a copy: the fallback needs the rows in the order
+        // they came, which is the whole run's push order.)
+        let per_shard = if t.shards.len() == 1 {
+            vec![facts]
+        } else {
+            let split = split_by_shard(&t, &facts);
+            rest = Some(facts);
+            split
+        };
         for (s, rows) in per_shard.iter().enumerate() {
-            let (Some(lo), Some(hi)) = (rows.first(), rows.last()) else {
+            let Some((lo, hi)) = rows
+                .len()
+                .checked_sub(1)
+                .map(|last| (rows.get(0).0, rows.get(last).0))
+            else {
                 continue;
             };
-            if self.holds_rows_in(&t, s, &lo.key, &hi.key)? {
+            if holds_rows_in(&t, s, lo, hi)? {
                 drop(guards);
-                return self.insert_rows(per_shard.into_iter().flatten().collect());
+                let all = match rest {
+                    Some(all) => all,
+                    None => per_shard
+                        .into_iter()
+                        .next()
+                        .unwrap_or_else(|| IngestRun::new(t.shards[0].fact.clone())),
+                };
+                return self.insert_rows(&all);
             }
         }
+        let ids = |def: &crate::table::catalog::TableDef| -> Vec<u64> {
+            def.indexes.iter().map(|ix| ix.id).collect()
+        };
+        let kept = t.shards.len() == 1 && ids(&t.def) == ids(&self.start.def);
+        let mut entries = if kept { Some(entries) } else { None };
         let mut written = 0u64;
         for (s, rows) in per_shard.into_iter().enumerate() {
             if rows.is_empty() {
                 continue;
             }
             let n = rows.len() as u64;
-            let runs = shard_runs(&t, s, rows)?;
+            let indexes = match entries.take() {
+                Some(entries) => entries,
+                None => index_runs(&t, s, &rows)?,
+            };
+            let mut runs = Vec::with_capacity(1 + indexes.len());
+            runs.push(rows);
+            runs.extend(indexes);
             t.shards[s].store.store.ingest(runs)?;
             written += n;
             self.loaded += n;
         }
         drop(guards);
-        let spent = started.elapsed();
+        let spent = started.elapsed() / t.def.indexes.len().max(1) as u32;
         for ix in &t.def.indexes {
-            t.usage.maintained(ix.id, written, 0, spent / shards as u32);
+            t.usage.maintained(ix.id, written, 0, spent);
         }
         self.db.note_changes(&t, written);
         Ok(())
     }
 
-    /// Whether shard `s` holds a row with a key in `[lo, hi]`.
-    fn holds_rows_in(&self, t: &Table, s: usize, lo: &[u8], hi: &[u8]) -> Result<bool> {
-        let shard = &t.shards[s];
-        let mut cursor = shard
-            .store
-            .store
-            .cursor(&shard.fact, ReadOptions::default().lower_bound(lo))?;
-        cursor.seek(lo);
-        cursor.status()?;
-        Ok(cursor.valid() && cursor.key() <= hi)
-    }
-
     /// The fallback: `rows` as ordinary inserts, in batches in the order they were added (so
     /// what commits before a failure is a prefix of the run), counting what commits.
-    fn insert_rows(&mut self, mut rows: Vec<Kept>) -> Result<()> {
-        rows.sort_unstable_by_key(|row| row.seq);
-        for chunk in rows.chunks(FALLBACK_BATCH_ROWS) {
-            let mut batch = TableBatch::new();
-            for row in chunk {
-                let record = Record::decode(&row.encoded)
-                    .map_err(|e| record_corrupt(&self.table, &row.key, e))?;
-                batch.insert(record);
+    fn insert_rows(&mut self, rows: &IngestRun) -> Result<()> {
+        let name = self.start.def.name.clone();
+        let mut batch = TableBatch::new();
+        for (key, encoded) in rows.in_push_order() {
+            let record = Record::decode(encoded).map_err(|e| record_corrupt(&name, key, e))?;
+            batch.insert(record);
+            if batch.len() == FALLBACK_BATCH_ROWS {
+                let n = batch.len() as u64;
+                self.db
+                    .write(&name, std::mem::take(&mut batch), WriteOptions::default())?;
+                self.loaded += n;
             }
-            self.db.write(&self.table, batch, WriteOptions::default())?;
-            self.loaded += chunk.len() as u64;
+        }
+        let n = batch.len() as u64;
+        if n > 0 {
+            self.db.write(&name, batch, WriteOptions::default())?;
+            self.loaded += n;
         }
         Ok(())
     }
 }
 
-/// Shard `s`'s rows and index entries as sorted runs, one per family. A row kept under
-/// other indexes than `t` has now (one was created or dropped since) gets its entries again.
-fn shard_runs(t: &Table, s: usize, rows: Vec<Kept>) -> Result<Vec<IngestRun>> {
+/// Whether shard `s` of `t` holds a row with a key in `[lo, hi]`.
+fn holds_rows_in(t: &Table, s: usize, lo: &[u8], hi: &[u8]) -> Result<bool> {
     let shard = &t.shards[s];
-    let ids: Vec<u64> = t.def.indexes.iter().map(|ix| ix.id).collect();
-    let mut index_entries: Vec<Vec<(Vec<u8>, Vec<u8>)>> =
-        ids.iter().map(|_| Vec::with_capacity(rows.len())).collect();
-    let mut facts = Vec::with_capacity(rows.len());
-    for row in rows {
-        if row.entries.iter().map(|e| e.0).eq(ids.iter().copied()) {
-            for (i, (_, k, v)) in row.entries.into_iter().enumerate() {
-                index_entries[i].push((k, v));
-            }
-        } else {
-            let record = Record::decode(&row.encoded)
-                .map_err(|e| record_corrupt(shard.fact.name(), &row.key, e))?;
-            for (i, ix) in t.def.indexes.iter().enumerate() {
-                index_entries[i].push(index_entry(ix, s, &row.key, &record)?);
-            }
-        }
-        facts.push((row.key, row.encoded));
+    let mut cursor = shard
+        .store
+        .store
+        .cursor(&shard.fact, ReadOptions::default().lower_bound(lo))?;
+    cursor.seek(lo);
+    cursor.status()?;
+    Ok(cursor.valid() && cursor.key() <= hi)
+}
+
+/// `facts` (sorted) as one run per shard of `t`, each still sorted.
+fn split_by_shard(t: &Table, facts: &IngestRun) -> Vec<IngestRun> {
+    let mut runs: Vec<IngestRun> = t
+        .shards
+        .iter()
+        .map(|shard| IngestRun::new(shard.fact.clone()))
+        .collect();
+    for (key, encoded) in facts.iter() {
+        runs[t.fact_shard(key)].push(key, encoded);
     }
-    let mut runs = Vec::with_capacity(1 + index_entries.len());
-    runs.push(IngestRun {
-        cf: shard.fact.clone(),
-        entries: facts,
-    });
-    for (i, mut entries) in index_entries.into_iter().enumerate() {
-        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        runs.push(IngestRun {
-            cf: shard.indexes[i].clone(),
-            entries,
-        });
+    runs
+}
+
+/// The entries of shard `s`'s rows in every index `t` has now, one run per index.
+fn index_runs(t: &Table, s: usize, rows: &IngestRun) -> Result<Vec<IngestRun>> {
+    let shard = &t.shards[s];
+    let mut runs: Vec<IngestRun> = shard.indexes.iter().cloned().map(IngestRun::new).collect();
+    for (key, encoded) in rows.iter() {
+        let record =
+            Record::decode(encoded).map_err(|e| record_corrupt(shard.fact.name(), key, e))?;
+        for (run, ix) in runs.iter_mut().zip(&t.def.indexes) {
+            let (k, v) = index_entry(ix, s, key, &record)?;
+            run.push(&k, &v);
+        }
     }
     Ok(runs)
 }
