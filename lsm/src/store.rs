@@ -399,6 +399,35 @@ impl Store {
         self.get_at_seqno(cf, key, snapshot.seqno())
     }
 
+    /// The values of `keys` as of `snapshot`, in the order given: what [`Store::get_at`]
+    /// returns for each, found in one pass per level. Keys are looked up in ascending order
+    /// (sorted here when they are not), so a run of keys reads each table once, each of its
+    /// blocks once, and overlaps the memory loads of the blocks it is about to need: a query
+    /// fetching the rows an index read names is the caller this is for.
+    pub fn multi_get_at<K: AsRef<[u8]>>(
+        &self,
+        cf: &ColumnFamily,
+        keys: &[K],
+        snapshot: &Snapshot,
+    ) -> Result<Vec<Option<Bytes>>> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let seqno = snapshot.seqno();
+        let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
+        if keys.windows(2).all(|w| w[0] <= w[1]) {
+            let found = version.multi_get(&keys, seqno)?;
+            return Ok(found.into_iter().map(visible_value).collect());
+        }
+        let mut order: Vec<usize> = (0..keys.len()).collect();
+        order.sort_by_key(|&i| keys[i]);
+        let sorted: Vec<&[u8]> = order.iter().map(|&i| keys[i]).collect();
+        let mut out = vec![None; keys.len()];
+        for (i, found) in order.into_iter().zip(version.multi_get(&sorted, seqno)?) {
+            out[i] = visible_value(found);
+        }
+        Ok(out)
+    }
+
     fn get_at_seqno(&self, cf: &ColumnFamily, key: &[u8], seqno: SeqNo) -> Result<Option<Bytes>> {
         // The seqno is read before the sources: every entry at or below it is reachable from
         // any sources taken afterwards.

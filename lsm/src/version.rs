@@ -55,11 +55,24 @@ impl TableFile {
             .table
             .get(key, snapshot)
             .map_err(|e| Error::table(self.path.clone(), &e))?;
-        Ok(entry.map(|entry| Found {
-            seqno: entry.seqno,
-            kind: entry.kind,
-            value: entry.value,
-        }))
+        Ok(entry.map(found))
+    }
+
+    /// [`TableFile::get`] for each of `keys`, in one pass over the table.
+    pub(crate) fn multi_get(&self, keys: &[&[u8]], snapshot: SeqNo) -> Result<Vec<Option<Found>>> {
+        let entries = self
+            .table
+            .multi_get(keys, snapshot)
+            .map_err(|e| Error::table(self.path.clone(), &e))?;
+        Ok(entries.into_iter().map(|e| e.map(found)).collect())
+    }
+}
+
+fn found(entry: strata_sstable::Entry) -> Found {
+    Found {
+        seqno: entry.seqno,
+        kind: entry.kind,
+        value: entry.value,
     }
 }
 
@@ -124,6 +137,60 @@ impl SuperVersion {
             }
         }
         Ok(None)
+    }
+
+    /// [`SuperVersion::get`] for each of `keys`, which must ascend: every memtable is asked
+    /// per key, and then each table that may hold some of the keys still unanswered is read
+    /// once for all of them (level 0 newest first, then level by level), so a run of keys
+    /// walks each level's tables in order instead of searching every level again per key.
+    pub(crate) fn multi_get(&self, keys: &[&[u8]], snapshot: SeqNo) -> Result<Vec<Option<Found>>> {
+        debug_assert!(keys.windows(2).all(|w| w[0] <= w[1]));
+        let mut found: Vec<Option<Found>> = vec![None; keys.len()];
+        let mut open: Vec<usize> = Vec::with_capacity(keys.len());
+        for (i, key) in keys.iter().enumerate() {
+            match self.memtables().find_map(|mem| mem.get(key, snapshot)) {
+                Some(f) => found[i] = Some(f),
+                None => open.push(i),
+            }
+        }
+        let mut asked: Vec<&[u8]> = Vec::new();
+        let mut asked_at: Vec<usize> = Vec::new();
+        for (level, tables) in self.levels.iter().enumerate() {
+            if open.is_empty() {
+                break;
+            }
+            // Level 0 tables overlap: each is asked for every open key it may hold, newest
+            // first. Deeper levels do not: each open key meets at most one table there.
+            let mut at = 0;
+            for table in tables {
+                asked.clear();
+                asked_at.clear();
+                if level == 0 {
+                    at = 0;
+                }
+                while let Some(&i) = open.get(at) {
+                    if keys[i] > &table.meta.largest_key[..] {
+                        break;
+                    }
+                    if keys[i] >= &table.meta.smallest_key[..] {
+                        asked.push(keys[i]);
+                        asked_at.push(i);
+                    }
+                    at += 1;
+                }
+                if asked.is_empty() {
+                    continue;
+                }
+                for (i, f) in asked_at.iter().zip(table.multi_get(&asked, snapshot)?) {
+                    found[*i] = f;
+                }
+                if level == 0 {
+                    open.retain(|&i| found[i].is_none());
+                }
+            }
+            open.retain(|&i| found[i].is_none());
+        }
+        Ok(found)
     }
 
     /// The oldest log this family's unflushed data may be in.

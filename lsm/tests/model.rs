@@ -109,6 +109,34 @@ fn check_range(rng: &mut Rng, store: &Store, cf: &str, kv: &Kv, snapshot: Option
     cursor.status().expect("cursor ok");
 }
 
+/// Checks `multi_get_at` of random keys (some repeated, ascending or not) against `kv`, the
+/// family's contents at `snapshot`.
+fn check_multi_get(
+    rng: &mut Rng,
+    store: &Store,
+    cf: &str,
+    kv: &Kv,
+    snapshot: &Snapshot,
+    context: &str,
+) {
+    let handle = store.cf(cf).expect("family");
+    let mut keys: Vec<Vec<u8>> = (0..rng.below(40)).map(|_| key(rng.below(70))).collect();
+    if rng.chance(50) {
+        keys.sort();
+    }
+    let got = store
+        .multi_get_at(&handle, &keys, snapshot)
+        .expect("multi-get");
+    assert_eq!(got.len(), keys.len(), "{context}");
+    for (k, v) in keys.iter().zip(got) {
+        assert_eq!(
+            v.as_deref(),
+            kv.get(k).map(Vec::as_slice),
+            "{context}: multi-get of {k:?}"
+        );
+    }
+}
+
 /// Runs one seed; returns the compactions that ran below level 0 (the counts restart at
 /// each reopen), so the test can check that automatic compaction ran beside everything else.
 fn run_model(seed: u64, steps: usize) -> u64 {
@@ -165,10 +193,13 @@ fn run_model(seed: u64, steps: usize) -> u64 {
                     "{context}"
                 );
                 check_range(&mut rng, &store, cf, &old[cf], Some(snapshot));
+                check_multi_get(&mut rng, &store, cf, &old[cf], snapshot, &context);
             }
             73..=84 => {
                 let cf = rng.pick(&CFS[..]);
                 check_range(&mut rng, &store, cf, &model[cf], None);
+                let now = store.snapshot();
+                check_multi_get(&mut rng, &store, cf, &model[cf], &now, &context);
             }
             85..=88 => {
                 let cf = store.cf(rng.pick(&CFS[..])).expect("cf");

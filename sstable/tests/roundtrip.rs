@@ -58,6 +58,23 @@ proptest! {
         prop_assert_eq!(scan(&table, true), entries.clone());
         prop_assert_eq!(scan(&table, false), entries.clone());
 
+        // multi_get: each key's answer is get's, ascending keys or not.
+        for snapshot in [0, 30, 60] {
+            let mut keys: Vec<Vec<u8>> = probes.iter().map(|p| p.0.clone())
+                .chain(entries.iter().map(|e| e.0.clone())).collect();
+            for sorted in [false, true] {
+                if sorted {
+                    keys.sort();
+                }
+                let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
+                let many = table.multi_get(&refs, snapshot).expect("no corruption");
+                prop_assert_eq!(many.len(), keys.len());
+                for (key, got) in keys.iter().zip(many) {
+                    prop_assert_eq!(got, table.get(key, snapshot).expect("no corruption"));
+                }
+            }
+        }
+
         let known = entries.iter().map(|e| (e.0.clone(), e.1));
         for (key, snapshot) in probes.iter().cloned().chain(known) {
             let (key, snapshot) = (&key, &snapshot);

@@ -23,10 +23,11 @@ use strata_planner::{Access, Consistency, Fetch, Query, Scope, Value};
 use crate::error::Result;
 use crate::lsm::Snapshot;
 use crate::table::db::{Db, Table, leading_value};
+use crate::table::entry::KeyFields;
 use crate::table::format::{KEY_NULL, shard_of};
 use crate::table::key::{encode_value, prefix_successor};
 use crate::table::record::RowReader;
-use crate::table::stream::{KeyRanges, Mode, Source, Stream, merge_pending};
+use crate::table::stream::{FIRST_FETCH_BATCH, KeyRanges, Mode, Source, Stream, merge_pending};
 
 /// Most point lookups or ranges a query's `=`/`IN` lists expand to; beyond it the executor
 /// binds fewer fields and lets the re-check filter.
@@ -125,6 +126,13 @@ impl StreamKit<'_> {
     }
 
     fn stream(&self, shard: usize, snapshot: Snapshot, source: Source, mode: Mode) -> Stream {
+        let reader = row_reader(self.query, mode);
+        let covering = match mode {
+            Mode::Index {
+                ix, covering: true, ..
+            } => KeyFields::new(&self.table.def, ix, &reader),
+            _ => KeyFields::default(),
+        };
         Stream {
             table: Arc::clone(self.table),
             query: Arc::clone(self.query),
@@ -133,9 +141,13 @@ impl StreamKit<'_> {
             snapshot,
             shard,
             source,
-            reader: row_reader(self.query, mode),
+            reader,
             mode,
             pending: VecDeque::new(),
+            covering,
+            fetch_batch: self.query.limit.map_or(FIRST_FETCH_BATCH, |limit| {
+                usize::try_from(limit).map_or(FIRST_FETCH_BATCH, |l| l.clamp(1, FIRST_FETCH_BATCH))
+            }),
             stats: Default::default(),
             timed: self.timed,
             reverse: self.reverse,

@@ -5,13 +5,15 @@
 //!   `version:u8 (= 1)  shard:varint  [record]` — no record for `KeysOnly`, the `Include`d
 //!   fields for `Include`, the whole record for `All`.
 
-use strata_planner::{Projection, Value};
+use std::sync::Arc;
+
+use strata_planner::{Predicate, Projection, Value};
 
 use crate::error::{Corruption, Error, Result};
 use crate::table::catalog::{IndexDef, TableDef};
 use crate::table::format::{ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_PRIMARY_KEY_BYTES};
 use crate::table::key::{KeyError, decode_key, decode_prefix, encode_key, encode_value};
-use crate::table::record::{Names, Reader, Record, RecordError, put_varint};
+use crate::table::record::{Names, Reader, Record, RecordError, RowReader, put_varint};
 
 /// The error for damaged bytes in column family `cf`.
 /// A key of family `cf` that does not decode.
@@ -137,11 +139,43 @@ pub(crate) fn decode_entry_with(
     value: &[u8],
     names: &mut Names,
 ) -> Result<Entry> {
+    let parts = entry_parts(def, index, cf, key, value)?;
+    let payload = match parts.payload {
+        Some(bytes) => {
+            Some(Record::decode_shared(bytes, names).map_err(|e| record_corrupt(cf, key, e))?)
+        }
+        None => None,
+    };
+    Ok(Entry {
+        values: parts.values,
+        primary_key: parts.primary_key,
+        pk_bytes: key[parts.pk_at..].to_vec(),
+        shard: parts.shard,
+        payload,
+    })
+}
+
+/// An index entry split into its parts, the payload not yet decoded.
+struct EntryParts<'a> {
+    values: Vec<Value>,
+    primary_key: Vec<Value>,
+    /// Where the primary key starts in the entry's key.
+    pk_at: usize,
+    shard: u64,
+    payload: Option<&'a [u8]>,
+}
+
+fn entry_parts<'a>(
+    def: &TableDef,
+    index: &IndexDef,
+    cf: &str,
+    key: &[u8],
+    value: &'a [u8],
+) -> Result<EntryParts<'a>> {
     let (values, used) =
         decode_prefix(key, index.fields.len()).map_err(|e| key_corrupt(cf, key, e))?;
-    let pk_bytes = &key[used..];
     let primary_key =
-        decode_key(pk_bytes, def.primary_key.len()).map_err(|e| key_corrupt(cf, key, e))?;
+        decode_key(&key[used..], def.primary_key.len()).map_err(|e| key_corrupt(cf, key, e))?;
     let mut r = Reader {
         bytes: value,
         at: 0,
@@ -157,32 +191,84 @@ pub(crate) fn decode_entry_with(
         (Projection::KeysOnly, false) => {
             return Err(record_corrupt(cf, key, RecordError::TrailingBytes));
         }
-        (_, _) => Some(Record::decode_shared(rest, names).map_err(|e| record_corrupt(cf, key, e))?),
+        (_, _) => Some(rest),
     };
-    Ok(Entry {
+    Ok(EntryParts {
         values,
         primary_key,
-        pk_bytes: pk_bytes.to_vec(),
+        pk_at: used,
         shard,
         payload,
     })
 }
 
-/// The record an entry stands for when it covers the query: its index fields, its primary
-/// key, and its payload (a whole record for `All`).
-pub fn covering_record(def: &TableDef, index: &IndexDef, entry: Entry) -> Record {
-    if let (Projection::All, Some(record)) = (&index.projection, &entry.payload) {
-        return record.clone();
-    }
-    let mut record = entry.payload.unwrap_or_default();
-    for (f, v) in index.fields.iter().zip(entry.values) {
-        // Stored records hold no NULL fields: NULL is how a missing field reads.
-        if !v.is_null() {
-            record.set_str(f, v);
+/// What a query needs of the fields an index entry's key holds: the index's fields, then the
+/// primary key's, with their names shared by every row built from an entry.
+#[derive(Default)]
+pub(crate) struct KeyFields {
+    names: Vec<Arc<str>>,
+    /// Each one's place among the query's tested fields.
+    tested: Vec<Option<usize>>,
+    /// Whether the query returns it.
+    kept: Vec<bool>,
+}
+
+impl KeyFields {
+    /// The key fields of index `ix` of `def`, for a query read through `reader`.
+    pub(crate) fn new(def: &TableDef, ix: usize, reader: &RowReader) -> KeyFields {
+        let fields = def.indexes[ix].fields.iter().chain(&def.primary_key);
+        let names: Vec<Arc<str>> = fields.map(|f| Arc::from(f.as_str())).collect();
+        KeyFields {
+            tested: names.iter().map(|n| reader.tested_slot(n)).collect(),
+            kept: names.iter().map(|n| reader.keeps(n)).collect(),
+            names,
         }
     }
-    for (f, v) in def.primary_key.iter().zip(entry.primary_key) {
-        record.set_str(f, v);
+}
+
+/// The record a covering entry of `index` (read from family `cf`) gives a query, if it passes
+/// `predicates`: its carried fields, its index fields and its primary key, only those the
+/// `reader` keeps. The predicates are tested on the values before anything is built.
+pub(crate) fn covering_row(
+    def: &TableDef,
+    index: &IndexDef,
+    cf: &str,
+    (key, value): (&[u8], &[u8]),
+    fixed: &KeyFields,
+    reader: &mut RowReader,
+    predicates: &[Predicate],
+) -> Result<Option<Record>> {
+    let parts = entry_parts(def, index, cf, key, value)?;
+    match parts.payload {
+        Some(payload) => reader
+            .test(payload)
+            .map_err(|e| record_corrupt(cf, key, e))?,
+        None => reader.clear_tested(),
     }
-    record
+    let values = parts.values.into_iter().chain(parts.primary_key);
+    // The key's fields after the payload's: an included field that is also an index field
+    // reads the same either way.
+    let values: Vec<Value> = values.collect();
+    for (slot, v) in fixed.tested.iter().zip(&values) {
+        if let Some(slot) = slot {
+            reader.set_tested(*slot, v.clone());
+        }
+    }
+    if !reader.passes(predicates) {
+        return Ok(None);
+    }
+    let mut fields = match parts.payload {
+        Some(payload) => reader
+            .build(payload)
+            .map_err(|e| record_corrupt(cf, key, e))?
+            .into_fields(),
+        None => Vec::with_capacity(values.len()),
+    };
+    for ((name, kept), v) in fixed.names.iter().zip(&fixed.kept).zip(values) {
+        // Stored records hold no NULL fields: NULL is how a missing field reads.
+        if *kept && !v.is_null() {
+            fields.push((Arc::clone(name), v));
+        }
+    }
+    Ok(Some(Record::from_shared(fields)))
 }

@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use strata_planner::Value;
+use strata_planner::{Predicate, Value};
 
 use crate::table::format::{
     MAX_FIELD_NAME_BYTES, MAX_FIELDS, RECORD_VERSION, VALUE_BYTES, VALUE_FALSE, VALUE_FLOAT,
@@ -82,13 +82,10 @@ impl Record {
         Record { fields }
     }
 
-    /// [`Record::set`] for a borrowed name: a field the record has is replaced without
-    /// allocating a name.
-    pub(crate) fn set_str(&mut self, name: &str, value: Value) {
-        match self.position(name) {
-            Ok(i) => self.fields[i].1 = value,
-            Err(i) => self.fields.insert(i, (Name::from(name), value)),
-        }
+    /// The fields, in name order, for a caller that adds to them and builds a record again
+    /// with [`Record::from_shared`].
+    pub(crate) fn into_fields(self) -> Vec<(Arc<str>, Value)> {
+        self.fields
     }
 
     /// The value of `name`, if the record has it.
@@ -185,35 +182,85 @@ impl Names {
     }
 }
 
+/// What a [`RowReader`] knows of the field at one position of the rows it reads. A table's
+/// rows mostly have the same fields in the same order, so a field whose name is the one seen
+/// at its position in the row before costs one comparison, not a search of the tested and
+/// the kept names, and no allocation.
+struct Slot {
+    name: Name,
+    /// Its place among the tested fields.
+    tested: Option<usize>,
+    /// Whether it is built.
+    kept: bool,
+}
+
 /// What a query needs of each row it reads: the fields its predicates test (decoded alone
 /// first, so a row the filter rejects is never built) and the fields it returns.
 pub(crate) struct RowReader {
+    /// For the records of index entries this reader's stream decodes.
     names: Names,
+    /// The fields of the rows read last, by position.
+    slots: Vec<Slot>,
     /// The fields the predicates name, sorted, without repeats.
     tested: Vec<String>,
-    /// Their values in the row being tested.
+    /// For each predicate, in the query's order, its field's place in `tested`.
+    predicate_slots: Vec<usize>,
+    /// The tested fields' values in the row being tested.
     values: Vec<Value>,
     /// The fields to build (sorted, without repeats); `None`: every field.
     kept: Option<Vec<String>>,
+    /// Every tested field is built: a row can be tested on its built record.
+    builds_tested: bool,
 }
 
 impl RowReader {
-    /// A reader for rows tested on `tested` fields, keeping `kept` (`None`: all).
+    /// A reader for rows tested on the fields of the query's predicates (`tested`, in the
+    /// predicates' order), keeping `kept` (`None`: all).
     pub(crate) fn new(tested: &[&str], kept: Option<Vec<String>>) -> RowReader {
-        let mut tested: Vec<String> = tested.iter().map(|f| f.to_string()).collect();
-        tested.sort();
-        tested.dedup();
+        let mut sorted: Vec<String> = tested.iter().map(|f| f.to_string()).collect();
+        sorted.sort();
+        sorted.dedup();
+        let predicate_slots = tested
+            .iter()
+            .filter_map(|t| sorted.binary_search_by(|s| s.as_str().cmp(t)).ok())
+            .collect();
         let kept = kept.map(|mut k| {
             k.sort();
             k.dedup();
             k
         });
+        let builds_tested = kept.as_ref().is_none_or(|kept| {
+            sorted
+                .iter()
+                .all(|t| kept.binary_search_by(|k| k.cmp(t)).is_ok())
+        });
         RowReader {
             names: Names::default(),
-            values: vec![Value::Null; tested.len()],
-            tested,
+            slots: Vec::new(),
+            values: vec![Value::Null; sorted.len()],
+            tested: sorted,
+            predicate_slots,
             kept,
+            builds_tested,
         }
+    }
+
+    /// Whether every tested field is among the built ones, so that a row expected to pass can
+    /// be built first and tested on its record (one walk over its bytes instead of two).
+    pub(crate) fn builds_tested(&self) -> bool {
+        self.builds_tested
+    }
+
+    /// Whether the query returns field `name`.
+    pub(crate) fn keeps(&self, name: &str) -> bool {
+        self.kept
+            .as_ref()
+            .is_none_or(|kept| kept.binary_search_by(|k| k.as_str().cmp(name)).is_ok())
+    }
+
+    /// The place of field `name` among the tested ones, if a predicate tests it.
+    pub(crate) fn tested_slot(&self, name: &str) -> Option<usize> {
+        self.tested.binary_search_by(|t| t.as_str().cmp(name)).ok()
     }
 
     /// The names of the rows this reader built, to share with other records it decodes.
@@ -222,46 +269,132 @@ impl RowReader {
     }
 
     /// The value of tested field `name` in the row [`RowReader::test`] last read.
+    #[cfg(test)]
     pub(crate) fn tested(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;
-        match self.tested.binary_search_by(|t| t.as_str().cmp(name)) {
-            Ok(i) => &self.values[i],
-            Err(_) => &NULL,
+        match self.tested_slot(name) {
+            Some(i) => &self.values[i],
+            None => &NULL,
+        }
+    }
+
+    /// Sets the tested field at place `slot` (from [`RowReader::tested_slot`]) to `value`: a
+    /// value the row holds outside its record, as an index entry's key does.
+    pub(crate) fn set_tested(&mut self, slot: usize, value: Value) {
+        if let Some(v) = self.values.get_mut(slot) {
+            *v = value;
+        }
+    }
+
+    /// Whether the values [`RowReader::test`] read pass `predicates`, the query's predicates
+    /// this reader was made for.
+    pub(crate) fn passes(&self, predicates: &[Predicate]) -> bool {
+        debug_assert_eq!(predicates.len(), self.predicate_slots.len());
+        predicates
+            .iter()
+            .zip(&self.predicate_slots)
+            .all(|(p, &slot)| p.matches(&self.values[slot]))
+    }
+
+    /// Sets every tested value to `NULL`: a row without fields.
+    pub(crate) fn clear_tested(&mut self) {
+        for v in &mut self.values {
+            *v = Value::Null;
         }
     }
 
     /// Reads the tested fields of `bytes` (the others are skipped, their structure checked
-    /// but not their text), for [`RowReader::tested`].
+    /// but not their text), for [`RowReader::passes`].
     pub(crate) fn test(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
-        for v in &mut self.values {
-            *v = Value::Null;
-        }
-        let (tested, values) = (&self.tested, &mut self.values);
-        walk(bytes, |name, r| {
-            match tested.binary_search_by(|t| t.as_bytes().cmp(name)) {
-                Ok(i) => values[i] = r.value()?,
-                Err(_) => r.skip_value()?,
+        self.clear_tested();
+        let (slots, tested, kept, values) =
+            (&mut self.slots, &self.tested, &self.kept, &mut self.values);
+        let mut i = 0;
+        let walked = walk(bytes, |name, r| {
+            let (slot, known) = slot(slots, i, name, tested, kept)?;
+            match slot.tested {
+                Some(t) => values[t] = r.value()?,
+                None => r.skip_value()?,
             }
-            Ok(())
-        })
+            i += 1;
+            Ok(known)
+        });
+        if walked.is_err() {
+            // A slot learnt from a damaged row may not be in order with its neighbour.
+            self.slots.clear();
+        }
+        walked
     }
 
     /// Builds the record of `bytes`: every field, or the kept ones.
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
-        match &self.kept {
-            None => Record::decode_where(bytes, &mut self.names, |_| true),
-            Some(kept) => Record::decode_where(bytes, &mut self.names, |name| {
-                kept.binary_search_by(|k| k.as_bytes().cmp(name)).is_ok()
-            }),
+        let (slots, tested, kept) = (&mut self.slots, &self.tested, &self.kept);
+        let mut fields = Vec::with_capacity(slots.len().max(4));
+        let mut i = 0;
+        let walked = walk(bytes, |name, r| {
+            let (slot, known) = slot(slots, i, name, tested, kept)?;
+            if slot.kept {
+                fields.push((Arc::clone(&slot.name), r.value()?));
+            } else {
+                r.skip_value()?;
+            }
+            i += 1;
+            Ok(known)
+        });
+        if let Err(e) = walked {
+            // A slot learnt from a damaged row may not be in order with its neighbour.
+            self.slots.clear();
+            return Err(e);
         }
+        Ok(Record { fields })
     }
 }
 
+/// What `slots` knows of the field named `name` at position `i`, and whether it was known
+/// (the name seen there before), or learnt again. Relearning position `i` forgets the
+/// positions after it, so that two neighbouring slots were always learnt in one row, their
+/// order checked.
+fn slot<'s>(
+    slots: &'s mut Vec<Slot>,
+    i: usize,
+    name: &[u8],
+    tested: &[String],
+    kept: &Option<Vec<String>>,
+) -> Result<(&'s Slot, bool), RecordError> {
+    if slots
+        .get(i)
+        .is_some_and(|s| same_bytes(s.name.as_bytes(), name))
+    {
+        return Ok((&slots[i], true));
+    }
+    let text = std::str::from_utf8(name).map_err(|_| RecordError::NotUtf8)?;
+    let learnt = Slot {
+        name: Name::from(text),
+        tested: tested.binary_search_by(|t| t.as_str().cmp(text)).ok(),
+        kept: kept
+            .as_ref()
+            .is_none_or(|kept| kept.binary_search_by(|k| k.as_str().cmp(text)).is_ok()),
+    };
+    // Positions are visited in order, so `i` is at most the length.
+    slots.truncate(i);
+    slots.push(learnt);
+    Ok((&slots[slots.len() - 1], false))
+}
+
+/// `a == b` for the short strings field names are, inline: a call to the C library's `memcmp`
+/// per field was a fifth of a scan's time.
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// Walks the fields of a stored record, checking its header, name order and end: `each` gets
-/// every name and must read or skip its value.
+/// every name and must read or skip its value. It returns whether the name is one whose order
+/// after the name before it is already known (a [`RowReader`]'s slots: two neighbours matched
+/// there were checked in order when the second was learnt), which spares the comparison.
 fn walk<'a>(
     bytes: &'a [u8],
-    mut each: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<(), RecordError>,
+    mut each: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<bool, RecordError>,
 ) -> Result<(), RecordError> {
     let mut r = Reader { bytes, at: 0 };
     let version = r.byte()?;
@@ -273,14 +406,15 @@ fn walk<'a>(
         return Err(RecordError::TooManyFields(count));
     }
     let mut last: Option<&[u8]> = None;
+    let mut last_known = false;
     for _ in 0..count {
         let len = r.len(MAX_FIELD_NAME_BYTES)?;
         let name = r.take(len)?;
-        if last.is_some_and(|last| last >= name) {
+        let known = each(name, &mut r)?;
+        if !(known && last_known) && last.is_some_and(|last| last >= name) {
             return Err(RecordError::FieldOrder);
         }
-        last = Some(name);
-        each(name, &mut r)?;
+        (last, last_known) = (Some(name), known);
     }
     if r.at != bytes.len() {
         return Err(RecordError::TrailingBytes);
@@ -322,7 +456,7 @@ impl Record {
             } else {
                 r.skip_value()?;
             }
-            Ok(())
+            Ok(false)
         })?;
         Ok(Record { fields })
     }
@@ -649,6 +783,25 @@ mod tests {
         /// A row reader tests exactly the values a full decode holds and builds exactly the
         /// projection of the full decode, row after row with its shared names.
         #[test]
+        fn a_row_reader_accepts_exactly_the_rows_a_decode_accepts(
+            rows in proptest::collection::vec(
+                proptest::collection::vec(prop_oneof!["a", "b", "c", "d"], 0..5), 1..12),
+            tests in proptest::collection::vec(any::<bool>(), 12),
+        ) {
+            let mut reader = RowReader::new(&["b"], None);
+            for (names, test) in rows.iter().zip(tests) {
+                let names: Vec<&str> = names.iter().map(String::as_str).collect();
+                let bytes = raw(&names);
+                let decoded = Record::decode(&bytes);
+                if test {
+                    prop_assert_eq!(reader.test(&bytes).is_ok(), decoded.is_ok());
+                } else {
+                    prop_assert_eq!(reader.build(&bytes), decoded);
+                }
+            }
+        }
+
+        #[test]
         fn a_row_reader_sees_what_a_full_decode_sees(
             rows in proptest::collection::vec(
                 proptest::collection::btree_map("[a-e]{1,2}", value(), 0..8), 1..6),
@@ -664,6 +817,12 @@ mod tests {
                 for name in &tested {
                     prop_assert_eq!(reader.tested(name), record.value(name));
                 }
+                let present: Vec<Predicate> =
+                    tested.iter().map(|t| Predicate::is_not_null(t.as_str())).collect();
+                prop_assert_eq!(
+                    reader.passes(&present),
+                    tested.iter().all(|t| !record.value(t).is_null())
+                );
                 let built = reader.build(&bytes).unwrap();
                 let expected = match &kept {
                     None => record.clone(),
@@ -675,6 +834,29 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A record's bytes with `names` in the order given (sorted or not), each holding 1.
+    fn raw(names: &[&str]) -> Vec<u8> {
+        let mut out = vec![RECORD_VERSION, names.len() as u8];
+        for name in names {
+            out.push(name.len() as u8);
+            out.extend(name.as_bytes());
+            out.extend([VALUE_INT, 2]);
+        }
+        out
+    }
+
+    #[test]
+    fn a_row_reader_refuses_names_out_of_order_even_when_each_was_seen_at_its_place() {
+        let mut reader = RowReader::new(&["a"], None);
+        reader.test(&raw(&["a", "m", "z"])).unwrap();
+        reader.build(&raw(&["a", "zz"])).unwrap();
+        // "zz" and then "z": each name is one the reader saw at its position, in two rows.
+        let bad = raw(&["a", "zz", "z"]);
+        assert_eq!(reader.test(&bad), Err(RecordError::FieldOrder));
+        assert_eq!(reader.build(&bad).err(), Some(RecordError::FieldOrder));
+        assert_eq!(Record::decode(&bad), Err(RecordError::FieldOrder));
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
 use crate::table::db::{ShardStore, Table};
 use crate::table::entry::{
-    Entry, covering_record, decode_entry_with, index_entry, key_corrupt, record_corrupt,
+    Entry, KeyFields, covering_row, decode_entry_with, index_entry, key_corrupt, record_corrupt,
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
@@ -30,6 +30,12 @@ use crate::table::record::{Record, RowReader};
 /// TUNING: enough keys that sorting turns random fetches into a forward walk through the
 /// fact family's blocks, few enough to hold in memory.
 const FETCH_BATCH: usize = 1024;
+
+/// The first batch of fetches in index order when the query has no limit; each next batch is
+/// twice as large, up to [`FETCH_BATCH`].
+/// TUNING: small, so a query that stops after a few rows (a limit, an early end) fetches
+/// few rows it does not return.
+pub(super) const FIRST_FETCH_BATCH: usize = 16;
 
 /// Key ranges `[lower, upper)`, in order; no upper bound is the end of the family.
 pub(super) type KeyRanges = VecDeque<(Vec<u8>, Option<Vec<u8>>)>;
@@ -82,6 +88,10 @@ pub(super) struct Stream {
     pub(super) reader: RowReader,
     /// Fetched rows of a sorted batch that passed the re-check.
     pub(super) pending: VecDeque<Record>,
+    /// For a covering index read: what the query needs of the fields an entry's key holds.
+    pub(super) covering: KeyFields,
+    /// How many index entries the next batch in index order fetches together.
+    pub(super) fetch_batch: usize,
     pub(super) stats: ExecStats,
     pub(super) timed: bool,
     /// Read the source from its end backwards: the last range first, each from its upper
@@ -163,21 +173,28 @@ impl Stream {
     }
 
     /// The record of the stored row `bytes` (at `key` of family `cf`) if it passes the
-    /// re-check: its predicate fields are tested first, and only a row that passes is built.
-    fn accept(&mut self, cf: &str, key: &[u8], bytes: &[u8]) -> Result<Option<Record>> {
+    /// re-check. A row that is `likely` to pass (one an index entry named) is built and then
+    /// tested, in one walk over its bytes; any other has its predicate fields tested first, and
+    /// is built only if it passes.
+    fn accept(
+        &mut self,
+        cf: &str,
+        key: &[u8],
+        bytes: &[u8],
+        likely: bool,
+    ) -> Result<Option<Record>> {
         let start = self.timed.then(Instant::now);
         let corrupt = |e| record_corrupt(cf, key, e);
-        self.reader.test(bytes).map_err(corrupt)?;
-        let reader = &self.reader;
-        let ok = self
-            .query
-            .predicates
-            .iter()
-            .all(|p| p.matches(reader.tested(&p.field)));
-        let record = if ok {
-            Some(self.reader.build(bytes).map_err(corrupt)?)
+        let record = if likely && self.reader.builds_tested() {
+            let record = self.reader.build(bytes).map_err(corrupt)?;
+            matches(&record, &self.query).then_some(record)
         } else {
-            None
+            self.reader.test(bytes).map_err(corrupt)?;
+            if self.reader.passes(&self.query.predicates) {
+                Some(self.reader.build(bytes).map_err(corrupt)?)
+            } else {
+                None
+            }
         };
         if let Some(start) = start {
             self.stats.filter_time += start.elapsed();
@@ -200,6 +217,44 @@ impl Stream {
         Ok(got)
     }
 
+    /// The stored rows at `keys` (ascending) in fact shard `shard`, at the query's snapshot,
+    /// found in one pass per level.
+    fn fetch_many(&mut self, shard: usize, keys: &[&[u8]]) -> Result<Vec<Option<Bytes>>> {
+        let start = self.timed.then(Instant::now);
+        self.stats.fetches += keys.len() as u64;
+        let fact = &self.table.shards[shard];
+        let got = fact
+            .store
+            .store
+            .multi_get_at(&fact.fact, keys, &self.facts[shard])?;
+        if let Some(start) = start {
+            self.stats.fetch_time += start.elapsed();
+        }
+        Ok(got)
+    }
+
+    /// The stored rows of `keys` (shard, primary key, entry key), in their order: each
+    /// shard's keys fetched together.
+    fn fetch_all(&mut self, keys: &[(usize, Vec<u8>, Vec<u8>)]) -> Result<Vec<Option<Bytes>>> {
+        let first = keys.first().map_or(0, |k| k.0);
+        if keys.iter().all(|k| k.0 == first) {
+            let pks: Vec<&[u8]> = keys.iter().map(|(_, pk, _)| &pk[..]).collect();
+            return self.fetch_many(first, &pks);
+        }
+        let mut out = vec![None; keys.len()];
+        let mut shards: Vec<usize> = keys.iter().map(|k| k.0).collect();
+        shards.sort_unstable();
+        shards.dedup();
+        for shard in shards {
+            let at: Vec<usize> = (0..keys.len()).filter(|&i| keys[i].0 == shard).collect();
+            let pks: Vec<&[u8]> = at.iter().map(|&i| &keys[i].1[..]).collect();
+            for (i, row) in at.into_iter().zip(self.fetch_many(shard, &pks)?) {
+                out[i] = row;
+            }
+        }
+        Ok(out)
+    }
+
     /// The row at `key` in fact shard `shard` if it passes the re-check and, for an async
     /// index, still gives the entry at `entry_key`.
     fn fetch_match(
@@ -208,13 +263,26 @@ impl Stream {
         key: &[u8],
         entry: Option<(usize, &[u8])>,
     ) -> Result<Option<Record>> {
+        let bytes = self.fetch(shard, key)?;
+        self.fetched_match(shard, key, bytes, entry)
+    }
+
+    /// The fetched row `bytes` at `key` in fact shard `shard` if it passes the re-check and,
+    /// for an async index, still gives the entry at `entry_key`.
+    fn fetched_match(
+        &mut self,
+        shard: usize,
+        key: &[u8],
+        bytes: Option<Bytes>,
+        entry: Option<(usize, &[u8])>,
+    ) -> Result<Option<Record>> {
         // A key whose row is gone at this snapshot is a dangling entry (`verify` reports
         // those) or a key that names no row: nothing to return.
-        let Some(bytes) = self.fetch(shard, key)? else {
+        let Some(bytes) = bytes else {
             return Ok(None);
         };
         let table = Arc::clone(&self.table);
-        let Some(record) = self.accept(table.shards[shard].fact.name(), key, &bytes)? else {
+        let Some(record) = self.accept(table.shards[shard].fact.name(), key, &bytes, true)? else {
             return Ok(None);
         };
         match entry {
@@ -338,7 +406,7 @@ impl Stream {
                 self.stats.rows_read += 1;
                 let table = Arc::clone(&self.table);
                 let fact = table.shards[self.shard].fact.name();
-                if let Some(r) = self.accept(fact, &key, &value)? {
+                if let Some(r) = self.accept(fact, &key, &value, false)? {
                     return Ok(Some(r));
                 }
             },
@@ -351,9 +419,18 @@ impl Stream {
                 let table = Arc::clone(&self.table);
                 let ixdef = &table.def.indexes[ix];
                 let cf_name = table.shards[self.shard].indexes[ix].name();
-                if fetch == Fetch::SortedByKey && !covering {
-                    let mut keys = Vec::with_capacity(FETCH_BATCH);
-                    while keys.len() < FETCH_BATCH {
+                if !covering {
+                    // A batch of entries whose rows are fetched together: sorted by key, or
+                    // in index order (a batch that grows, so a query that stops early after
+                    // a few rows fetches few more than it returns).
+                    let sorted = fetch == Fetch::SortedByKey;
+                    let want = if sorted {
+                        FETCH_BATCH
+                    } else {
+                        self.fetch_batch
+                    };
+                    let mut keys = Vec::with_capacity(want);
+                    while keys.len() < want {
                         let Some((k, v)) = self.next_pair()? else {
                             break;
                         };
@@ -372,9 +449,14 @@ impl Stream {
                     if keys.is_empty() {
                         return Ok(None);
                     }
-                    keys.sort_unstable();
-                    for (shard, pk, k) in keys {
-                        if let Some(r) = self.fetch_match(shard, &pk, Some((ix, &k)))? {
+                    if sorted {
+                        keys.sort_unstable();
+                    } else {
+                        self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
+                    }
+                    let rows = self.fetch_all(&keys)?;
+                    for ((shard, pk, k), bytes) in keys.iter().zip(rows) {
+                        if let Some(r) = self.fetched_match(*shard, pk, bytes, Some((ix, k)))? {
                             self.pending.push_back(r);
                         }
                     }
@@ -387,23 +469,21 @@ impl Stream {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                let entry =
-                    decode_entry_with(&table.def, ixdef, cf_name, &k, &v, self.reader.names())?;
-                if covering {
-                    let record = covering_record(&table.def, ixdef, entry);
-                    let start = self.timed.then(Instant::now);
-                    let ok = matches(&record, &self.query);
-                    if let Some(start) = start {
-                        self.stats.filter_time += start.elapsed();
-                    }
-                    if ok {
-                        return Ok(Some(record));
-                    }
-                    continue;
+                let start = self.timed.then(Instant::now);
+                let record = covering_row(
+                    &table.def,
+                    ixdef,
+                    cf_name,
+                    (&k, &v),
+                    &self.covering,
+                    &mut self.reader,
+                    &self.query.predicates,
+                )?;
+                if let Some(start) = start {
+                    self.stats.filter_time += start.elapsed();
                 }
-                let shard = self.entry_shard(&entry, cf_name, &k)?;
-                if let Some(r) = self.fetch_match(shard, &entry.pk_bytes, Some((ix, &k)))? {
-                    return Ok(Some(r));
+                if record.is_some() {
+                    return Ok(record);
                 }
             },
         }

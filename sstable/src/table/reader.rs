@@ -28,6 +28,11 @@ use crate::key::compare;
 use crate::properties::TableProperties;
 use crate::table::{BlockHandle, TableIter};
 
+/// How many keys ahead [`Table::multi_get`] prefetches the block a key will need.
+/// TUNING: far enough ahead that a block's loads finish before its key's turn comes, near
+/// enough that the touched lines are still cached then.
+pub const MULTI_GET_LOOKAHEAD: usize = 8;
+
 /// The newest visible version of a key, as `get` returns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -201,23 +206,108 @@ impl Table {
         // At most two blocks: the target may lie after the first one's last key.
         for block_number in first..index.len().min(first + 2) {
             let block = self.data_block(block_number)?;
-            let mut iter = block.iter();
-            iter.seek(user_key, snapshot_seqno);
-            if let Some(what) = iter.status() {
-                return Err(self.block_corruption(block_number, what.clone()));
-            }
-            if iter.valid() {
-                if iter.user_key() != user_key {
-                    return Ok(None);
-                }
-                return Ok(Some(Entry {
-                    seqno: iter.seqno(),
-                    kind: iter.kind(),
-                    value: iter.value_bytes(),
-                }));
+            if let Some(found) = self.seek_in(block_number, &block, user_key, snapshot_seqno)? {
+                return Ok(found);
             }
         }
         Ok(None)
+    }
+
+    /// What [`Table::get`] returns for each of `keys`, in one pass over the table: fastest
+    /// when the keys ascend (repeats are fine). The filter and the index are asked for every
+    /// key first; then each data block is read once for the run of keys it may hold, and the
+    /// blocks of the keys [`MULTI_GET_LOOKAHEAD`] places ahead are prefetched, so their loads
+    /// from memory overlap instead of each lookup waiting for its own.
+    pub fn multi_get(&self, keys: &[&[u8]], snapshot_seqno: u64) -> Result<Vec<Option<Entry>>> {
+        let index = &self.inner.index;
+        let blocks: Vec<Option<usize>> = keys
+            .iter()
+            .map(|key| {
+                self.inner
+                    .filter
+                    .may_contain(key)
+                    .then(|| index.search(key, snapshot_seqno))
+                    .filter(|&b| b < index.len())
+            })
+            .collect();
+        for b in blocks.iter().take(MULTI_GET_LOOKAHEAD).flatten() {
+            self.touch(*b);
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        // The block read last, kept for the next keys in it.
+        let mut current: Option<(usize, Block)> = None;
+        for (i, (key, first)) in keys.iter().zip(&blocks).enumerate() {
+            if let Some(Some(ahead)) = blocks.get(i + MULTI_GET_LOOKAHEAD) {
+                self.touch(*ahead);
+            }
+            let Some(first) = *first else {
+                out.push(None);
+                continue;
+            };
+            let mut found = None;
+            for block_number in first..index.len().min(first + 2) {
+                let block = match &mut current {
+                    Some((n, block)) if *n == block_number => &*block,
+                    slot => {
+                        &slot
+                            .insert((block_number, self.data_block(block_number)?))
+                            .1
+                    }
+                };
+                if let Some(answer) = self.seek_in(block_number, block, key, snapshot_seqno)? {
+                    found = answer;
+                    break;
+                }
+            }
+            out.push(found);
+        }
+        Ok(out)
+    }
+
+    /// Asks the processor to start loading data block `number` into its cache (a few lines
+    /// spread over it, its restart array at the end included), without waiting for them.
+    fn touch(&self, number: usize) {
+        let handle = self.inner.index.handle(number);
+        let data = &self.inner.data;
+        let (Ok(start), Ok(size)) = (usize::try_from(handle.offset), usize::try_from(handle.size))
+        else {
+            return;
+        };
+        if start.saturating_add(size) > data.len() {
+            return;
+        }
+        // TUNING: a line per KiB and the last one: a line every 256 bytes measured no faster
+        // (the processor has few slots for outstanding loads).
+        for at in (0..size).step_by(1024).chain([size.saturating_sub(1)]) {
+            prefetch(&data[start + at]);
+        }
+    }
+
+    /// Seeks `user_key` in data block `block_number`: `Some(answer)` when the block decides
+    /// it, `None` when the key may be in the next block (it falls after this one's last key).
+    fn seek_in(
+        &self,
+        block_number: usize,
+        block: &Block,
+        user_key: &[u8],
+        snapshot_seqno: u64,
+    ) -> Result<Option<Option<Entry>>> {
+        let mut iter = block.iter();
+        iter.seek(user_key, snapshot_seqno);
+        if let Some(what) = iter.status() {
+            return Err(self.block_corruption(block_number, what.clone()));
+        }
+        if !iter.valid() {
+            return Ok(None);
+        }
+        if iter.user_key() != user_key {
+            return Ok(Some(None));
+        }
+        Ok(Some(Some(Entry {
+            seqno: iter.seqno(),
+            kind: iter.kind(),
+            value: iter.value_bytes(),
+        })))
     }
 
     /// An iterator over all entries, unpositioned; see [`TableIter`].
@@ -421,3 +511,21 @@ fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Index> {
     }
     Ok(entries)
 }
+
+/// A hint to start loading the cache line holding `byte`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+#[expect(
+    unsafe_code,
+    reason = "the prefetch intrinsic needs a target feature, so calling it is unsafe in Rust"
+)]
+fn prefetch(byte: &u8) {
+    use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+    // SAFETY: a prefetch is a hint that reads nothing architecturally and cannot fault, and
+    // `byte` is a valid reference anyway; SSE, which it needs, is part of every x86-64.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(byte).cast()) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn prefetch(_byte: &u8) {}
