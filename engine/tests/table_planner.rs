@@ -188,6 +188,28 @@ fn a_primary_key_equality_is_planned_without_statistics() {
         .filter(Predicate::eq("town", "T1"));
     assert_eq!(db.query("t", &miss).unwrap().count(), 0);
 
+    // `Db::query` takes the lookup without costing it: whatever else the predicates say of a
+    // key field (a second value, NULL, a range, another type) must still decide the rows.
+    let count = |q: &Query| db.query("t", q).unwrap().count();
+    let key = |a: strata::Value| {
+        Query::default()
+            .filter(Predicate::eq("a", a))
+            .filter(Predicate::eq("b", 17))
+    };
+    assert_eq!(count(&key(7.into())), 1);
+    assert_eq!(count(&key(8.into())), 0, "no row has a = 8, b = 17");
+    assert_eq!(count(&key("7".into())), 0, "a text is not an integer");
+    assert_eq!(
+        count(&key(strata::Value::Null)),
+        0,
+        "= NULL matches nothing"
+    );
+    assert_eq!(count(&key(7.into()).filter(Predicate::eq("a", 8))), 0);
+    assert_eq!(count(&key(7.into()).filter(Predicate::eq("a", 7))), 1);
+    assert_eq!(count(&key(7.into()).filter(Predicate::le("b", 16))), 0);
+    assert_eq!(count(&key(7.into()).filter(Predicate::le("b", 17))), 1);
+    assert_eq!(count(&key(7.into()).filter(Predicate::is_null("a"))), 0);
+
     // A key field with two values, or a hint, goes through the full planner.
     let listed = Query::default()
         .filter(Predicate::in_list("a", [7.into(), 8.into()]))

@@ -126,7 +126,10 @@ impl StreamKit<'_> {
     }
 
     fn stream(&self, shard: usize, snapshot: Snapshot, source: Source, mode: Mode) -> Stream {
-        let reader = row_reader(self.query, mode);
+        let mut reader = row_reader(self.query, mode);
+        if let Some(layout) = self.table.row_layout.get() {
+            reader = reader.with_layout(layout);
+        }
         let covering = match mode {
             Mode::Index {
                 ix, covering: true, ..

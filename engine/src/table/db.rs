@@ -128,6 +128,10 @@ pub(crate) struct Table {
     pub(crate) usage: Arc<Usage>,
     /// What planning needs of this definition and these statistics, built on first use.
     pub(crate) planning: OnceLock<Planning>,
+    /// The field names of the first row a query read, shared: the next queries' readers
+    /// start from them, so a query of one row allocates no names (rows mostly have the
+    /// same fields).
+    pub(crate) row_layout: OnceLock<Arc<[Arc<str>]>>,
 }
 
 /// A table's families in one shard store.
@@ -151,6 +155,7 @@ impl Table {
             live: Arc::clone(&self.live),
             usage: Arc::clone(&self.usage),
             planning: OnceLock::new(),
+            row_layout: OnceLock::new(),
         }
     }
 
@@ -337,6 +342,7 @@ impl Db {
                 live: Arc::default(),
                 usage: Arc::default(),
                 planning: OnceLock::new(),
+                row_layout: OnceLock::new(),
             };
             tables.insert(name, Arc::new(table));
         }
@@ -545,6 +551,7 @@ impl Db {
             live: Arc::default(),
             usage: Arc::default(),
             planning: OnceLock::new(),
+            row_layout: OnceLock::new(),
         });
         Ok(())
     }

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use strata_planner::selectivity::constraints;
 use strata_planner::{
-    DIVE_LIMIT, Dive, Observations, Plan, Query, TableInfo, TableStats, Value, Wanted,
-    choose_observed, wanted,
+    Access, Candidate, CostModel, DIVE_LIMIT, Dive, Formula, Observations, Op, Plan, Predicate,
+    Query, TableInfo, TableStats, Value, Wanted, choose_observed, wanted,
 };
 
 use crate::error::{Error, Result};
@@ -367,7 +367,10 @@ impl Db {
     /// Runs `query` on `table`: its rows, through the plan the planner chose (or the hint).
     pub fn query(&self, table: &str, query: &Query) -> Result<Rows<'_>> {
         let t = self.handle(table)?;
-        let plan = self.plan_for(&t, query)?;
+        let plan = match lookup_plan(&t, query, &self.cost_model()) {
+            Some(plan) => plan,
+            None => self.plan_for(&t, query)?,
+        };
         t.usage.planned(&t.def, query, &plan);
         Rows::new(self, t, query.clone(), &plan, false)
     }
@@ -393,6 +396,41 @@ impl Db {
             total_time: start.elapsed(),
         })
     }
+}
+
+/// The plan [`Db::query`] runs for a query without a hint that binds every primary-key field
+/// to one value: the lookup, taken without costing anything. One point lookup returns at most
+/// one row, so `explain` (which costs it against the scan, with numbers to show) chooses it
+/// too on any table with a row; on an empty one either returns nothing. The plan carries no
+/// other candidate and no formula: `Db::query` shows neither.
+fn lookup_plan(t: &Table, query: &Query, model: &CostModel) -> Option<Plan> {
+    if query.hint.is_some() || t.def.primary_key.is_empty() {
+        return None;
+    }
+    // Each key field needs an `=` of one non-NULL value; any other predicate on it (a range,
+    // a second `=`, IS NULL) goes to the planner.
+    for field in &t.def.primary_key {
+        let mut on_field = query.predicates.iter().filter(|p| &p.field == field);
+        match (on_field.next(), on_field.next()) {
+            (Some(Predicate { op: Op::Eq(v), .. }), None) if !v.is_null() => {}
+            _ => return None,
+        }
+    }
+    Some(Plan {
+        chosen: Candidate {
+            plan: "primary_key",
+            index: None,
+            access: Access::PrimaryKeyLookup { keys: 1 },
+            rows_read: 1.0,
+            estimated_rows: 1.0,
+            cost: model.fetch_us,
+            stops_early: false,
+            formula: Formula::default(),
+        },
+        candidates: Vec::new(),
+        reason: String::new(),
+        observed: Observations::default(),
+    })
 }
 
 /// Rows a stream reads ahead per parallel fill.

@@ -245,6 +245,30 @@ impl RowReader {
         }
     }
 
+    /// This reader, knowing `names` as the fields of the rows it will read, in order (one
+    /// row's names, as [`RowReader::layout`] gave them): a row of those fields then costs no
+    /// name allocation.
+    pub(crate) fn with_layout(mut self, names: &[Arc<str>]) -> RowReader {
+        let (tested, kept) = (&self.tested, &self.kept);
+        self.slots = names
+            .iter()
+            .map(|name| Slot {
+                name: Arc::clone(name),
+                tested: tested.binary_search_by(|t| t.as_str().cmp(name)).ok(),
+                kept: kept
+                    .as_ref()
+                    .is_none_or(|kept| kept.binary_search_by(|k| k.as_str().cmp(name)).is_ok()),
+            })
+            .collect();
+        self
+    }
+
+    /// The field names this reader knows, by position: those of the rows it read last, in
+    /// strictly ascending order.
+    pub(crate) fn layout(&self) -> Vec<Arc<str>> {
+        self.slots.iter().map(|s| Arc::clone(&s.name)).collect()
+    }
+
     /// Whether every tested field is among the built ones, so that a row expected to pass can
     /// be built first and tested on its record (one walk over its bytes instead of two).
     pub(crate) fn builds_tested(&self) -> bool {
@@ -787,8 +811,11 @@ mod tests {
             rows in proptest::collection::vec(
                 proptest::collection::vec(prop_oneof!["a", "b", "c", "d"], 0..5), 1..12),
             tests in proptest::collection::vec(any::<bool>(), 12),
+            layout in proptest::collection::btree_set(prop_oneof!["a", "b", "c", "d"], 0..4),
         ) {
-            let mut reader = RowReader::new(&["b"], None);
+            // Starting from another row's names, as a query's reader does.
+            let layout: Vec<Arc<str>> = layout.iter().map(|n| Arc::from(n.as_str())).collect();
+            let mut reader = RowReader::new(&["b"], None).with_layout(&layout);
             for (names, test) in rows.iter().zip(tests) {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
                 let bytes = raw(&names);

@@ -199,6 +199,9 @@ impl Stream {
         if let Some(start) = start {
             self.stats.filter_time += start.elapsed();
         }
+        if self.table.row_layout.get().is_none() {
+            let _ = self.table.row_layout.set(self.reader.layout().into());
+        }
         Ok(record)
     }
 
