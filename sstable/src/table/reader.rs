@@ -31,7 +31,7 @@ use crate::table::{BlockHandle, TableIter};
 /// How many keys ahead [`Table::multi_get`] prefetches the block a key will need.
 /// TUNING: far enough ahead that a block's loads finish before its key's turn comes, near
 /// enough that the touched lines are still cached then.
-pub const MULTI_GET_LOOKAHEAD: usize = 8;
+pub(crate) const MULTI_GET_LOOKAHEAD: usize = 8;
 
 /// The newest visible version of a key, as `get` returns it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -216,7 +216,7 @@ impl Table {
     /// What [`Table::get`] returns for each of `keys`, in one pass over the table: fastest
     /// when the keys ascend (repeats are fine). The filter and the index are asked for every
     /// key first; then each data block is read once for the run of keys it may hold, and the
-    /// blocks of the keys [`MULTI_GET_LOOKAHEAD`] places ahead are prefetched, so their loads
+    /// blocks of the keys a few places ahead (eight) are prefetched, so their loads
     /// from memory overlap instead of each lookup waiting for its own.
     pub fn multi_get(&self, keys: &[&[u8]], snapshot_seqno: u64) -> Result<Vec<Option<Entry>>> {
         let index = &self.inner.index;
