@@ -103,3 +103,42 @@ fn the_sample_table_spans_many_blocks_of_both_kinds() {
         "zstd should shrink these values"
     );
 }
+
+/// The index and the filter are read on the first lookup or scan, not at open: a table whose
+/// index is damaged opens (its footer and properties are sound), and every read then reports
+/// the damage; the undamaged file reads correctly.
+#[test]
+fn a_damaged_index_is_found_by_the_first_read_not_by_open() {
+    let entries = sample_entries(120);
+    let file = build(&entries, options(512, 4, false));
+    let footer_at = file.len() - strata_sstable::FOOTER_SIZE;
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&file[footer_at..footer_at + 8]);
+    let index_at = u64::from_le_bytes(word) as usize;
+    let mut damaged = file.clone();
+    damaged[index_at + 1] ^= 0x40;
+
+    let table = Table::open(bytes::Bytes::copy_from_slice(&damaged), 1, None)
+        .expect("the footer and the properties are sound");
+    let (key, seqno, _, _) = &entries[0];
+    assert!(matches!(
+        table.get(key, *seqno),
+        Err(Error::Corruption { .. })
+    ));
+    let refs: Vec<&[u8]> = entries.iter().map(|e| &e.0[..]).collect();
+    assert!(matches!(
+        table.multi_get(&refs, *seqno),
+        Err(Error::Corruption { .. })
+    ));
+    let mut iter = table.iter();
+    iter.seek_to_first();
+    assert!(!iter.valid());
+    assert!(matches!(iter.status(), Some(Error::Corruption { .. })));
+    assert!(check_reads(&table, &entries), "every read is an error");
+
+    let sound = Table::open(bytes::Bytes::copy_from_slice(&file), 1, None).expect("open");
+    assert!(
+        !check_reads(&sound, &entries),
+        "the sound file reads without an error"
+    );
+}

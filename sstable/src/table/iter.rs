@@ -102,7 +102,7 @@ impl TableIter {
                 return;
             }
         }
-        let Some(last) = self.table.index().len().checked_sub(1) else {
+        let Some(last) = self.blocks().checked_sub(1) else {
             self.block = None;
             return;
         };
@@ -153,10 +153,27 @@ impl TableIter {
         self.block.as_ref().expect("valid implies a block")
     }
 
+    /// The table's data blocks; none, with the error kept, if its index does not read.
+    fn blocks(&mut self) -> usize {
+        match self.table.index() {
+            Ok(index) => index.len(),
+            Err(error) => {
+                self.error.get_or_insert(error);
+                0
+            }
+        }
+    }
+
     fn seek_internal(&mut self, user_key: &[u8], seqno: u64) {
-        let index = self.table.index();
-        let number = index.search(user_key, seqno);
-        if number >= index.len() {
+        let number = match self.table.index() {
+            Ok(index) => index.search(user_key, seqno),
+            Err(error) => {
+                self.error.get_or_insert(error);
+                self.block = None;
+                return;
+            }
+        };
+        if number >= self.blocks() {
             self.block = None;
             return;
         }
@@ -167,7 +184,7 @@ impl TableIter {
     /// Loads data block `number` and positions within it with `position`.
     fn load_block(&mut self, number: usize, position: impl FnOnce(&mut BlockIter)) {
         self.block = None;
-        if self.error.is_some() || number >= self.table.index().len() {
+        if self.error.is_some() || number >= self.blocks() {
             return;
         }
         match self.table.data_block(number) {
@@ -194,7 +211,7 @@ impl TableIter {
         self.check_block_status();
         while self.block.as_ref().is_some_and(|b| !b.valid()) {
             let next = self.block_number + 1;
-            if next >= self.table.index().len() {
+            if next >= self.blocks() {
                 self.block = None;
                 return;
             }

@@ -1,8 +1,10 @@
 //! Opens a table from bytes and answers point lookups.
 //!
-//! 1. `open` checks the footer (size, magic, version, checksum), then reads and validates the
-//!    index, filter and properties blocks. The index is decoded whole: its keys must ascend and
-//!    its handles must tile the data region from offset 0, one per data block.
+//! 1. `open` checks the footer (size, magic, version, checksum), reads and validates the
+//!    properties block, and checks that the index and filter blocks lie within the file. The
+//!    first lookup or scan reads, checksums and validates the filter and the index (decoded
+//!    whole: its keys must ascend and its handles must tile the data region from offset 0,
+//!    one per data block), so opening a store of many tables to read a few is cheap.
 //! 2. A data block's checksum is verified on its first read; a bit per block remembers it.
 //!    Uncompressed blocks are then read in place (zero-copy); compressed ones are decompressed
 //!    into the shared [`BlockCache`].
@@ -10,8 +12,8 @@
 //!    after the target, and seeks in that block (or, if the target falls in the gap after its
 //!    last key, the next block's first entry).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 
@@ -119,17 +121,32 @@ struct Inner {
     data: Bytes,
     id: u64,
     cache: Option<Arc<BlockCache>>,
+    properties: TableProperties,
+    index_handle: BlockHandle,
+    filter_handle: BlockHandle,
+    /// Where the data blocks end: the first meta block.
+    data_end: u64,
+    /// The index and the filter, read and validated on first use.
+    loaded: OnceLock<Loaded>,
+}
+
+/// What a table reads on its first lookup or scan, not at open: a process that opens a store
+/// of many tables to read a few keys does not pay for checksumming and decoding every
+/// table's index and filter.
+#[derive(Debug)]
+struct Loaded {
     index: Index,
     filter: BloomFilter,
-    properties: TableProperties,
     /// One bit per data block: its checksum has been verified.
     verified: Vec<AtomicU64>,
 }
 
 impl Table {
-    /// Opens a table over its whole file, validating the footer, index, filter and properties.
-    /// `id` names the table in the shared `cache` (the engine passes the file number); tables
-    /// sharing a cache must have distinct ids.
+    /// Opens a table over its whole file, validating the footer and the properties, and the
+    /// bounds of the index and filter blocks. The index and the filter themselves are read,
+    /// checksummed and validated on the table's first lookup or scan, whose error a damaged
+    /// one then is. `id` names the table in the shared `cache` (the engine passes the file
+    /// number); tables sharing a cache must have distinct ids.
     pub fn open(data: Bytes, id: u64, cache: Option<Arc<BlockCache>>) -> Result<Table> {
         let footer_at = data.len().checked_sub(FOOTER_SIZE).ok_or_else(|| {
             corruption(Region::Footer, 0, Corruption::TooShort { len: data.len() })
@@ -157,37 +174,50 @@ impl Table {
         let properties_block = read_block(&body, properties_handle, Region::Properties)?;
         let properties = TableProperties::decode(&properties_block)
             .map_err(|what| corruption(Region::Properties, properties_handle.offset, what))?;
-        let filter_block = read_block(&body, filter_handle, Region::Filter)?;
-        let filter = BloomFilter::new(filter_block)
-            .map_err(|what| corruption(Region::Filter, filter_handle.offset, what))?;
-        let index_block = read_block(&body, index_handle, Region::Index)?;
+        stored_block(&body, filter_handle, Region::Filter)?;
+        stored_block(&body, index_handle, Region::Index)?;
         let data_end = filter_handle
             .offset
             .min(properties_handle.offset)
             .min(index_handle.offset);
-        let index = decode_index(index_block, index_handle.offset, data_end)?;
-        if index.len() as u64 != properties.data_blocks {
-            let what = Corruption::MalformedProperties("data block count disagrees with index");
-            return Err(corruption(
-                Region::Properties,
-                properties_handle.offset,
-                what,
-            ));
-        }
-        let verified = (0..index.len().div_ceil(64))
-            .map(|_| AtomicU64::new(0))
-            .collect();
         Ok(Table {
             inner: Arc::new(Inner {
                 data: body,
                 id,
                 cache,
-                index,
-                filter,
                 properties,
-                verified,
+                index_handle,
+                filter_handle,
+                data_end,
+                loaded: OnceLock::new(),
             }),
         })
+    }
+
+    /// The index and the filter, read and validated on first use (an error is not kept: the
+    /// next call reads again).
+    fn loaded(&self) -> Result<&Loaded> {
+        let inner = &*self.inner;
+        if let Some(loaded) = inner.loaded.get() {
+            return Ok(loaded);
+        }
+        let filter_block = read_block(&inner.data, inner.filter_handle, Region::Filter)?;
+        let filter = BloomFilter::new(filter_block)
+            .map_err(|what| corruption(Region::Filter, inner.filter_handle.offset, what))?;
+        let index_block = read_block(&inner.data, inner.index_handle, Region::Index)?;
+        let index = decode_index(index_block, inner.index_handle.offset, inner.data_end)?;
+        if index.len() as u64 != inner.properties.data_blocks {
+            let what = Corruption::MalformedProperties("data block count disagrees with index");
+            return Err(corruption(Region::Index, inner.index_handle.offset, what));
+        }
+        let verified = (0..index.len().div_ceil(64))
+            .map(|_| AtomicU64::new(0))
+            .collect();
+        Ok(inner.loaded.get_or_init(|| Loaded {
+            index,
+            filter,
+            verified,
+        }))
     }
 
     /// What the table holds, from its properties block.
@@ -198,10 +228,11 @@ impl Table {
     /// The newest version of `user_key` with a seqno at most `snapshot_seqno`, tombstones
     /// included; `None` when the table has no visible version. Consults the bloom filter first.
     pub fn get(&self, user_key: &[u8], snapshot_seqno: u64) -> Result<Option<Entry>> {
-        if !self.inner.filter.may_contain(user_key) {
+        let loaded = self.loaded()?;
+        if !loaded.filter.may_contain(user_key) {
             return Ok(None);
         }
-        let index = &self.inner.index;
+        let index = &loaded.index;
         let first = index.search(user_key, snapshot_seqno);
         // At most two blocks: the target may lie after the first one's last key.
         for block_number in first..index.len().min(first + 2) {
@@ -219,11 +250,12 @@ impl Table {
     /// blocks of the keys a few places ahead (eight) are prefetched, so their loads
     /// from memory overlap instead of each lookup waiting for its own.
     pub fn multi_get(&self, keys: &[&[u8]], snapshot_seqno: u64) -> Result<Vec<Option<Entry>>> {
-        let index = &self.inner.index;
+        let loaded = self.loaded()?;
+        let index = &loaded.index;
         let blocks: Vec<Option<usize>> = keys
             .iter()
             .map(|key| {
-                self.inner
+                loaded
                     .filter
                     .may_contain(key)
                     .then(|| index.search(key, snapshot_seqno))
@@ -231,14 +263,14 @@ impl Table {
             })
             .collect();
         for b in blocks.iter().take(MULTI_GET_LOOKAHEAD).flatten() {
-            self.touch(*b);
+            self.touch(index, *b);
         }
         let mut out = Vec::with_capacity(keys.len());
         // The block read last, kept for the next keys in it.
         let mut current: Option<(usize, Block)> = None;
         for (i, (key, first)) in keys.iter().zip(&blocks).enumerate() {
             if let Some(Some(ahead)) = blocks.get(i + MULTI_GET_LOOKAHEAD) {
-                self.touch(*ahead);
+                self.touch(index, *ahead);
             }
             let Some(first) = *first else {
                 out.push(None);
@@ -266,8 +298,8 @@ impl Table {
 
     /// Asks the processor to start loading data block `number` into its cache (a few lines
     /// spread over it, its restart array at the end included), without waiting for them.
-    fn touch(&self, number: usize) {
-        let handle = self.inner.index.handle(number);
+    fn touch(&self, index: &Index, number: usize) {
+        let handle = index.handle(number);
         let data = &self.inner.data;
         let (Ok(start), Ok(size)) = (usize::try_from(handle.offset), usize::try_from(handle.size))
         else {
@@ -319,7 +351,11 @@ impl Table {
     /// granularity, read from the index alone: the difference between two offsets estimates
     /// the bytes a key range takes. Past the last key it is the end of the data blocks.
     pub fn approximate_offset(&self, user_key: &[u8]) -> u64 {
-        let index = &self.inner.index;
+        let Ok(loaded) = self.loaded() else {
+            // A damaged index estimates nothing; reading the table reports it.
+            return 0;
+        };
+        let index = &loaded.index;
         let block = index.search(user_key, crate::format::MAX_SEQNO);
         if block < index.len() {
             index.handle(block).offset
@@ -330,25 +366,28 @@ impl Table {
 
     /// The offset just past the last data block: where the index, filter and properties begin.
     pub fn data_end_offset(&self) -> u64 {
-        self.inner.index.data_end()
+        self.inner.data_end
     }
 
     /// `false` if the filter proves `user_key` absent.
     pub fn may_contain(&self, user_key: &[u8]) -> bool {
-        self.inner.filter.may_contain(user_key)
+        // A damaged filter proves nothing; reading the key reports it.
+        self.loaded()
+            .map_or(true, |loaded| loaded.filter.may_contain(user_key))
     }
 
-    pub(crate) fn index(&self) -> &Index {
-        &self.inner.index
+    pub(crate) fn index(&self) -> Result<&Index> {
+        self.loaded().map(|loaded| &loaded.index)
     }
 
     /// Data block `number`: on first read its checksum is verified and its structure
     /// validated; compressed blocks are decompressed (and validated) on each cache miss.
     pub(crate) fn data_block(&self, number: usize) -> Result<Block> {
         let inner = &*self.inner;
-        let handle = inner.index.handle(number);
+        let loaded = self.loaded()?;
+        let handle = loaded.index.handle(number);
         let (word, bit) = (number / 64, 1u64 << (number % 64));
-        let verified = inner.verified[word].load(AtomicOrdering::Relaxed) & bit != 0;
+        let verified = loaded.verified[word].load(AtomicOrdering::Relaxed) & bit != 0;
         let (stored, kind) = stored_block(&inner.data, handle, Region::Data)?;
         let to_block =
             |bytes| Block::new(bytes).map_err(|what| corruption(Region::Data, handle.offset, what));
@@ -381,13 +420,16 @@ impl Table {
             },
         };
         if !verified {
-            inner.verified[word].fetch_or(bit, AtomicOrdering::Relaxed);
+            loaded.verified[word].fetch_or(bit, AtomicOrdering::Relaxed);
         }
         Ok(block)
     }
 
     pub(crate) fn block_corruption(&self, number: usize, what: Corruption) -> Error {
-        corruption(Region::Data, self.inner.index.handle(number).offset, what)
+        let offset = self.loaded().map_or(self.inner.index_handle.offset, |l| {
+            l.index.handle(number).offset
+        });
+        corruption(Region::Data, offset, what)
     }
 }
 
