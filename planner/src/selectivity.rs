@@ -359,13 +359,35 @@ impl<'a> Estimator<'a> {
 
     /// Combines the fields of `single` (each field's own selectivity, for a subset of
     /// `by_field`'s fields) into the conjunction's.
+    ///
+    /// A chain (below) estimates its fields from distinct counts, and can say more than the
+    /// same fields multiplied independently: binding one more field can start a chain and
+    /// raise the estimate, which a narrower query must never get. So the estimate is also
+    /// capped by each chained field left out (the rest combined without it, times its own
+    /// selectivity): what the conjunction was estimated at before that field was bound.
     pub fn combine(
         &self,
         by_field: &BTreeMap<String, Constraint>,
         single: &BTreeMap<&str, f64>,
     ) -> f64 {
+        let (mut sel, chained) = self.chained(by_field, single);
+        for field in chained {
+            let mut without = single.clone();
+            if let Some(own) = without.remove(field) {
+                sel = sel.min(self.combine(by_field, &without) * own);
+            }
+        }
+        sel
+    }
+
+    /// [`Estimator::combine`] through the longest chain alone, and the chain's fields.
+    fn chained<'s>(
+        &self,
+        by_field: &BTreeMap<String, Constraint>,
+        single: &BTreeMap<&'s str, f64>,
+    ) -> (f64, Vec<&'s str>) {
         let Some(least) = single.values().copied().reduce(f64::min) else {
-            return 1.0;
+            return (1.0, Vec::new());
         };
         // The longest composite prefix whose fields are each bound to one value.
         let bound_to_one = |f: &String| {
@@ -381,13 +403,18 @@ impl<'a> Estimator<'a> {
             .filter(|p| p.fields.len() >= 2 && p.fields.iter().all(bound_to_one))
             .max_by_key(|p| p.fields.len());
         let mut sel = 1.0;
-        let mut chained: Vec<&str> = Vec::new();
+        let mut chained: Vec<&'s str> = Vec::new();
         if let Some(prefix) = chain {
-            let first = prefix.fields[0].as_str();
-            sel = single[first];
-            chained.push(first);
+            // The chain's fields, as `single` names them (every one is there: bound above).
+            let named = |f: &String| single.get_key_value(f.as_str()).map(|(k, _)| *k);
+            if let Some(first) = named(&prefix.fields[0]) {
+                sel = single[first];
+                chained.push(first);
+            }
             for i in 1..prefix.fields.len() {
-                let field = prefix.fields[i].as_str();
+                let Some(field) = named(&prefix.fields[i]) else {
+                    continue;
+                };
                 let before = self.stats.prefix_distinct(&prefix.fields[..i]);
                 let with = self.stats.prefix_distinct(&prefix.fields[..=i]);
                 let factor = match (before, with) {
@@ -403,7 +430,7 @@ impl<'a> Estimator<'a> {
                 sel *= s;
             }
         }
-        clamp01(sel.min(least))
+        (clamp01(sel.min(least)), chained)
     }
 }
 
