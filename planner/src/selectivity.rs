@@ -362,9 +362,10 @@ impl<'a> Estimator<'a> {
     ///
     /// A chain (below) estimates its fields from distinct counts, and can say more than the
     /// same fields multiplied independently: binding one more field can start a chain and
-    /// raise the estimate, which a narrower query must never get. So the estimate is also
-    /// capped by each chained field left out (the rest combined without it, times its own
-    /// selectivity): what the conjunction was estimated at before that field was bound.
+    /// raise the estimate above what the conjunction without that binding was given. So the
+    /// estimate is also capped, for each chained field, by the conjunction without the field
+    /// times what the field's constraint keeps besides its values (1 for a plain `=` or
+    /// `IN`): a narrower query is never estimated above a wider one.
     pub fn combine(
         &self,
         by_field: &BTreeMap<String, Constraint>,
@@ -373,9 +374,17 @@ impl<'a> Estimator<'a> {
         let (mut sel, chained) = self.chained(by_field, single);
         for field in chained {
             let mut without = single.clone();
-            if let Some(own) = without.remove(field) {
-                sel = sel.min(self.combine(by_field, &without) * own);
-            }
+            without.remove(field);
+            // What the field's constraint says besides its values (a `!=`, a range): what it
+            // kept before an `=` bound it.
+            let rest = by_field.get(field).map_or(1.0, |c| {
+                let rest = Constraint {
+                    values: None,
+                    ..c.clone()
+                };
+                self.constraint(field, &rest)
+            });
+            sel = sel.min(self.combine(by_field, &without) * rest);
         }
         sel
     }
@@ -389,13 +398,15 @@ impl<'a> Estimator<'a> {
         let Some(least) = single.values().copied().reduce(f64::min) else {
             return (1.0, Vec::new());
         };
-        // The longest composite prefix whose fields are each bound to one value.
-        let bound_to_one = |f: &String| {
-            single.contains_key(f.as_str())
-                && by_field
-                    .get(f)
-                    .is_some_and(|c| !c.is_null && c.values.as_ref().is_some_and(|v| v.len() == 1))
+        // The longest composite prefix whose fields are each bound to values (`=` or `IN`).
+        let values_of = |f: &String| {
+            by_field
+                .get(f)
+                .filter(|c| !c.is_null && single.contains_key(f.as_str()))
+                .and_then(|c| c.values.as_ref())
+                .map_or(0, Vec::len)
         };
+        let bound_to_one = |f: &String| values_of(f) > 0;
         let chain = self
             .stats
             .prefixes
@@ -417,8 +428,11 @@ impl<'a> Estimator<'a> {
                 };
                 let before = self.stats.prefix_distinct(&prefix.fields[..i]);
                 let with = self.stats.prefix_distinct(&prefix.fields[..=i]);
+                // Each of the field's values keeps D(f1..fi-1)/D(f1..fi) of the rows the
+                // fields before it keep.
+                let values = values_of(&prefix.fields[i]) as f64;
                 let factor = match (before, with) {
-                    (Some(before), Some(with)) if with > 0.0 => clamp01(before / with),
+                    (Some(before), Some(with)) if with > 0.0 => clamp01(values * before / with),
                     _ => single[field],
                 };
                 sel *= factor;

@@ -139,3 +139,20 @@ fn binding_the_field_that_starts_a_chain_does_not_raise_the_estimate() {
     let after = e.conjunction(&predicates);
     assert!(after <= before + 1e-12, "{before} -> {after}");
 }
+
+/// The second case: `a IN (-1, 16) AND b = 12` was estimated independently (0.25) and the
+/// narrower `a = 16` started the chain `(a, b)` (0.5). A chain now takes `IN` sets too, so
+/// both are estimated through it.
+#[test]
+fn narrowing_an_in_list_to_one_value_does_not_raise_the_estimate() {
+    let stats = stats_of(&[[Some(0), Some(12), Some(0)], [Some(16), Some(0), Some(0)]]);
+    let e = Estimator::new(&stats);
+    let mut predicates = vec![
+        Predicate::eq("b", 12),
+        Predicate::in_list("a", [Value::Int(-1), Value::Int(16)]),
+    ];
+    let before = e.conjunction(&predicates);
+    predicates.push(Predicate::in_list("a", [Value::Int(16)]));
+    let after = e.conjunction(&predicates);
+    assert!(after <= before + 1e-12, "{before} -> {after}");
+}
