@@ -26,7 +26,7 @@ use crate::table::db::{Db, Table, leading_value};
 use crate::table::entry::KeyFields;
 use crate::table::format::{KEY_NULL, shard_of};
 use crate::table::key::{encode_value, prefix_successor};
-use crate::table::record::RowReader;
+use crate::table::row_reader::RowReader;
 use crate::table::stream::{FIRST_FETCH_BATCH, KeyRanges, Mode, Source, Stream, merge_pending};
 
 /// Most point lookups or ranges a query's `=`/`IN` lists expand to; beyond it the executor

@@ -24,7 +24,8 @@ use crate::table::entry::{
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
-use crate::table::record::{Record, RowReader};
+use crate::table::record::Record;
+use crate::table::row_reader::RowReader;
 
 /// Index entries whose records are fetched together, sorted by key.
 /// TUNING: enough keys that sorting turns random fetches into a forward walk through the
