@@ -160,8 +160,12 @@ fn write_table_seed_corpora() {
     }
     let records = corpus("record");
     std::fs::create_dir_all(&records).expect("dir");
+    // The seeds of version-1 records (`seed-record-v1`, `seed-entry-{1,2}-v1`) were written by
+    // the version-1 encoder and stay in the corpus; these are the current version's.
     let r = record! { "id" => 7, "f" => "Redmond", "a" => 2.5, "b" => vec![0u8, 1], "c" => true };
     std::fs::write(records.join("seed-record"), r.encode()).expect("write");
+    let wide = record! { "a" => 1, "b" => "x".repeat(300) };
+    std::fs::write(records.join("seed-record-wide"), wide.encode()).expect("write");
     let pk = encode_key([&Value::Int(7)]);
     for (i, projection) in [
         Projection::KeysOnly,

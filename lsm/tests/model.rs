@@ -88,6 +88,7 @@ fn check_range(rng: &mut Rng, store: &Store, cf: &str, kv: &Kv, snapshot: Option
                 assert!(cursor.valid(), "cursor should be at {k:?}");
                 assert_eq!(cursor.key(), &k[..]);
                 assert_eq!(&cursor.value()[..], &v[..]);
+                assert_eq!(cursor.value_ref(), &v[..], "the borrowed value of {k:?}");
             }
             None => {
                 assert!(!cursor.valid(), "cursor should be past the end");

@@ -37,8 +37,11 @@ const _: () = assert!(
 );
 
 // Record encoding (`record.rs`).
-/// The first byte of every encoded record.
-pub const RECORD_VERSION: u8 = 1;
+/// The first byte of every record this build writes: names, then value offsets, then values.
+pub const RECORD_VERSION: u8 = 2;
+/// The first byte of a record of the first format (each name followed by its value), which
+/// still reads.
+pub const RECORD_V1: u8 = 1;
 /// `NULL` in a record.
 pub const VALUE_NULL: u8 = 0;
 /// `false` in a record.

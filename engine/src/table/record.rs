@@ -1,14 +1,20 @@
 //! Records — property bags of named values — and their stored form (`docs/formats/records.md`).
 //!
 //! ```text
-//! record := version:u8 (= 1)  count:varint  field{count}     fields in strictly ascending name order
-//! field  := name_len:varint  name:utf8  value
-//! value  := 0 NULL | 1 false | 2 true | 3 zigzag-varint int | 4 f64 (8 bytes LE)
-//!         | 5 len:varint utf8 | 6 len:varint bytes
+//! record   := 02  count:varint  names_len:varint  names  ends  values
+//! names    := (name_len:varint name:utf8){count}      strictly ascending
+//! ends     := end{count}, each `width` bytes little-endian: where value i ends in `values`;
+//!             width is 1, 2 or 4, the smallest whose range holds the record's total length
+//! value    := 0 NULL | 1 false | 2 true | 3 zigzag-varint int | 4 f64 (8 bytes LE)
+//!           | 5 len:varint utf8 | 6 len:varint bytes
+//! record_1 := 01  count:varint  (name_len:varint name value){count}     still read
 //! ```
 //!
-//! The decoder takes only what the encoder writes: known version and tags, sorted unique
-//! names, canonical varints, no bytes left over. Anything else is an error, never a panic.
+//! A version-2 row's names sit together and every value has a known place, so a reader that
+//! has seen a row's names once compares them as one run of bytes and reads any field without
+//! walking the ones before it ([`View`]). The decoder takes only what the encoder writes:
+//! known version and tags, sorted unique names, canonical varints and widths, each value
+//! exactly filling its place, no bytes left over. Anything else is an error, never a panic.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,8 +22,8 @@ use std::sync::Arc;
 use strata_planner::Value;
 
 use crate::table::format::{
-    MAX_FIELD_NAME_BYTES, MAX_FIELDS, RECORD_VERSION, VALUE_BYTES, VALUE_FALSE, VALUE_FLOAT,
-    VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
+    MAX_FIELD_NAME_BYTES, MAX_FIELDS, RECORD_V1, RECORD_VERSION, VALUE_BYTES, VALUE_FALSE,
+    VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
 };
 
 /// A field's name, shared: the rows a query decodes share the names of the rows before them
@@ -148,13 +154,35 @@ impl Record {
 
     /// Appends the stored form to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
+        let start = out.len();
+        let count = self.fields.len();
         out.push(RECORD_VERSION);
-        put_varint(out, self.fields.len() as u64);
-        for (name, value) in &self.fields {
+        put_varint(out, count as u64);
+        let names_len: usize = self
+            .fields
+            .iter()
+            .map(|(name, _)| varint_len(name.len() as u64) + name.len())
+            .sum();
+        put_varint(out, names_len as u64);
+        for (name, _) in &self.fields {
             put_varint(out, name.len() as u64);
             out.extend(name.as_bytes());
+        }
+        let values_len: usize = self.fields.iter().map(|(_, v)| value_len(v)).sum();
+        let head = out.len() - start;
+        let width = [1, 2]
+            .into_iter()
+            .find(|&w| end_width(head + count * w + values_len) == w)
+            .unwrap_or(4);
+        let mut end = 0;
+        for (_, value) in &self.fields {
+            end += value_len(value);
+            out.extend(&(end as u32).to_le_bytes()[..width]);
+        }
+        for (_, value) in &self.fields {
             encode_value(value, out);
         }
+        debug_assert_eq!(out.len() - start, head + count * width + values_len);
     }
 
     /// Parses a stored record.
@@ -189,17 +217,35 @@ impl Names {
     }
 }
 
-/// Walks the fields of a stored record, checking its header, name order and end: `each` gets
-/// every name and must read or skip its value. It returns whether the name is one whose order
-/// after the name before it is already known (a `RowReader`'s slots: two neighbours matched
-/// there were checked in order when the second was learnt), which spares the comparison.
+/// Walks the fields of a stored record of either version, checking its header, name order and
+/// end: `each` gets every name and must read or skip its value. For a version-1 record it
+/// returns whether the name is one whose order after the name before it is already known (a
+/// `RowReader`'s slots: two neighbours matched there were checked in order when the second
+/// was learnt), which spares the comparison; a version-2 record's names are always compared.
 pub(crate) fn walk<'a>(
     bytes: &'a [u8],
     mut each: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<bool, RecordError>,
 ) -> Result<(), RecordError> {
+    if bytes.first() == Some(&RECORD_VERSION) {
+        let view = View::parse(bytes)?;
+        let mut names = view.names();
+        for i in 0..view.count() {
+            let name = names.next().ok_or(RecordError::Truncated)??;
+            let (start, end) = view.span(i)?;
+            let mut r = Reader {
+                bytes: &view.values[..end],
+                at: start,
+            };
+            each(name, &mut r)?;
+            if r.at != end {
+                return Err(RecordError::Offsets);
+            }
+        }
+        return names.finish();
+    }
     let mut r = Reader { bytes, at: 0 };
     let version = r.byte()?;
-    if version != RECORD_VERSION {
+    if version != RECORD_V1 {
         return Err(RecordError::Version(version));
     }
     let count = r.varint()?;
@@ -221,6 +267,156 @@ pub(crate) fn walk<'a>(
         return Err(RecordError::TrailingBytes);
     }
     Ok(())
+}
+
+/// The width of each value end in a version-2 record of `total` bytes: the smallest of 1, 2
+/// and 4 bytes whose range holds `total`, and so every end.
+fn end_width(total: usize) -> usize {
+    if total <= 0xff {
+        1
+    } else if total <= 0xffff {
+        2
+    } else {
+        4
+    }
+}
+
+/// A version-2 record with its header read: its names as one run of bytes, and where each
+/// value is. Reading one value checks that value and nothing else.
+pub(crate) struct View<'a> {
+    count: usize,
+    names: &'a [u8],
+    ends: &'a [u8],
+    width: usize,
+    values: &'a [u8],
+}
+
+impl<'a> View<'a> {
+    /// Reads the header of `bytes`, a version-2 record: its version, count, names section and
+    /// value ends, and that the last value ends where the record does (so a record cut short
+    /// is found here, whichever fields are read).
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<View<'a>, RecordError> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.byte()?;
+        if version != RECORD_VERSION {
+            return Err(RecordError::Version(version));
+        }
+        let count = r.varint()?;
+        if count > MAX_FIELDS as u64 {
+            return Err(RecordError::TooManyFields(count));
+        }
+        let count = count as usize;
+        let names_len = r.len(bytes.len())?;
+        let names = r.take(names_len)?;
+        let width = end_width(bytes.len());
+        let ends = r.take(count * width)?;
+        let view = View {
+            count,
+            names,
+            ends,
+            width,
+            values: &bytes[r.at..],
+        };
+        let last = if count == 0 { 0 } else { view.end(count - 1) };
+        if last < view.values.len() {
+            return Err(RecordError::TrailingBytes);
+        }
+        if last > view.values.len() {
+            return Err(RecordError::Truncated);
+        }
+        if count == 0 && !names.is_empty() {
+            return Err(RecordError::TrailingBytes);
+        }
+        Ok(view)
+    }
+
+    /// How many fields the record has.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The names section: every name, length-prefixed, in order. Two rows of the same fields
+    /// have the same names section.
+    pub(crate) fn names_section(&self) -> &'a [u8] {
+        self.names
+    }
+
+    /// The names, each checked for its length and its order after the one before.
+    pub(crate) fn names(&self) -> NameIter<'a> {
+        NameIter {
+            r: Reader {
+                bytes: self.names,
+                at: 0,
+            },
+            last: None,
+        }
+    }
+
+    fn end(&self, i: usize) -> usize {
+        let at = i * self.width;
+        let mut le = [0u8; 4];
+        le[..self.width].copy_from_slice(&self.ends[at..at + self.width]);
+        u32::from_le_bytes(le) as usize
+    }
+
+    /// Where value `i` (below the count) starts and ends in the values.
+    fn span(&self, i: usize) -> Result<(usize, usize), RecordError> {
+        let start = if i == 0 { 0 } else { self.end(i - 1) };
+        let end = self.end(i);
+        if start > end || end > self.values.len() {
+            return Err(RecordError::Offsets);
+        }
+        Ok((start, end))
+    }
+
+    /// Value `i` (below the count), checked to fill exactly its place.
+    pub(crate) fn value(&self, i: usize) -> Result<Value, RecordError> {
+        let (start, end) = self.span(i)?;
+        let mut r = Reader {
+            bytes: &self.values[..end],
+            at: start,
+        };
+        let value = r.value()?;
+        if r.at != end {
+            return Err(RecordError::Offsets);
+        }
+        Ok(value)
+    }
+}
+
+/// The names of a version-2 record's names section, in order, each checked.
+pub(crate) struct NameIter<'a> {
+    r: Reader<'a>,
+    last: Option<&'a [u8]>,
+}
+
+impl<'a> NameIter<'a> {
+    /// Checks that the names section held nothing after the last name read.
+    pub(crate) fn finish(&self) -> Result<(), RecordError> {
+        if self.r.at != self.r.bytes.len() {
+            return Err(RecordError::TrailingBytes);
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Iterator for NameIter<'a> {
+    type Item = Result<&'a [u8], RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let name = self
+            .r
+            .len(MAX_FIELD_NAME_BYTES)
+            .and_then(|len| self.r.take(len));
+        Some(match name {
+            Ok(name) if self.last.is_some_and(|last| last >= name) => Err(RecordError::FieldOrder),
+            Ok(name) => {
+                self.last = Some(name);
+                Ok(name)
+            }
+            Err(e) => Err(e),
+        })
+    }
 }
 
 impl Record {
@@ -343,6 +539,55 @@ impl std::fmt::Display for Record {
     }
 }
 
+/// For the `record` fuzz target: reads `bytes` as queries read stored rows (a
+/// [`RowReader`](crate::table::row_reader) testing some fields and building some, twice, so
+/// the second read goes through the layout the first learnt) and reports where that disagrees
+/// with [`Record::decode`]: a value tested or built differently, a row built whole that the
+/// decode refuses, or a row the decode accepts that the reader refuses.
+#[doc(hidden)]
+pub fn row_reader_disagreement(bytes: &[u8]) -> Option<String> {
+    use crate::table::row_reader::RowReader;
+    let decoded = Record::decode(bytes);
+    let readers: [(&[&str], Option<Vec<String>>); 3] = [
+        (&["a"], Some(vec!["b".to_owned()])),
+        (&["b", "a"], None),
+        (&[], None),
+    ];
+    for (tested, kept) in readers {
+        let mut reader = RowReader::new(tested, kept.clone());
+        for _ in 0..2 {
+            let test = reader.test(bytes);
+            let built = reader.build(bytes);
+            match &decoded {
+                Ok(record) => {
+                    if test.is_err() {
+                        return Some(format!("test refused a record: {test:?}"));
+                    }
+                    for name in tested {
+                        if reader.value_of(name) != record.value(name) {
+                            return Some(format!("tested {name} differently"));
+                        }
+                    }
+                    let expected = match &kept {
+                        Some(kept) => record.project(kept),
+                        None => record.clone(),
+                    };
+                    if built.as_ref() != Ok(&expected) {
+                        return Some(format!("built {built:?}, decoded {expected:?}"));
+                    }
+                }
+                Err(_) if kept.is_none() && built.is_ok() => {
+                    return Some(format!(
+                        "built whole a record the decode refuses: {built:?}"
+                    ));
+                }
+                Err(_) => {}
+            }
+        }
+    }
+    None
+}
+
 /// Why record bytes do not decode.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -374,6 +619,9 @@ pub enum RecordError {
     /// Bytes after the last field.
     #[error("bytes after the record")]
     TrailingBytes,
+    /// A value that does not exactly fill the place its offsets give it.
+    #[error("a value does not fill its place")]
+    Offsets,
 }
 
 pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -382,6 +630,22 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
         v >>= 7;
     }
     out.push(v as u8);
+}
+
+/// How many bytes `put_varint` writes for `v`.
+fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// How many bytes `encode_value` writes for `value`.
+fn value_len(value: &Value) -> usize {
+    1 + match value {
+        Value::Null | Value::Bool(_) => 0,
+        Value::Int(i) => varint_len(((i << 1) ^ (i >> 63)) as u64),
+        Value::Float(_) => 8,
+        Value::Str(s) => varint_len(s.len() as u64) + s.len(),
+        Value::Bytes(b) => varint_len(b.len() as u64) + b.len(),
+    }
 }
 
 fn encode_value(value: &Value, out: &mut Vec<u8>) {
@@ -590,14 +854,15 @@ mod tests {
             rows in proptest::collection::vec(
                 proptest::collection::vec(prop_oneof!["a", "b", "c", "d"], 0..5), 1..12),
             tests in proptest::collection::vec(any::<bool>(), 12),
+            versions in proptest::collection::vec(any::<bool>(), 12),
             layout in proptest::collection::btree_set(prop_oneof!["a", "b", "c", "d"], 0..4),
         ) {
             // Starting from another row's names, as a query's reader does.
             let layout: Vec<Arc<str>> = layout.iter().map(|n| Arc::from(n.as_str())).collect();
             let mut reader = RowReader::new(&["b"], None).with_layout(&layout);
-            for (names, test) in rows.iter().zip(tests) {
+            for ((names, test), v2) in rows.iter().zip(tests).zip(versions) {
                 let names: Vec<&str> = names.iter().map(String::as_str).collect();
-                let bytes = raw(&names);
+                let bytes = if v2 { raw2(&names) } else { raw(&names) };
                 let decoded = Record::decode(&bytes);
                 if test {
                     prop_assert_eq!(reader.test(&bytes).is_ok(), decoded.is_ok());
@@ -642,12 +907,29 @@ mod tests {
         }
     }
 
-    /// A record's bytes with `names` in the order given (sorted or not), each holding 1.
+    /// A version-1 record's bytes with `names` in the order given (sorted or not), each
+    /// holding 1.
     fn raw(names: &[&str]) -> Vec<u8> {
-        let mut out = vec![RECORD_VERSION, names.len() as u8];
+        let mut out = vec![RECORD_V1, names.len() as u8];
         for name in names {
             out.push(name.len() as u8);
             out.extend(name.as_bytes());
+            out.extend([VALUE_INT, 2]);
+        }
+        out
+    }
+
+    /// A version-2 record's bytes with `names` in the order given (sorted or not), each
+    /// holding 1 (short names: one-byte ends).
+    fn raw2(names: &[&str]) -> Vec<u8> {
+        let section: Vec<u8> = names
+            .iter()
+            .flat_map(|n| [&[n.len() as u8][..], n.as_bytes()].concat())
+            .collect();
+        let mut out = vec![RECORD_VERSION, names.len() as u8, section.len() as u8];
+        out.extend(section);
+        out.extend((1..=names.len()).map(|i| 2 * i as u8));
+        for _ in names {
             out.extend([VALUE_INT, 2]);
         }
         out
@@ -663,6 +945,86 @@ mod tests {
         assert_eq!(reader.test(&bad), Err(RecordError::FieldOrder));
         assert_eq!(reader.build(&bad).err(), Some(RecordError::FieldOrder));
         assert_eq!(Record::decode(&bad), Err(RecordError::FieldOrder));
+    }
+
+    #[test]
+    fn a_row_reader_refuses_a_new_layout_out_of_order() {
+        let mut reader = RowReader::new(&["a"], None);
+        reader.test(&raw2(&["a", "m", "z"])).unwrap();
+        reader.build(&raw2(&["a", "zz"])).unwrap();
+        for bad in [
+            raw2(&["a", "zz", "z"]),
+            raw2(&["a", "a"]),
+            raw2(&["b", "a"]),
+        ] {
+            assert_eq!(reader.test(&bad), Err(RecordError::FieldOrder));
+            assert_eq!(reader.build(&bad).err(), Some(RecordError::FieldOrder));
+            assert_eq!(Record::decode(&bad), Err(RecordError::FieldOrder));
+        }
+        // The layouts learnt before still read.
+        assert_eq!(reader.build(&raw2(&["a", "zz"])).unwrap().len(), 2);
+    }
+
+    /// The documented example of each version (`docs/formats/records.md`): the first still
+    /// reads, and writes as the second.
+    #[test]
+    fn a_version_1_record_reads_and_writes_as_version_2() {
+        let v1 = b"\x01\x02\x02id\x03\x0e\x04town\x05\x07Redmond";
+        let v2 = b"\x02\x02\x08\x02id\x04town\x02\x0b\x03\x0e\x05\x07Redmond";
+        let record = crate::record! { "id" => 7, "town" => "Redmond" };
+        assert_eq!(Record::decode(v1).unwrap(), record);
+        assert_eq!(record.encode(), v2);
+        assert_eq!(Record::decode(v2).unwrap(), record);
+        for bytes in [&v1[..], &v2[..]] {
+            let mut reader = RowReader::new(&["town"], Some(vec!["id".into()]));
+            reader.test(bytes).unwrap();
+            assert_eq!(reader.tested("town"), &Value::from("Redmond"));
+            assert_eq!(
+                reader.build(bytes).unwrap(),
+                record.project(&["id".to_owned()])
+            );
+        }
+    }
+
+    /// Ends are 1, 2 or 4 bytes, the smallest that holds the record's length: records on each
+    /// side of both boundaries round-trip, and a wider spelling of the same record is refused.
+    #[test]
+    fn value_ends_take_the_narrowest_width_that_fits() {
+        for len in (200..300).chain(65_400..65_600) {
+            let record = crate::record! { "a" => 1, "s" => "x".repeat(len) };
+            let bytes = record.encode();
+            let width = (bytes.len() - 3 - 4 - (len + 1 + varint_len(len as u64)) - 2) / 2;
+            let expected = if bytes.len() <= 0xff {
+                1
+            } else if bytes.len() <= 0xffff {
+                2
+            } else {
+                4
+            };
+            assert_eq!(width, expected, "a record of {} bytes", bytes.len());
+            assert_eq!(Record::decode(&bytes).unwrap(), record);
+        }
+        // {a: 1} with two-byte ends: the same fields, a spelling the encoder never writes.
+        let wide = [RECORD_VERSION, 1, 2, 1, b'a', 2, 0, VALUE_INT, 2];
+        assert!(Record::decode(&wide).is_err());
+    }
+
+    /// A query reads the fields it tests and returns; damage in a value it does not read is
+    /// not its error (block checksums and `verify` find that), but a full decode's.
+    #[test]
+    fn a_reader_checks_the_values_it_reads() {
+        let mut bytes = crate::record! { "a" => 1, "b" => 2 }.encode();
+        let b_tag = bytes.len() - 2;
+        bytes[b_tag] = 0x7f;
+        assert_eq!(Record::decode(&bytes), Err(RecordError::UnknownTag(0x7f)));
+        let mut only_a = RowReader::new(&["a"], Some(vec!["a".into()]));
+        only_a.test(&bytes).unwrap();
+        assert_eq!(only_a.build(&bytes).unwrap(), crate::record! { "a" => 1 });
+        let mut all = RowReader::new(&["a"], None);
+        all.test(&bytes).unwrap();
+        assert_eq!(all.build(&bytes), Err(RecordError::UnknownTag(0x7f)));
+        let mut on_b = RowReader::new(&["b"], None);
+        assert_eq!(on_b.test(&bytes), Err(RecordError::UnknownTag(0x7f)));
     }
 
     #[test]
@@ -725,22 +1087,52 @@ mod tests {
         extra.push(0);
         assert_eq!(Record::decode(&extra), Err(RecordError::TrailingBytes));
         // Two fields named "a": out of order.
-        let dup = [RECORD_VERSION, 2, 1, b'a', VALUE_NULL, 1, b'a', VALUE_NULL];
+        let dup = [RECORD_V1, 2, 1, b'a', VALUE_NULL, 1, b'a', VALUE_NULL];
         assert_eq!(Record::decode(&dup), Err(RecordError::FieldOrder));
         // A padded varint.
-        let padded = [RECORD_VERSION, 0x80, 0x00];
-        assert_eq!(Record::decode(&padded), Err(RecordError::Varint));
+        for version in [RECORD_V1, RECORD_VERSION] {
+            let padded = [version, 0x80, 0x00];
+            assert_eq!(Record::decode(&padded), Err(RecordError::Varint));
+        }
+        // Version 2: {a: 1, b: "x"}, ends 2 and 5.
+        assert_eq!(
+            bytes,
+            [
+                RECORD_VERSION,
+                2,
+                4,
+                1,
+                b'a',
+                1,
+                b'b',
+                2,
+                5,
+                VALUE_INT,
+                2,
+                VALUE_STR,
+                1,
+                b'x'
+            ]
+        );
+        let mut moved = bytes.clone();
+        moved[7] = 3; // value a ends one byte early: the int's varint runs into b's place
+        assert_eq!(Record::decode(&moved), Err(RecordError::Offsets));
+        let mut past = bytes.clone();
+        past[7] = 9; // value a ends after value b
+        assert_eq!(Record::decode(&past), Err(RecordError::Offsets));
+        let mut short = bytes.clone();
+        short[8] = 4; // the last value ends before the record
+        assert_eq!(Record::decode(&short), Err(RecordError::TrailingBytes));
+        let mut names = bytes.clone();
+        names[2] = 3; // the names section ends inside "b"'s name
+        assert!(Record::decode(&names).is_err());
+        let mut no_fields = vec![RECORD_VERSION, 0, 0];
+        assert_eq!(Record::decode(&no_fields).unwrap(), Record::new());
+        no_fields[2] = 1;
+        no_fields.push(0);
+        assert_eq!(Record::decode(&no_fields), Err(RecordError::TrailingBytes));
         let huge = [
-            RECORD_VERSION,
-            1,
-            1,
-            b'a',
-            VALUE_STR,
-            0xff,
-            0xff,
-            0xff,
-            0xff,
-            0x0f,
+            RECORD_V1, 1, 1, b'a', VALUE_STR, 0xff, 0xff, 0xff, 0xff, 0x0f,
         ];
         assert!(Record::decode(&huge).is_err());
     }

@@ -1,12 +1,22 @@
 //! What a query reads of each stored row (`RowReader`): the fields its predicates test,
 //! decoded alone first so a row the filter rejects is never built, and the fields it
-//! returns, with the names of the rows before remembered by position.
+//! returns. For version-2 rows it remembers a few layouts (names sections) it has seen, with
+//! where its tested and returned fields are in each, so a row of a known layout costs one
+//! comparison of its names and one read per field used; for version-1 rows, the names of the
+//! rows before by position.
 
 use std::sync::Arc;
 
 use strata_planner::{Predicate, Value};
 
-use crate::table::record::{Name, Names, Record, RecordError, walk};
+use crate::table::format::RECORD_VERSION;
+use crate::table::record::{Name, Names, Record, RecordError, View, walk};
+
+/// How many version-2 layouts a reader remembers.
+/// TUNING: rows whose optional fields are missing in a few combinations each keep their
+/// layout; a search of the remembered ones (on a row whose layout is not the last one's) stays
+/// a few short comparisons.
+const LAYOUTS: usize = 8;
 
 /// What a [`RowReader`] knows of the field at one position of the rows it reads. A table's
 /// rows mostly have the same fields in the same order, so a field whose name is the one seen
@@ -20,12 +30,28 @@ struct Slot {
     kept: bool,
 }
 
+/// One version-2 layout a [`RowReader`] has seen: a names section, and where the fields the
+/// reader tests and returns are in rows of it.
+struct Layout {
+    names_section: Box<[u8]>,
+    /// The names, by position.
+    names: Vec<Name>,
+    /// `(position, place among the tested fields)` of every tested field the layout has.
+    tested_at: Vec<(usize, usize)>,
+    /// The positions of the fields built.
+    kept_at: Vec<usize>,
+}
+
 /// What a query needs of each row it reads: the fields its predicates test (decoded alone
 /// first, so a row the filter rejects is never built) and the fields it returns.
 pub(crate) struct RowReader {
     /// For the records of index entries this reader's stream decodes.
     names: Names,
-    /// The fields of the rows read last, by position.
+    /// The version-2 layouts seen last, at most [`LAYOUTS`].
+    layouts: Vec<Layout>,
+    /// The one of `layouts` the last version-2 row had.
+    current: usize,
+    /// The fields of the version-1 rows read last, by position.
     slots: Vec<Slot>,
     /// The fields the predicates name, sorted, without repeats.
     tested: Vec<String>,
@@ -62,6 +88,8 @@ impl RowReader {
         });
         RowReader {
             names: Names::default(),
+            layouts: Vec::new(),
+            current: 0,
             slots: Vec::new(),
             values: vec![Value::Null; sorted.len()],
             tested: sorted,
@@ -86,13 +114,89 @@ impl RowReader {
                     .is_none_or(|kept| kept.binary_search_by(|k| k.as_str().cmp(name)).is_ok()),
             })
             .collect();
+        let mut section = Vec::new();
+        for name in names {
+            crate::table::record::put_varint(&mut section, name.len() as u64);
+            section.extend(name.as_bytes());
+        }
+        let layout = self.layout_of_names(section.into(), names.to_vec());
+        self.layouts = vec![layout];
         self
     }
 
     /// The field names this reader knows, by position: those of the rows it read last, in
     /// strictly ascending order.
     pub(crate) fn layout(&self) -> Vec<Arc<str>> {
-        self.slots.iter().map(|s| Arc::clone(&s.name)).collect()
+        match self.layouts.get(self.current) {
+            Some(layout) => layout.names.clone(),
+            None => self.slots.iter().map(|s| Arc::clone(&s.name)).collect(),
+        }
+    }
+
+    /// The layout of `names` (checked: a names section and its names, in order), with where
+    /// this reader's tested and kept fields are in it.
+    fn layout_of_names(&self, names_section: Box<[u8]>, names: Vec<Name>) -> Layout {
+        let mut tested_at = Vec::new();
+        let mut kept_at = Vec::new();
+        for (i, name) in names.iter().enumerate() {
+            if let Ok(t) = self.tested.binary_search_by(|t| t.as_str().cmp(name)) {
+                tested_at.push((i, t));
+            }
+            if self.keeps(name) {
+                kept_at.push(i);
+            }
+        }
+        Layout {
+            names_section,
+            names,
+            tested_at,
+            kept_at,
+        }
+    }
+
+    /// The place in `layouts` of the layout of `view`, learnt if it is new (its names checked
+    /// for UTF-8, length and order). Names already known are shared, not allocated again.
+    fn layout_for(&mut self, view: &View<'_>) -> Result<usize, RecordError> {
+        let section = view.names_section();
+        if self
+            .layouts
+            .get(self.current)
+            .is_some_and(|l| *l.names_section == *section)
+        {
+            return Ok(self.current);
+        }
+        if let Some(at) = self
+            .layouts
+            .iter()
+            .position(|l| *l.names_section == *section)
+        {
+            self.current = at;
+            return Ok(at);
+        }
+        let mut names = Vec::with_capacity(view.count());
+        let mut iter = view.names();
+        for _ in 0..view.count() {
+            let name = iter.next().ok_or(RecordError::Truncated)??;
+            let known = self
+                .layouts
+                .get(self.current)
+                .and_then(|l| l.names.iter().find(|n| n.as_bytes() == name));
+            names.push(match known {
+                Some(known) => Arc::clone(known),
+                None => Name::from(std::str::from_utf8(name).map_err(|_| RecordError::NotUtf8)?),
+            });
+        }
+        iter.finish()?;
+        let layout = self.layout_of_names(section.into(), names);
+        if self.layouts.len() < LAYOUTS {
+            self.layouts.push(layout);
+            self.current = self.layouts.len() - 1;
+        } else {
+            // The next after the current one: not the layout in use, and in turn each other.
+            self.current = (self.current + 1) % LAYOUTS;
+            self.layouts[self.current] = layout;
+        }
+        Ok(self.current)
     }
 
     /// Whether every tested field is among the built ones, so that a row expected to pass can
@@ -121,6 +225,12 @@ impl RowReader {
     /// The value of tested field `name` in the row [`RowReader::test`] last read.
     #[cfg(test)]
     pub(crate) fn tested(&self, name: &str) -> &Value {
+        self.value_of(name)
+    }
+
+    /// The value of tested field `name` in the row [`RowReader::test`] last read (`NULL` for
+    /// a field no predicate tests).
+    pub(crate) fn value_of(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;
         match self.tested_slot(name) {
             Some(i) => &self.values[i],
@@ -157,6 +267,14 @@ impl RowReader {
     /// but not their text), for [`RowReader::passes`].
     pub(crate) fn test(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
         self.clear_tested();
+        if bytes.first() == Some(&RECORD_VERSION) {
+            let view = View::parse(bytes)?;
+            let at = self.layout_for(&view)?;
+            for &(i, t) in &self.layouts[at].tested_at {
+                self.values[t] = view.value(i)?;
+            }
+            return Ok(());
+        }
         let (slots, tested, kept, values) =
             (&mut self.slots, &self.tested, &self.kept, &mut self.values);
         let mut i = 0;
@@ -178,6 +296,16 @@ impl RowReader {
 
     /// Builds the record of `bytes`: every field, or the kept ones.
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
+        if bytes.first() == Some(&RECORD_VERSION) {
+            let view = View::parse(bytes)?;
+            let at = self.layout_for(&view)?;
+            let layout = &self.layouts[at];
+            let mut fields = Vec::with_capacity(layout.kept_at.len());
+            for &i in &layout.kept_at {
+                fields.push((Arc::clone(&layout.names[i]), view.value(i)?));
+            }
+            return Ok(Record::from_sorted(fields));
+        }
         let (slots, tested, kept) = (&mut self.slots, &self.tested, &self.kept);
         let mut fields = Vec::with_capacity(slots.len().max(4));
         let mut i = 0;

@@ -173,19 +173,20 @@ impl Stream {
         Ok(found)
     }
 
-    /// The record of the stored row `bytes` (at `key` of family `cf`) if it passes the
+    /// The record of the stored row `bytes` (at `key` of fact shard `shard`) if it passes the
     /// re-check. A row that is `likely` to pass (one an index entry named) is built and then
     /// tested, in one walk over its bytes; any other has its predicate fields tested first, and
     /// is built only if it passes.
     fn accept(
         &mut self,
-        cf: &str,
+        shard: usize,
         key: &[u8],
         bytes: &[u8],
         likely: bool,
     ) -> Result<Option<Record>> {
         let start = self.timed.then(Instant::now);
-        let corrupt = |e| record_corrupt(cf, key, e);
+        let table = &self.table;
+        let corrupt = |e| record_corrupt(table.shards[shard].fact.name(), key, e);
         let record = if likely && self.reader.builds_tested() {
             let record = self.reader.build(bytes).map_err(corrupt)?;
             matches(&record, &self.query).then_some(record)
@@ -285,8 +286,7 @@ impl Stream {
         let Some(bytes) = bytes else {
             return Ok(None);
         };
-        let table = Arc::clone(&self.table);
-        let Some(record) = self.accept(table.shards[shard].fact.name(), key, &bytes, true)? else {
+        let Some(record) = self.accept(shard, key, &bytes, true)? else {
             return Ok(None);
         };
         match entry {
@@ -299,28 +299,35 @@ impl Stream {
 
     /// The next key-value pair of the source, in the stream's direction.
     fn next_pair(&mut self) -> Result<Option<(Vec<u8>, Bytes)>> {
-        let reverse = self.reverse;
+        match &mut self.source {
+            Source::Pairs(pairs) if self.reverse => return Ok(pairs.pop_back()),
+            Source::Pairs(pairs) => return Ok(pairs.pop_front()),
+            Source::Keys(_) => return Ok(None),
+            Source::Ranges { .. } => {}
+        }
+        let Some(cursor) = self.take_cursor()? else {
+            return Ok(None);
+        };
+        let pair = (cursor.key().to_vec(), cursor.value());
+        self.step(cursor);
+        Ok(Some(pair))
+    }
+
+    /// The cursor of a `Ranges` source, taken out of it, at its next pair (the next range
+    /// opened when one ends); `None` at the end of the ranges or for another source. Give it
+    /// back with [`Stream::step`].
+    fn take_cursor(&mut self) -> Result<Option<Box<Cursor>>> {
         loop {
-            let (cf, ranges, cursor) = match &mut self.source {
-                Source::Pairs(pairs) if reverse => return Ok(pairs.pop_back()),
-                Source::Pairs(pairs) => return Ok(pairs.pop_front()),
-                Source::Keys(_) => return Ok(None),
-                Source::Ranges { cf, ranges, cursor } => (cf, ranges, cursor),
+            let Source::Ranges { cf, ranges, cursor } = &mut self.source else {
+                return Ok(None);
             };
-            if let Some(c) = cursor {
+            if let Some(c) = cursor.take() {
                 if c.valid() {
-                    let pair = (c.key().to_vec(), c.value());
-                    if reverse {
-                        c.prev();
-                    } else {
-                        c.next();
-                    }
-                    return Ok(Some(pair));
+                    return Ok(Some(c));
                 }
                 c.status()?;
-                *cursor = None;
             }
-            let next = if reverse {
+            let next = if self.reverse {
                 ranges.pop_back()
             } else {
                 ranges.pop_front()
@@ -336,12 +343,25 @@ impl Stream {
                 options = options.upper_bound(upper);
             }
             let mut c = self.store.store.cursor(cf, options)?;
-            if reverse {
+            if self.reverse {
                 c.seek_to_last();
             } else {
                 c.seek_to_first();
             }
             *cursor = Some(Box::new(c));
+        }
+    }
+
+    /// Moves `cursor` (from [`Stream::take_cursor`]) past its pair, in the stream's direction,
+    /// and gives it back to the source.
+    fn step(&mut self, mut c: Box<Cursor>) {
+        if self.reverse {
+            c.prev();
+        } else {
+            c.next();
+        }
+        if let Source::Ranges { cursor, .. } = &mut self.source {
+            *cursor = Some(c);
         }
     }
 
@@ -404,13 +424,14 @@ impl Stream {
         }
         match self.mode {
             Mode::Fact => loop {
-                let Some((key, value)) = self.next_pair()? else {
+                // Each row is tested where the cursor holds it, neither key nor value copied.
+                let Some(cursor) = self.take_cursor()? else {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                let table = Arc::clone(&self.table);
-                let fact = table.shards[self.shard].fact.name();
-                if let Some(r) = self.accept(fact, &key, &value, false)? {
+                let found = self.accept(self.shard, cursor.key(), cursor.value_ref(), false);
+                self.step(cursor);
+                if let Some(r) = found? {
                     return Ok(Some(r));
                 }
             },

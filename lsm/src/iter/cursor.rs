@@ -104,6 +104,16 @@ impl Cursor {
         }
     }
 
+    /// The current value, borrowed until the cursor moves: for a reader that looks at each
+    /// value in place (a scan testing rows) rather than keeping it. REQUIRES: `valid()`.
+    pub fn value_ref(&self) -> &[u8] {
+        assert!(self.valid, "Cursor::value_ref on an invalid cursor");
+        match self.direction {
+            Direction::Forward => self.iter.value_ref(),
+            Direction::Backward => &self.saved_value,
+        }
+    }
+
     /// To the first key (at or after the lower bound).
     pub fn seek_to_first(&mut self) {
         match self.lower.clone() {

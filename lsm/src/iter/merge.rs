@@ -155,6 +155,10 @@ impl MergingIter {
         self.source().value()
     }
 
+    pub(crate) fn value_ref(&self) -> &[u8] {
+        self.source().value_ref()
+    }
+
     /// The first error any source hit. A source that fails becomes invalid, so an iterator
     /// that ends must be checked with this before its end is trusted.
     pub(crate) fn status(&self) -> Result<()> {

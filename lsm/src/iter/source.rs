@@ -29,6 +29,9 @@ pub(crate) trait Source {
     fn seqno(&self) -> SeqNo;
     fn kind(&self) -> ValueKind;
     fn value(&self) -> Bytes;
+    /// The value, borrowed: what a reader that only looks at it takes, without the reference
+    /// count a [`Bytes`] costs.
+    fn value_ref(&self) -> &[u8];
     /// The error that stopped the source, if any.
     fn status(&self) -> Result<()>;
 }
@@ -108,6 +111,10 @@ impl Source for MemSource {
         self.current().2.clone()
     }
 
+    fn value_ref(&self) -> &[u8] {
+        self.current().2
+    }
+
     fn status(&self) -> Result<()> {
         Ok(())
     }
@@ -181,6 +188,10 @@ impl Source for TableSource {
 
     fn value(&self) -> Bytes {
         self.iter.value_bytes()
+    }
+
+    fn value_ref(&self) -> &[u8] {
+        self.iter.value()
     }
 
     fn status(&self) -> Result<()> {
@@ -321,6 +332,10 @@ impl Source for LevelSource {
 
     fn value(&self) -> Bytes {
         self.current().value()
+    }
+
+    fn value_ref(&self) -> &[u8] {
+        self.current().value_ref()
     }
 
     fn status(&self) -> Result<()> {
