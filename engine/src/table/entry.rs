@@ -12,7 +12,7 @@ use strata_planner::{Predicate, Projection, Value};
 use crate::error::{Corruption, Error, Result};
 use crate::table::catalog::{IndexDef, TableDef};
 use crate::table::format::{ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_PRIMARY_KEY_BYTES};
-use crate::table::key::{KeyError, decode_key, decode_prefix, encode_key, encode_value};
+use crate::table::key::{KeyError, decode_key, decode_value, encode_key, encode_value};
 use crate::table::record::{Names, Reader, Record, RecordError, put_varint};
 use crate::table::row_reader::RowReader;
 
@@ -140,7 +140,7 @@ pub(crate) fn decode_entry_with(
     value: &[u8],
     names: &mut Names,
 ) -> Result<Entry> {
-    let parts = entry_parts(def, index, cf, key, value)?;
+    let mut parts = entry_parts(def, index, cf, key, value)?;
     let payload = match parts.payload {
         Some(bytes) => {
             Some(Record::decode_shared(bytes, names).map_err(|e| record_corrupt(cf, key, e))?)
@@ -148,8 +148,8 @@ pub(crate) fn decode_entry_with(
         None => None,
     };
     Ok(Entry {
+        primary_key: parts.values.split_off(parts.fields),
         values: parts.values,
-        primary_key: parts.primary_key,
         pk_bytes: key[parts.pk_at..].to_vec(),
         shard: parts.shard,
         payload,
@@ -158,8 +158,10 @@ pub(crate) fn decode_entry_with(
 
 /// An index entry split into its parts, the payload not yet decoded.
 struct EntryParts<'a> {
+    /// The index's values, then the primary key's.
     values: Vec<Value>,
-    primary_key: Vec<Value>,
+    /// How many of `values` are the index's.
+    fields: usize,
     /// Where the primary key starts in the entry's key.
     pk_at: usize,
     shard: u64,
@@ -173,10 +175,29 @@ fn entry_parts<'a>(
     key: &[u8],
     value: &'a [u8],
 ) -> Result<EntryParts<'a>> {
-    let (values, used) =
-        decode_prefix(key, index.fields.len()).map_err(|e| key_corrupt(cf, key, e))?;
-    let primary_key =
-        decode_key(&key[used..], def.primary_key.len()).map_err(|e| key_corrupt(cf, key, e))?;
+    // The index's values and the primary key's, in one vector.
+    let (n, m) = (index.fields.len(), def.primary_key.len());
+    let mut values = Vec::with_capacity(n + m);
+    let (mut at, mut used) = (0, 0);
+    for i in 0..n + m {
+        if i == n {
+            used = at;
+        }
+        let rest = key.get(at..).unwrap_or_default();
+        let (v, len) = decode_value(rest).map_err(|e| key_corrupt(cf, key, e))?;
+        values.push(v);
+        at += len;
+    }
+    if m == 0 {
+        used = at;
+    }
+    if at != key.len() {
+        // What a whole-key decode of the primary key reports: its arity.
+        let e = decode_key(&key[used..], m)
+            .err()
+            .unwrap_or(KeyError::Truncated);
+        return Err(key_corrupt(cf, key, e));
+    }
     let mut r = Reader {
         bytes: value,
         at: 0,
@@ -196,7 +217,7 @@ fn entry_parts<'a>(
     };
     Ok(EntryParts {
         values,
-        primary_key,
+        fields: n,
         pk_at: used,
         shard,
         payload,
@@ -246,30 +267,41 @@ pub(crate) fn covering_row(
             .map_err(|e| record_corrupt(cf, key, e))?,
         None => reader.clear_tested(),
     }
-    let values = parts.values.into_iter().chain(parts.primary_key);
     // The key's fields after the payload's: an included field that is also an index field
     // reads the same either way.
-    let values: Vec<Value> = values.collect();
-    for (slot, v) in fixed.tested.iter().zip(&values) {
+    let mut values = parts.values;
+    for ((slot, kept), v) in fixed.tested.iter().zip(&fixed.kept).zip(&mut values) {
         if let Some(slot) = slot {
-            reader.set_tested(*slot, v.clone());
+            // A tested field the query does not return is moved, not copied.
+            let tested = if *kept {
+                v.clone()
+            } else {
+                std::mem::replace(v, Value::Null)
+            };
+            reader.set_tested(*slot, tested);
         }
     }
     if !reader.passes(predicates) {
         return Ok(None);
     }
+    let key_fields = fixed.kept.iter().filter(|k| **k).count();
     let mut fields = match parts.payload {
         Some(payload) => reader
-            .build(payload)
+            .build_reserving(payload, key_fields)
             .map_err(|e| record_corrupt(cf, key, e))?
             .into_fields(),
-        None => Vec::with_capacity(values.len()),
+        None => Vec::with_capacity(key_fields),
     };
     for ((name, kept), v) in fixed.names.iter().zip(&fixed.kept).zip(values) {
-        // Stored records hold no NULL fields: NULL is how a missing field reads.
-        if *kept && !v.is_null() {
-            fields.push((Arc::clone(name), v));
+        // Stored records hold no NULL fields: NULL is how a missing field reads. Each key
+        // field goes in at its place among the payload's sorted fields (a sort of the whole
+        // row was a tenth of a covering read); one the payload also carries reads the same.
+        if *kept
+            && !v.is_null()
+            && let Err(at) = fields.binary_search_by(|(n, _)| (**n).cmp(&**name))
+        {
+            fields.insert(at, (Arc::clone(name), v));
         }
     }
-    Ok(Some(Record::from_shared(fields)))
+    Ok(Some(Record::from_sorted(fields)))
 }

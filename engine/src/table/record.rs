@@ -295,6 +295,7 @@ impl<'a> View<'a> {
     /// Reads the header of `bytes`, a version-2 record: its version, count, names section and
     /// value ends, and that the last value ends where the record does (so a record cut short
     /// is found here, whichever fields are read).
+    #[inline]
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<View<'a>, RecordError> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.byte()?;
@@ -352,14 +353,20 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Where value `i` (below the count) ends. A copy of a variable-width slice would be a
+    /// `memmove` call per field read.
+    #[inline]
     fn end(&self, i: usize) -> usize {
-        let at = i * self.width;
-        let mut le = [0u8; 4];
-        le[..self.width].copy_from_slice(&self.ends[at..at + self.width]);
-        u32::from_le_bytes(le) as usize
+        let e = self.ends;
+        match self.width {
+            1 => usize::from(e[i]),
+            2 => usize::from(u16::from_le_bytes([e[2 * i], e[2 * i + 1]])),
+            _ => u32::from_le_bytes([e[4 * i], e[4 * i + 1], e[4 * i + 2], e[4 * i + 3]]) as usize,
+        }
     }
 
     /// Where value `i` (below the count) starts and ends in the values.
+    #[inline]
     fn span(&self, i: usize) -> Result<(usize, usize), RecordError> {
         let start = if i == 0 { 0 } else { self.end(i - 1) };
         let end = self.end(i);
@@ -370,6 +377,7 @@ impl<'a> View<'a> {
     }
 
     /// Value `i` (below the count), checked to fill exactly its place.
+    #[inline]
     pub(crate) fn value(&self, i: usize) -> Result<Value, RecordError> {
         let (start, end) = self.span(i)?;
         let mut r = Reader {

@@ -266,15 +266,20 @@ impl RowReader {
     /// Reads the tested fields of `bytes` (the others are skipped, their structure checked
     /// but not their text), for [`RowReader::passes`].
     pub(crate) fn test(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
-        self.clear_tested();
         if bytes.first() == Some(&RECORD_VERSION) {
             let view = View::parse(bytes)?;
             let at = self.layout_for(&view)?;
+            let layout = &self.layouts[at];
+            if layout.tested_at.len() < self.values.len() {
+                // Tested fields the layout lacks read as NULL; the others are overwritten.
+                self.clear_tested();
+            }
             for &(i, t) in &self.layouts[at].tested_at {
                 self.values[t] = view.value(i)?;
             }
             return Ok(());
         }
+        self.clear_tested();
         let (slots, tested, kept, values) =
             (&mut self.slots, &self.tested, &self.kept, &mut self.values);
         let mut i = 0;
@@ -296,18 +301,28 @@ impl RowReader {
 
     /// Builds the record of `bytes`: every field, or the kept ones.
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
+        self.build_reserving(bytes, 0)
+    }
+
+    /// [`RowReader::build`], with room for `extra` more fields in the record's vector (a
+    /// covering read adds the fields of the entry's key).
+    pub(crate) fn build_reserving(
+        &mut self,
+        bytes: &[u8],
+        extra: usize,
+    ) -> Result<Record, RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
             let view = View::parse(bytes)?;
             let at = self.layout_for(&view)?;
             let layout = &self.layouts[at];
-            let mut fields = Vec::with_capacity(layout.kept_at.len());
+            let mut fields = Vec::with_capacity(layout.kept_at.len() + extra);
             for &i in &layout.kept_at {
                 fields.push((Arc::clone(&layout.names[i]), view.value(i)?));
             }
             return Ok(Record::from_sorted(fields));
         }
         let (slots, tested, kept) = (&mut self.slots, &self.tested, &self.kept);
-        let mut fields = Vec::with_capacity(slots.len().max(4));
+        let mut fields = Vec::with_capacity(slots.len().max(4) + extra);
         let mut i = 0;
         let walked = walk(bytes, |name, r| {
             let (slot, known) = slot(slots, i, name, tested, kept)?;

@@ -441,74 +441,83 @@ impl Stream {
                 fetch,
                 ..
             } => loop {
+                if covering {
+                    // Each entry is read where the cursor holds it (pairs already read, for a
+                    // strong read of an async index, are taken one by one).
+                    let cursor = self.take_cursor()?;
+                    let owned;
+                    let (k, v): (&[u8], &[u8]) = match &cursor {
+                        Some(c) => (c.key(), c.value_ref()),
+                        None => match self.next_pair()? {
+                            Some(pair) => {
+                                owned = pair;
+                                (&owned.0, &owned.1)
+                            }
+                            None => return Ok(None),
+                        },
+                    };
+                    self.stats.rows_read += 1;
+                    let start = self.timed.then(Instant::now);
+                    let table = &self.table;
+                    let record = covering_row(
+                        &table.def,
+                        &table.def.indexes[ix],
+                        table.shards[self.shard].indexes[ix].name(),
+                        (k, v),
+                        &self.covering,
+                        &mut self.reader,
+                        &self.query.predicates,
+                    );
+                    if let Some(c) = cursor {
+                        self.step(c);
+                    }
+                    if let Some(start) = start {
+                        self.stats.filter_time += start.elapsed();
+                    }
+                    match record? {
+                        Some(r) => return Ok(Some(r)),
+                        None => continue,
+                    }
+                }
                 let table = Arc::clone(&self.table);
                 let ixdef = &table.def.indexes[ix];
                 let cf_name = table.shards[self.shard].indexes[ix].name();
-                if !covering {
-                    // A batch of entries whose rows are fetched together: sorted by key, or
-                    // in index order (a batch that grows, so a query that stops early after
-                    // a few rows fetches few more than it returns).
-                    let sorted = fetch == Fetch::SortedByKey;
-                    let want = if sorted {
-                        FETCH_BATCH
-                    } else {
-                        self.fetch_batch
-                    };
-                    let mut keys = Vec::with_capacity(want);
-                    while keys.len() < want {
-                        let Some((k, v)) = self.next_pair()? else {
-                            break;
-                        };
-                        self.stats.rows_read += 1;
-                        let entry = decode_entry_with(
-                            &table.def,
-                            ixdef,
-                            cf_name,
-                            &k,
-                            &v,
-                            self.reader.names(),
-                        )?;
-                        let shard = self.entry_shard(&entry, cf_name, &k)?;
-                        keys.push((shard, entry.pk_bytes, k));
-                    }
-                    if keys.is_empty() {
-                        return Ok(None);
-                    }
-                    if sorted {
-                        keys.sort_unstable();
-                    } else {
-                        self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
-                    }
-                    let rows = self.fetch_all(&keys)?;
-                    for ((shard, pk, k), bytes) in keys.iter().zip(rows) {
-                        if let Some(r) = self.fetched_match(*shard, pk, bytes, Some((ix, k)))? {
-                            self.pending.push_back(r);
-                        }
-                    }
-                    if let Some(r) = self.pending.pop_front() {
-                        return Ok(Some(r));
-                    }
-                    continue;
-                }
-                let Some((k, v)) = self.next_pair()? else {
-                    return Ok(None);
+                // A batch of entries whose rows are fetched together: sorted by key, or
+                // in index order (a batch that grows, so a query that stops early after
+                // a few rows fetches few more than it returns).
+                let sorted = fetch == Fetch::SortedByKey;
+                let want = if sorted {
+                    FETCH_BATCH
+                } else {
+                    self.fetch_batch
                 };
-                self.stats.rows_read += 1;
-                let start = self.timed.then(Instant::now);
-                let record = covering_row(
-                    &table.def,
-                    ixdef,
-                    cf_name,
-                    (&k, &v),
-                    &self.covering,
-                    &mut self.reader,
-                    &self.query.predicates,
-                )?;
-                if let Some(start) = start {
-                    self.stats.filter_time += start.elapsed();
+                let mut keys = Vec::with_capacity(want);
+                while keys.len() < want {
+                    let Some((k, v)) = self.next_pair()? else {
+                        break;
+                    };
+                    self.stats.rows_read += 1;
+                    let entry =
+                        decode_entry_with(&table.def, ixdef, cf_name, &k, &v, self.reader.names())?;
+                    let shard = self.entry_shard(&entry, cf_name, &k)?;
+                    keys.push((shard, entry.pk_bytes, k));
                 }
-                if record.is_some() {
-                    return Ok(record);
+                if keys.is_empty() {
+                    return Ok(None);
+                }
+                if sorted {
+                    keys.sort_unstable();
+                } else {
+                    self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
+                }
+                let rows = self.fetch_all(&keys)?;
+                for ((shard, pk, k), bytes) in keys.iter().zip(rows) {
+                    if let Some(r) = self.fetched_match(*shard, pk, bytes, Some((ix, k)))? {
+                        self.pending.push_back(r);
+                    }
+                }
+                if let Some(r) = self.pending.pop_front() {
+                    return Ok(Some(r));
                 }
             },
         }
