@@ -233,7 +233,31 @@ pub(crate) struct KeyFields {
     tested: Vec<Option<usize>>,
     /// Whether the query returns it.
     kept: Vec<bool>,
+    /// How the rows of the payload layouts and key fields seen last are put together.
+    plans: Vec<RowPlan>,
 }
+
+/// How a covering row is put together from a payload of one layout and the key fields that
+/// are kept and not `NULL`: the row's names, shared by every row of the plan, and where each
+/// value comes from.
+struct RowPlan {
+    payload: Arc<[Arc<str>]>,
+    /// Bit `j`: key field `j` is in the row.
+    key_mask: u64,
+    names: Arc<[Arc<str>]>,
+    from: Vec<Part>,
+}
+
+#[derive(Clone, Copy)]
+enum Part {
+    Payload(usize),
+    Key(usize),
+}
+
+/// How many row plans a covering read remembers.
+/// TUNING: a plan per payload layout and set of non-NULL key fields; a few cover the rows of
+/// a table whose optional fields are missing in a few combinations.
+const ROW_PLANS: usize = 8;
 
 impl KeyFields {
     /// The key fields of index `ix` of `def`, for a query read through `reader`.
@@ -244,7 +268,45 @@ impl KeyFields {
             tested: names.iter().map(|n| reader.tested_slot(n)).collect(),
             kept: names.iter().map(|n| reader.keeps(n)).collect(),
             names,
+            plans: Vec::new(),
         }
+    }
+
+    /// The plan for a payload of `payload` names and the key fields of `key_mask`.
+    fn plan(&mut self, payload: &Arc<[Arc<str>]>, key_mask: u64) -> &RowPlan {
+        let found = self
+            .plans
+            .iter()
+            .position(|p| p.key_mask == key_mask && *p.payload == **payload);
+        let at = match found {
+            Some(at) => at,
+            None => {
+                let mut merged: Vec<(Arc<str>, Part)> = payload
+                    .iter()
+                    .enumerate()
+                    .map(|(i, n)| (Arc::clone(n), Part::Payload(i)))
+                    .collect();
+                for (j, name) in self.names.iter().enumerate() {
+                    // A field the payload also carries reads the same from either.
+                    if key_mask & (1 << j) != 0
+                        && let Err(at) = merged.binary_search_by(|(n, _)| n.cmp(name))
+                    {
+                        merged.insert(at, (Arc::clone(name), Part::Key(j)));
+                    }
+                }
+                if self.plans.len() == ROW_PLANS {
+                    self.plans.clear();
+                }
+                self.plans.push(RowPlan {
+                    payload: Arc::clone(payload),
+                    key_mask,
+                    names: merged.iter().map(|(n, _)| Arc::clone(n)).collect(),
+                    from: merged.into_iter().map(|(_, f)| f).collect(),
+                });
+                self.plans.len() - 1
+            }
+        };
+        &self.plans[at]
     }
 }
 
@@ -256,7 +318,7 @@ pub(crate) fn covering_row(
     index: &IndexDef,
     cf: &str,
     (key, value): (&[u8], &[u8]),
-    fixed: &KeyFields,
+    fixed: &mut KeyFields,
     reader: &mut RowReader,
     predicates: &[Predicate],
 ) -> Result<Option<Record>> {
@@ -270,10 +332,22 @@ pub(crate) fn covering_row(
     // The key's fields after the payload's: an included field that is also an index field
     // reads the same either way.
     let mut values = parts.values;
-    for ((slot, kept), v) in fixed.tested.iter().zip(&fixed.kept).zip(&mut values) {
+    let mut key_mask = 0u64;
+    for (j, ((slot, kept), v)) in fixed
+        .tested
+        .iter()
+        .zip(&fixed.kept)
+        .zip(&mut values)
+        .enumerate()
+    {
+        // Stored records hold no NULL fields: NULL is how a missing field reads.
+        let in_row = *kept && !v.is_null();
+        if in_row {
+            key_mask |= 1 << j;
+        }
         if let Some(slot) = slot {
-            // A tested field the query does not return is moved, not copied.
-            let tested = if *kept {
+            // A tested field the row does not hold is moved, not copied.
+            let tested = if in_row {
                 v.clone()
             } else {
                 std::mem::replace(v, Value::Null)
@@ -284,24 +358,20 @@ pub(crate) fn covering_row(
     if !reader.passes(predicates) {
         return Ok(None);
     }
-    let key_fields = fixed.kept.iter().filter(|k| **k).count();
-    let mut fields = match parts.payload {
+    let (payload_names, mut payload_values) = match parts.payload {
         Some(payload) => reader
-            .build_reserving(payload, key_fields)
-            .map_err(|e| record_corrupt(cf, key, e))?
-            .into_fields(),
-        None => Vec::with_capacity(key_fields),
+            .build_parts(payload)
+            .map_err(|e| record_corrupt(cf, key, e))?,
+        None => (Arc::from([]), Vec::new()),
     };
-    for ((name, kept), v) in fixed.names.iter().zip(&fixed.kept).zip(values) {
-        // Stored records hold no NULL fields: NULL is how a missing field reads. Each key
-        // field goes in at its place among the payload's sorted fields (a sort of the whole
-        // row was a tenth of a covering read); one the payload also carries reads the same.
-        if *kept
-            && !v.is_null()
-            && let Err(at) = fields.binary_search_by(|(n, _)| (**n).cmp(&**name))
-        {
-            fields.insert(at, (Arc::clone(name), v));
-        }
-    }
-    Ok(Some(Record::from_sorted(fields)))
+    let plan = fixed.plan(&payload_names, key_mask);
+    let row = plan
+        .from
+        .iter()
+        .map(|from| match *from {
+            Part::Payload(i) => std::mem::replace(&mut payload_values[i], Value::Null),
+            Part::Key(j) => std::mem::replace(&mut values[j], Value::Null),
+        })
+        .collect();
+    Ok(Some(Record::from_names(Arc::clone(&plan.names), row)))
 }

@@ -33,11 +33,24 @@ pub(crate) type Name = Arc<str>;
 /// A row: field name → value. Fields are free, as in an Azure Table entity; the table names
 /// only its primary-key fields. A missing field reads as `NULL`.
 ///
-/// Held as one vector sorted by name (no two alike): a row of a dozen fields is one
-/// allocation, looked up by binary search.
-#[derive(Clone, Default, PartialEq, Eq)]
+/// Held as the names, sorted (no two alike), and the values in the same order: a row of a
+/// dozen fields is one vector, looked up by binary search. The names are shared: the rows a
+/// query reads from stored rows of one layout share one list of names, so a row costs one
+/// reference count for its names, not one a field (which was a sixth of a scan returning
+/// half a table). Changing a record's set of fields gives it its own list.
+#[derive(Clone, PartialEq, Eq)]
 pub struct Record {
-    fields: Vec<(Name, Value)>,
+    names: Arc<[Name]>,
+    values: Vec<Value>,
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record {
+            names: Arc::from([]),
+            values: Vec::new(),
+        }
+    }
 }
 
 /// Builds a [`Record`]: `record! { "id" => 1, "town" => "Redmond" }`. Values go through
@@ -59,16 +72,19 @@ impl Record {
     }
 
     fn position(&self, name: &str) -> Result<usize, usize> {
-        self.fields.binary_search_by(|(n, _)| (**n).cmp(name))
+        self.names.binary_search_by(|n| (**n).cmp(name))
     }
 
     /// Sets `name` to `value`, returning the value it replaces.
     pub fn set(&mut self, name: impl Into<String>, value: impl Into<Value>) -> Option<Value> {
         let name: String = name.into();
         match self.position(&name) {
-            Ok(i) => Some(std::mem::replace(&mut self.fields[i].1, value.into())),
+            Ok(i) => Some(std::mem::replace(&mut self.values[i], value.into())),
             Err(i) => {
-                self.fields.insert(i, (Name::from(name), value.into()));
+                let mut names = self.names.to_vec();
+                names.insert(i, Name::from(name));
+                self.names = names.into();
+                self.values.insert(i, value.into());
                 None
             }
         }
@@ -85,25 +101,31 @@ impl Record {
             fields.dedup_by(|a, b| a.0 == b.0);
             fields.reverse();
         }
-        Record { fields }
+        Record::from_sorted(fields)
     }
 
     /// A record of `fields`, which the caller has checked are in strictly ascending name
     /// order (a decoder that checked the stored order).
     pub(crate) fn from_sorted(fields: Vec<(Name, Value)>) -> Record {
         debug_assert!(fields.windows(2).all(|w| w[0].0 < w[1].0));
-        Record { fields }
+        let (names, values): (Vec<Name>, Vec<Value>) = fields.into_iter().unzip();
+        Record {
+            names: names.into(),
+            values,
+        }
     }
 
-    /// The fields, in name order, for a caller that adds to them and builds a record again
-    /// with [`Record::from_shared`].
-    pub(crate) fn into_fields(self) -> Vec<(Arc<str>, Value)> {
-        self.fields
+    /// A record of `names` (strictly ascending, checked by the caller) and their `values`,
+    /// the names shared with every other record of them.
+    pub(crate) fn from_names(names: Arc<[Name]>, values: Vec<Value>) -> Record {
+        debug_assert_eq!(names.len(), values.len());
+        debug_assert!(names.windows(2).all(|w| w[0] < w[1]));
+        Record { names, values }
     }
 
     /// The value of `name`, if the record has it.
     pub fn get(&self, name: &str) -> Option<&Value> {
-        self.position(name).ok().map(|i| &self.fields[i].1)
+        self.position(name).ok().map(|i| &self.values[i])
     }
 
     /// The value of `name`, `NULL` when missing.
@@ -114,40 +136,48 @@ impl Record {
 
     /// Removes `name`, returning its value.
     pub fn remove(&mut self, name: &str) -> Option<Value> {
-        self.position(name).ok().map(|i| self.fields.remove(i).1)
+        let i = self.position(name).ok()?;
+        let mut names = self.names.to_vec();
+        names.remove(i);
+        self.names = names.into();
+        Some(self.values.remove(i))
     }
 
     /// The fields in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.fields.iter().map(|(k, v)| (&**k, v))
+        self.names.iter().map(|k| &**k).zip(&self.values)
     }
 
     /// Number of fields.
     pub fn len(&self) -> usize {
-        self.fields.len()
+        self.values.len()
     }
 
     /// Whether there are no fields.
     pub fn is_empty(&self) -> bool {
-        self.fields.is_empty()
+        self.values.is_empty()
     }
 
     /// Only the named fields (those the record has).
     pub fn project<'f>(&self, names: impl IntoIterator<Item = &'f String>) -> Record {
-        let mut out = Record::new();
-        for name in names {
-            if let Ok(i) = self.position(name)
-                && let Err(at) = out.position(name)
-            {
-                out.fields.insert(at, self.fields[i].clone());
-            }
+        let mut at: Vec<usize> = names
+            .into_iter()
+            .filter_map(|name| self.position(name).ok())
+            .collect();
+        at.sort_unstable();
+        at.dedup();
+        if at.len() == self.len() {
+            return self.clone();
         }
-        out
+        Record {
+            names: at.iter().map(|&i| Arc::clone(&self.names[i])).collect(),
+            values: at.iter().map(|&i| self.values[i].clone()).collect(),
+        }
     }
 
     /// The stored form.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.fields.len() * 16);
+        let mut out = Vec::with_capacity(16 + self.values.len() * 16);
         self.encode_into(&mut out);
         out
     }
@@ -155,31 +185,31 @@ impl Record {
     /// Appends the stored form to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        let count = self.fields.len();
+        let count = self.values.len();
         out.push(RECORD_VERSION);
         put_varint(out, count as u64);
         let names_len: usize = self
-            .fields
+            .names
             .iter()
-            .map(|(name, _)| varint_len(name.len() as u64) + name.len())
+            .map(|name| varint_len(name.len() as u64) + name.len())
             .sum();
         put_varint(out, names_len as u64);
-        for (name, _) in &self.fields {
+        for name in self.names.iter() {
             put_varint(out, name.len() as u64);
             out.extend(name.as_bytes());
         }
-        let values_len: usize = self.fields.iter().map(|(_, v)| value_len(v)).sum();
+        let values_len: usize = self.values.iter().map(value_len).sum();
         let head = out.len() - start;
         let width = [1, 2]
             .into_iter()
             .find(|&w| end_width(head + count * w + values_len) == w)
             .unwrap_or(4);
         let mut end = 0;
-        for (_, value) in &self.fields {
+        for value in &self.values {
             end += value_len(value);
             out.extend(&(end as u32).to_le_bytes()[..width]);
         }
-        for (_, value) in &self.fields {
+        for value in &self.values {
             encode_value(value, out);
         }
         debug_assert_eq!(out.len() - start, head + count * width + values_len);
@@ -463,25 +493,23 @@ impl Record {
             }
             Ok(false)
         })?;
-        Ok(Record { fields })
+        Ok(Record::from_sorted(fields))
     }
 }
 
 impl std::fmt::Debug for Record {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Record")
-            .field("fields", &DebugFields(&self.fields))
+            .field("fields", &DebugFields(self))
             .finish()
     }
 }
 
-struct DebugFields<'a>(&'a [(Name, Value)]);
+struct DebugFields<'a>(&'a Record);
 
 impl std::fmt::Debug for DebugFields<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_map()
-            .entries(self.0.iter().map(|(k, v)| (k, v)))
-            .finish()
+        f.debug_map().entries(self.0.iter()).finish()
     }
 }
 
@@ -489,14 +517,14 @@ impl std::fmt::Debug for DebugFields<'_> {
 impl serde::Serialize for Record {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeStruct;
-        struct Fields<'a>(&'a [(Name, Value)]);
+        struct Fields<'a>(&'a Record);
         impl serde::Serialize for Fields<'_> {
             fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.collect_map(self.0.iter().map(|(k, v)| (&**k, v)))
+                serializer.collect_map(self.0.iter())
             }
         }
         let mut s = serializer.serialize_struct("Record", 1)?;
-        s.serialize_field("fields", &Fields(&self.fields))?;
+        s.serialize_field("fields", &Fields(self))?;
         s.end()
     }
 }
@@ -525,19 +553,19 @@ impl<K: Into<String>, V: Into<Value>> FromIterator<(K, V)> for Record {
 
 impl From<BTreeMap<String, Value>> for Record {
     fn from(fields: BTreeMap<String, Value>) -> Self {
-        Record {
-            fields: fields
+        Record::from_sorted(
+            fields
                 .into_iter()
                 .map(|(k, v)| (Name::from(k), v))
                 .collect(),
-        }
+        )
     }
 }
 
 impl std::fmt::Display for Record {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("{")?;
-        for (i, (k, v)) in self.fields.iter().enumerate() {
+        for (i, (k, v)) in self.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }

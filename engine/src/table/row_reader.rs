@@ -40,6 +40,8 @@ struct Layout {
     tested_at: Vec<(usize, usize)>,
     /// The positions of the fields built.
     kept_at: Vec<usize>,
+    /// Their names, shared by the records built from rows of this layout.
+    kept_names: Arc<[Name]>,
 }
 
 /// What a query needs of each row it reads: the fields its predicates test (decoded alone
@@ -146,11 +148,13 @@ impl RowReader {
                 kept_at.push(i);
             }
         }
+        let kept_names = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
         Layout {
             names_section,
             names,
             tested_at,
             kept_at,
+            kept_names,
         }
     }
 
@@ -299,30 +303,47 @@ impl RowReader {
         walked
     }
 
-    /// Builds the record of `bytes`: every field, or the kept ones.
+    /// Builds the record of `bytes`: every field, or the kept ones. The record of a
+    /// version-2 row shares its names with every other row of its layout.
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
-        self.build_reserving(bytes, 0)
-    }
-
-    /// [`RowReader::build`], with room for `extra` more fields in the record's vector (a
-    /// covering read adds the fields of the entry's key).
-    pub(crate) fn build_reserving(
-        &mut self,
-        bytes: &[u8],
-        extra: usize,
-    ) -> Result<Record, RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
             let view = View::parse(bytes)?;
             let at = self.layout_for(&view)?;
             let layout = &self.layouts[at];
-            let mut fields = Vec::with_capacity(layout.kept_at.len() + extra);
+            let mut values = Vec::with_capacity(layout.kept_at.len());
             for &i in &layout.kept_at {
-                fields.push((Arc::clone(&layout.names[i]), view.value(i)?));
+                values.push(view.value(i)?);
             }
-            return Ok(Record::from_sorted(fields));
+            return Ok(Record::from_names(Arc::clone(&layout.kept_names), values));
         }
+        self.build_fields(bytes).map(Record::from_sorted)
+    }
+
+    /// What [`RowReader::build`] builds, as the names (shared by the rows of a version-2
+    /// layout) and the values.
+    pub(crate) fn build_parts(
+        &mut self,
+        bytes: &[u8],
+    ) -> Result<(Arc<[Name]>, Vec<Value>), RecordError> {
+        if bytes.first() == Some(&RECORD_VERSION) {
+            let view = View::parse(bytes)?;
+            let at = self.layout_for(&view)?;
+            let layout = &self.layouts[at];
+            let mut values = Vec::with_capacity(layout.kept_at.len());
+            for &i in &layout.kept_at {
+                values.push(view.value(i)?);
+            }
+            return Ok((Arc::clone(&layout.kept_names), values));
+        }
+        let (names, values): (Vec<Name>, Vec<Value>) =
+            self.build_fields(bytes)?.into_iter().unzip();
+        Ok((names.into(), values))
+    }
+
+    /// The fields of a version-1 row that [`RowReader::build`] builds, in name order.
+    fn build_fields(&mut self, bytes: &[u8]) -> Result<Vec<(Name, Value)>, RecordError> {
         let (slots, tested, kept) = (&mut self.slots, &self.tested, &self.kept);
-        let mut fields = Vec::with_capacity(slots.len().max(4) + extra);
+        let mut fields = Vec::with_capacity(slots.len().max(4));
         let mut i = 0;
         let walked = walk(bytes, |name, r| {
             let (slot, known) = slot(slots, i, name, tested, kept)?;
@@ -339,7 +360,7 @@ impl RowReader {
             self.slots.clear();
             return Err(e);
         }
-        Ok(Record::from_sorted(fields))
+        Ok(fields)
     }
 }
 

@@ -464,7 +464,7 @@ impl Stream {
                         &table.def.indexes[ix],
                         table.shards[self.shard].indexes[ix].name(),
                         (k, v),
-                        &self.covering,
+                        &mut self.covering,
                         &mut self.reader,
                         &self.query.predicates,
                     );
