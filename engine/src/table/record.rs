@@ -315,6 +315,8 @@ fn end_width(total: usize) -> usize {
 /// value is. Reading one value checks that value and nothing else.
 pub(crate) struct View<'a> {
     count: usize,
+    /// Where `names` starts in the record.
+    names_at: usize,
     names: &'a [u8],
     ends: &'a [u8],
     width: usize,
@@ -325,7 +327,6 @@ impl<'a> View<'a> {
     /// Reads the header of `bytes`, a version-2 record: its version, count, names section and
     /// value ends, and that the last value ends where the record does (so a record cut short
     /// is found here, whichever fields are read).
-    #[inline]
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<View<'a>, RecordError> {
         let mut r = Reader { bytes, at: 0 };
         let version = r.byte()?;
@@ -338,15 +339,35 @@ impl<'a> View<'a> {
         }
         let count = count as usize;
         let names_len = r.len(bytes.len())?;
-        let names = r.take(names_len)?;
+        let names_at = r.at;
+        r.take(names_len)?;
+        if count == 0 && names_len > 0 {
+            return Err(RecordError::TrailingBytes);
+        }
+        View::after_head(bytes, names_at, r.at, count)
+    }
+
+    /// The view of `bytes`, whose head — version, count and names section, the names starting
+    /// at `names_at` and the head ending at `head` — is known to be that of a valid record of
+    /// `count` fields (it is byte for byte the head of a row read before): only the value
+    /// ends are checked.
+    #[inline]
+    pub(crate) fn after_head(
+        bytes: &'a [u8],
+        names_at: usize,
+        head: usize,
+        count: usize,
+    ) -> Result<View<'a>, RecordError> {
         let width = end_width(bytes.len());
-        let ends = r.take(count * width)?;
+        let values_at = head + count * width;
+        let ends = bytes.get(head..values_at).ok_or(RecordError::Truncated)?;
         let view = View {
             count,
-            names,
+            names_at,
+            names: &bytes[names_at..head],
             ends,
             width,
-            values: &bytes[r.at..],
+            values: &bytes[values_at..],
         };
         let last = if count == 0 { 0 } else { view.end(count - 1) };
         if last < view.values.len() {
@@ -355,21 +376,18 @@ impl<'a> View<'a> {
         if last > view.values.len() {
             return Err(RecordError::Truncated);
         }
-        if count == 0 && !names.is_empty() {
-            return Err(RecordError::TrailingBytes);
-        }
         Ok(view)
+    }
+
+    /// Where the names section starts in the record, and where the head (version, count and
+    /// names) ends.
+    pub(crate) fn head(&self) -> (usize, usize) {
+        (self.names_at, self.names_at + self.names.len())
     }
 
     /// How many fields the record has.
     pub(crate) fn count(&self) -> usize {
         self.count
-    }
-
-    /// The names section: every name, length-prefixed, in order. Two rows of the same fields
-    /// have the same names section.
-    pub(crate) fn names_section(&self) -> &'a [u8] {
-        self.names
     }
 
     /// The names, each checked for its length and its order after the one before.
@@ -778,6 +796,7 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    #[inline]
     pub(crate) fn value(&mut self) -> Result<Value, RecordError> {
         match self.byte()? {
             VALUE_NULL => Ok(Value::Null),

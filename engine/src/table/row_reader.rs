@@ -10,7 +10,7 @@ use std::sync::Arc;
 use strata_planner::{Predicate, Value};
 
 use crate::table::format::RECORD_VERSION;
-use crate::table::record::{Name, Names, Record, RecordError, View, walk};
+use crate::table::record::{Name, Names, Record, RecordError, View, put_varint, walk};
 
 /// How many version-2 layouts a reader remembers.
 /// TUNING: rows whose optional fields are missing in a few combinations each keep their
@@ -33,7 +33,10 @@ struct Slot {
 /// One version-2 layout a [`RowReader`] has seen: a names section, and where the fields the
 /// reader tests and returns are in rows of it.
 struct Layout {
-    names_section: Box<[u8]>,
+    /// The head of its rows: version, count and names section, byte for byte.
+    head: Box<[u8]>,
+    /// Where the names section starts in the head.
+    names_at: usize,
     /// The names, by position.
     names: Vec<Name>,
     /// `(position, place among the tested fields)` of every tested field the layout has.
@@ -118,10 +121,15 @@ impl RowReader {
             .collect();
         let mut section = Vec::new();
         for name in names {
-            crate::table::record::put_varint(&mut section, name.len() as u64);
+            put_varint(&mut section, name.len() as u64);
             section.extend(name.as_bytes());
         }
-        let layout = self.layout_of_names(section.into(), names.to_vec());
+        let mut head = vec![RECORD_VERSION];
+        put_varint(&mut head, names.len() as u64);
+        put_varint(&mut head, section.len() as u64);
+        let names_at = head.len();
+        head.extend(section);
+        let layout = self.layout_of_names(head.into(), names_at, names.to_vec());
         self.layouts = vec![layout];
         self
     }
@@ -137,7 +145,7 @@ impl RowReader {
 
     /// The layout of `names` (checked: a names section and its names, in order), with where
     /// this reader's tested and kept fields are in it.
-    fn layout_of_names(&self, names_section: Box<[u8]>, names: Vec<Name>) -> Layout {
+    fn layout_of_names(&self, head: Box<[u8]>, names_at: usize, names: Vec<Name>) -> Layout {
         let mut tested_at = Vec::new();
         let mut kept_at = Vec::new();
         for (i, name) in names.iter().enumerate() {
@@ -150,7 +158,8 @@ impl RowReader {
         }
         let kept_names = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
         Layout {
-            names_section,
+            head,
+            names_at,
             names,
             tested_at,
             kept_at,
@@ -158,25 +167,34 @@ impl RowReader {
         }
     }
 
-    /// The place in `layouts` of the layout of `view`, learnt if it is new (its names checked
-    /// for UTF-8, length and order). Names already known are shared, not allocated again.
-    fn layout_for(&mut self, view: &View<'_>) -> Result<usize, RecordError> {
-        let section = view.names_section();
-        if self
-            .layouts
-            .get(self.current)
-            .is_some_and(|l| *l.names_section == *section)
-        {
-            return Ok(self.current);
-        }
-        if let Some(at) = self
-            .layouts
-            .iter()
-            .position(|l| *l.names_section == *section)
-        {
+    /// The place in `layouts` of the layout of `bytes`, a version-2 row, and its view. A row
+    /// whose head (version, count, names) is byte for byte one seen before has only its value
+    /// ends read; any other is parsed, and its layout learnt (its names checked for UTF-8,
+    /// length and order). Names already known are shared, not allocated again.
+    #[inline(always)]
+    fn view<'a>(&mut self, bytes: &'a [u8]) -> Result<(usize, View<'a>), RecordError> {
+        let known = |l: &Layout| bytes.starts_with(&l.head);
+        let at = match self.layouts.get(self.current) {
+            Some(l) if known(l) => Some(self.current),
+            _ => self.layouts.iter().position(known),
+        };
+        if let Some(at) = at {
             self.current = at;
-            return Ok(at);
+            let l = &self.layouts[at];
+            return Ok((
+                at,
+                View::after_head(bytes, l.names_at, l.head.len(), l.names.len())?,
+            ));
         }
+        let view = View::parse(bytes)?;
+        let at = self.learn(bytes, &view)?;
+        Ok((at, view))
+    }
+
+    /// Learns the layout of `view` (of `bytes`), a version-2 row whose head no known layout
+    /// has, and gives its place.
+    #[cold]
+    fn learn(&mut self, bytes: &[u8], view: &View<'_>) -> Result<usize, RecordError> {
         let mut names = Vec::with_capacity(view.count());
         let mut iter = view.names();
         for _ in 0..view.count() {
@@ -191,7 +209,8 @@ impl RowReader {
             });
         }
         iter.finish()?;
-        let layout = self.layout_of_names(section.into(), names);
+        let (names_at, head) = view.head();
+        let layout = self.layout_of_names(bytes[..head].into(), names_at, names);
         if self.layouts.len() < LAYOUTS {
             self.layouts.push(layout);
             self.current = self.layouts.len() - 1;
@@ -271,8 +290,7 @@ impl RowReader {
     /// but not their text), for [`RowReader::passes`].
     pub(crate) fn test(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
-            let view = View::parse(bytes)?;
-            let at = self.layout_for(&view)?;
+            let (at, view) = self.view(bytes)?;
             let layout = &self.layouts[at];
             if layout.tested_at.len() < self.values.len() {
                 // Tested fields the layout lacks read as NULL; the others are overwritten.
@@ -307,8 +325,7 @@ impl RowReader {
     /// version-2 row shares its names with every other row of its layout.
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
-            let view = View::parse(bytes)?;
-            let at = self.layout_for(&view)?;
+            let (at, view) = self.view(bytes)?;
             let layout = &self.layouts[at];
             let mut values = Vec::with_capacity(layout.kept_at.len());
             for &i in &layout.kept_at {
@@ -326,8 +343,7 @@ impl RowReader {
         bytes: &[u8],
     ) -> Result<(Arc<[Name]>, Vec<Value>), RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
-            let view = View::parse(bytes)?;
-            let at = self.layout_for(&view)?;
+            let (at, view) = self.view(bytes)?;
             let layout = &self.layouts[at];
             let mut values = Vec::with_capacity(layout.kept_at.len());
             for &i in &layout.kept_at {
