@@ -105,6 +105,31 @@ pub fn index_entry(
     Ok((key, value))
 }
 
+/// Whether a stored index entry value says what the `expected` one (just derived from the
+/// row) says: the same bytes, or the same entry version and shard with payloads that decode to
+/// the same record — a payload written in an older record version holds the same fields in
+/// other bytes.
+pub(crate) fn same_entry_value(stored: &[u8], expected: &[u8]) -> bool {
+    if stored == expected {
+        return true;
+    }
+    let head = |bytes: &[u8]| -> Option<(u8, u64, usize)> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.byte().ok()?;
+        let shard = r.varint().ok()?;
+        Some((version, shard, r.at))
+    };
+    match (head(stored), head(expected)) {
+        (Some((v1, s1, a1)), Some((v2, s2, a2))) if v1 == v2 && s1 == s2 => {
+            let (p1, p2) = (&stored[a1..], &expected[a2..]);
+            !p1.is_empty()
+                && !p2.is_empty()
+                && matches!((Record::decode(p1), Record::decode(p2)), (Ok(a), Ok(b)) if a == b)
+        }
+        _ => false,
+    }
+}
+
 /// A decoded index entry.
 #[derive(Clone, Debug)]
 pub struct Entry {

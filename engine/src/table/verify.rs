@@ -18,7 +18,9 @@ use strata_planner::{IndexState, Value};
 use crate::error::Result;
 use crate::lsm::{ReadOptions, Snapshot, WriteBatch, WriteOptions};
 use crate::table::db::{Db, Table};
-use crate::table::entry::{decode_entry, index_entry, key_corrupt, record_corrupt};
+use crate::table::entry::{
+    decode_entry, index_entry, key_corrupt, record_corrupt, same_entry_value,
+};
 use crate::table::key::decode_key;
 use crate::table::record::Record;
 
@@ -173,7 +175,7 @@ impl Db {
                         &snapshots[target],
                     )? {
                         None => Some(ProblemKind::Missing),
-                        Some(found) if found[..] != v[..] => Some(ProblemKind::Stale),
+                        Some(found) if !same_entry_value(&found, &v) => Some(ProblemKind::Stale),
                         Some(_) => None,
                     };
                     if let Some(kind) = problem {
