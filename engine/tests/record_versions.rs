@@ -1,6 +1,6 @@
 //! A database whose rows and index payloads were written in record version 1 (each name
-//! beside its value) reads, queries and verifies as it did: the current version (names
-//! together, then value ends, then values) is what new writes use, and both read.
+//! beside its value) reads, queries and verifies as it did, and compaction rewrites it in the
+//! current version (names together, then value ends, then values), which new writes use.
 
 use strata::{Db, Options, Predicate, Projection, Query, Record, Value, WriteOptions, record};
 use tempfile::TempDir;
@@ -83,6 +83,20 @@ fn rewrite_as_version_1(db: &Db) -> (usize, usize) {
     (rows.len(), entries.len())
 }
 
+/// The record version of every fact row of `t` and every payload of `by_town`.
+fn versions(db: &Db) -> (Vec<u8>, Vec<u8>) {
+    let store = db.store();
+    let first = |cf: &str, at: usize| -> Vec<u8> {
+        let cf = store.cf(cf).expect("family");
+        store
+            .iter(&cf, Default::default())
+            .expect("iter")
+            .map(|kv| kv.expect("pair").1[at])
+            .collect()
+    };
+    (first("t/t", 0), first("i/t/by_town", 2))
+}
+
 fn queries() -> Vec<Query> {
     vec![
         Query::default(),
@@ -161,6 +175,13 @@ fn a_database_of_version_1_records_reads_queries_and_verifies_as_before() {
     db.flush().unwrap();
     db.close().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
+    assert_eq!(answers(&db), before);
+    assert!(db.verify("t").unwrap().is_clean());
+    assert_eq!(versions(&db), (vec![1; 60], vec![1; 60]));
+
+    // Compaction rewrites them in version 2.
+    db.compact("t").unwrap();
+    assert_eq!(versions(&db), (vec![2; 60], vec![2; 60]));
     assert_eq!(answers(&db), before);
     assert!(db.verify("t").unwrap().is_clean());
 

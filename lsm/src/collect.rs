@@ -22,6 +22,18 @@ pub trait PropertyCollector: Send {
     fn finish(self: Box<Self>) -> Vec<(String, Vec<u8>)>;
 }
 
+/// Rewrites values into their owner's newer format as compaction copies them: how the owner
+/// of a store (the table layer, for its records) migrates what older versions wrote without a
+/// pass of its own. Compaction asks for every live value it writes; older versions kept for
+/// snapshots are rewritten alike, so an upgrade must read the same to the owner as the value
+/// it replaces.
+pub trait ValueUpgrade: Send + Sync + std::fmt::Debug {
+    /// `value`, of column family `cf` (its name), in the newer format; `None` to keep it as it
+    /// is (already current, not the owner's, or not understood: a value that does not decode
+    /// is copied unchanged, never lost).
+    fn upgrade(&self, cf: &str, value: &[u8]) -> Option<Vec<u8>>;
+}
+
 /// Makes a collector per table written.
 pub trait CollectorFactory: Send + Sync + std::fmt::Debug {
     /// A collector for a table of column family `cf` (its name), or `None`.

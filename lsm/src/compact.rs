@@ -417,6 +417,7 @@ fn write_outputs(
         let collecting = Collecting::new(collector);
         match write_one(
             shared,
+            &compaction.cf.name,
             number,
             &mut merged,
             &mut retention,
@@ -454,6 +455,7 @@ fn write_outputs(
 /// was dropped.
 fn write_one(
     shared: &Shared,
+    cf: &str,
     number: u64,
     merged: &mut MergingIter,
     retention: &mut Retention<'_>,
@@ -484,8 +486,13 @@ fn write_one(
             && !(kind == ValueKind::Delete && retention.in_oldest_stripe() && !below.may_hold(key));
         if keep {
             let value = merged.value();
-            builder.add(key, seqno, kind, &value).map_err(table_error)?;
-            collecting.add(key, kind, &value);
+            let upgraded = match (&shared.options.value_upgrade, kind) {
+                (Some(upgrade), ValueKind::Put) => upgrade.upgrade(cf, &value),
+                _ => None,
+            };
+            let value = upgraded.as_deref().unwrap_or(&value);
+            builder.add(key, seqno, kind, value).map_err(table_error)?;
+            collecting.add(key, kind, value);
             last_key.clear();
             last_key.extend_from_slice(key);
         }

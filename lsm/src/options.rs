@@ -75,6 +75,10 @@ pub struct Options {
     /// ([`crate::collect`]; default none). The table layer (`strata::Db`) installs its own, which keeps
     /// each table's statistics sketches.
     pub property_collector: Option<Arc<dyn crate::collect::CollectorFactory>>,
+    /// Rewrites values into a newer format as compaction copies them
+    /// ([`crate::collect::ValueUpgrade`]; default none). The table layer installs its own,
+    /// which rewrites records of an older version.
+    pub value_upgrade: Option<Arc<dyn crate::collect::ValueUpgrade>>,
 }
 
 impl Default for Options {
@@ -100,6 +104,7 @@ impl Default for Options {
             max_sealed_memtables: 4,
             slowdown_delay: std::time::Duration::from_millis(1),
             property_collector: None,
+            value_upgrade: None,
         }
     }
 }

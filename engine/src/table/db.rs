@@ -240,6 +240,7 @@ impl Db {
         let sketches = Arc::new(SketchFactory::default());
         options.validate()?;
         options.store.property_collector = Some(Arc::clone(&sketches) as _);
+        options.store.value_upgrade = Some(Arc::new(crate::table::upgrade::RecordUpgrade));
         let main = Arc::new(open_shard_store(&dir, &options, 0)?);
         let store = &main.store;
         let catalog = family_or_create(store, CATALOG_CF)?;

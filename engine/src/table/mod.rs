@@ -33,6 +33,7 @@ pub mod record;
 mod row_reader;
 pub mod sketch;
 mod stream;
+mod upgrade;
 mod verify;
 mod write;
 
