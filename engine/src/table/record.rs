@@ -12,7 +12,7 @@
 //!
 //! A version-2 row's names sit together and every value has a known place, so a reader that
 //! has seen a row's names once compares them as one run of bytes and reads any field without
-//! walking the ones before it ([`View`]). The decoder takes only what the encoder writes:
+//! walking the ones before it (`View`). The decoder takes only what the encoder writes:
 //! known version and tags, sorted unique names, canonical varints and widths, each value
 //! exactly filling its place, no bytes left over. Anything else is an error, never a panic.
 
