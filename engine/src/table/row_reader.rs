@@ -324,16 +324,8 @@ impl RowReader {
     /// Builds the record of `bytes`: every field, or the kept ones. The record of a
     /// version-2 row shares its names with every other row of its layout.
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
-        if bytes.first() == Some(&RECORD_VERSION) {
-            let (at, view) = self.view(bytes)?;
-            let layout = &self.layouts[at];
-            let mut values = Vec::with_capacity(layout.kept_at.len());
-            for &i in &layout.kept_at {
-                values.push(view.value(i)?);
-            }
-            return Ok(Record::from_names(Arc::clone(&layout.kept_names), values));
-        }
-        self.build_fields(bytes).map(Record::from_sorted)
+        let (names, values) = self.build_parts(bytes)?;
+        Ok(Record::from_names(names, values))
     }
 
     /// What [`RowReader::build`] builds, as the names (shared by the rows of a version-2
