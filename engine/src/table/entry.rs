@@ -13,7 +13,8 @@ use crate::error::{Corruption, Error, Result};
 use crate::table::catalog::{IndexDef, TableDef};
 use crate::table::format::{ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_PRIMARY_KEY_BYTES};
 use crate::table::key::{KeyError, decode_key, decode_value, encode_key, encode_value};
-use crate::table::record::{Names, Reader, Record, RecordError, put_varint};
+use crate::table::record::{Names, Record, RecordError};
+use crate::table::record_codec::{Reader, put_varint};
 use crate::table::row_reader::RowReader;
 
 /// The error for damaged bytes in column family `cf`.

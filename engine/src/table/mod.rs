@@ -30,6 +30,7 @@ mod options;
 pub mod outbox;
 mod query;
 pub mod record;
+mod record_codec;
 mod row_reader;
 pub mod sketch;
 mod stream;

@@ -27,7 +27,8 @@ use std::time::{Duration, Instant};
 use crate::error::{Error, Result};
 use crate::lsm::sync::core::{Condvar, Mutex, MutexGuard, lock};
 use crate::table::format::{OUTBOX_DELETE, OUTBOX_PUT, OUTBOX_VERSION};
-use crate::table::record::{Reader, RecordError, put_varint};
+use crate::table::record::RecordError;
+use crate::table::record_codec::{Reader, put_varint};
 
 /// One change to one index entry.
 #[derive(Clone, Debug, PartialEq, Eq)]

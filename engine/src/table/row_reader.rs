@@ -10,7 +10,8 @@ use std::sync::Arc;
 use strata_planner::{Predicate, Value};
 
 use crate::table::format::RECORD_VERSION;
-use crate::table::record::{Name, Names, Record, RecordError, View, put_varint, walk};
+use crate::table::record::{Name, Names, Record, RecordError};
+use crate::table::record_codec::{View, put_varint, walk};
 
 /// How many version-2 layouts a reader remembers.
 /// TUNING: rows whose optional fields are missing in a few combinations each keep their

@@ -4,7 +4,8 @@
 
 use crate::lsm::collect::ValueUpgrade;
 use crate::table::format::{ENTRY_VERSION, FACT_CF_PREFIX, INDEX_CF_PREFIX, RECORD_V1};
-use crate::table::record::{Reader, Record};
+use crate::table::record::Record;
+use crate::table::record_codec::Reader;
 
 /// Rewrites version-1 fact rows and version-1 payloads of index entries in the current record
 /// version. Anything else — current records, keys-only entries, other families, and bytes that

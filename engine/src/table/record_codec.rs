@@ -1,0 +1,388 @@
+//! The stored form of records (`docs/formats/records.md`): the version-2 [`View`] a query
+//! reads fields through, the walk over every field of either version, and the value codec.
+//! [`Record`](crate::Record)'s `encode` and `decode` are built on these.
+
+use strata_planner::Value;
+
+use crate::table::format::{
+    MAX_FIELD_NAME_BYTES, MAX_FIELDS, RECORD_V1, RECORD_VERSION, VALUE_BYTES, VALUE_FALSE,
+    VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
+};
+use crate::table::record::RecordError;
+
+/// Walks the fields of a stored record of either version, checking its header, name order and
+/// end: `each` gets every name and must read or skip its value. For a version-1 record it
+/// returns whether the name is one whose order after the name before it is already known (a
+/// `RowReader`'s slots: two neighbours matched there were checked in order when the second
+/// was learnt), which spares the comparison; a version-2 record's names are always compared.
+pub(crate) fn walk<'a>(
+    bytes: &'a [u8],
+    mut each: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<bool, RecordError>,
+) -> Result<(), RecordError> {
+    if bytes.first() == Some(&RECORD_VERSION) {
+        let view = View::parse(bytes)?;
+        let mut names = view.names();
+        for i in 0..view.count() {
+            let name = names.next().ok_or(RecordError::Truncated)??;
+            let (start, end) = view.span(i)?;
+            let mut r = Reader {
+                bytes: &view.values[..end],
+                at: start,
+            };
+            each(name, &mut r)?;
+            if r.at != end {
+                return Err(RecordError::Offsets);
+            }
+        }
+        return names.finish();
+    }
+    let mut r = Reader { bytes, at: 0 };
+    let version = r.byte()?;
+    if version != RECORD_V1 {
+        return Err(RecordError::Version(version));
+    }
+    let count = r.varint()?;
+    if count > MAX_FIELDS as u64 {
+        return Err(RecordError::TooManyFields(count));
+    }
+    let mut last: Option<&[u8]> = None;
+    let mut last_known = false;
+    for _ in 0..count {
+        let len = r.len(MAX_FIELD_NAME_BYTES)?;
+        let name = r.take(len)?;
+        let known = each(name, &mut r)?;
+        if !(known && last_known) && last.is_some_and(|last| last >= name) {
+            return Err(RecordError::FieldOrder);
+        }
+        (last, last_known) = (Some(name), known);
+    }
+    if r.at != bytes.len() {
+        return Err(RecordError::TrailingBytes);
+    }
+    Ok(())
+}
+
+/// The width of each value end in a version-2 record of `total` bytes: the smallest of 1, 2
+/// and 4 bytes whose range holds `total`, and so every end.
+pub(crate) fn end_width(total: usize) -> usize {
+    if total <= 0xff {
+        1
+    } else if total <= 0xffff {
+        2
+    } else {
+        4
+    }
+}
+
+/// A version-2 record with its header read: its names as one run of bytes, and where each
+/// value is. Reading one value checks that value and nothing else.
+pub(crate) struct View<'a> {
+    count: usize,
+    /// Where `names` starts in the record.
+    names_at: usize,
+    names: &'a [u8],
+    ends: &'a [u8],
+    width: usize,
+    values: &'a [u8],
+}
+
+impl<'a> View<'a> {
+    /// Reads the header of `bytes`, a version-2 record: its version, count, names section and
+    /// value ends, and that the last value ends where the record does (so a record cut short
+    /// is found here, whichever fields are read).
+    pub(crate) fn parse(bytes: &'a [u8]) -> Result<View<'a>, RecordError> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.byte()?;
+        if version != RECORD_VERSION {
+            return Err(RecordError::Version(version));
+        }
+        let count = r.varint()?;
+        if count > MAX_FIELDS as u64 {
+            return Err(RecordError::TooManyFields(count));
+        }
+        let count = count as usize;
+        let names_len = r.len(bytes.len())?;
+        let names_at = r.at;
+        r.take(names_len)?;
+        if count == 0 && names_len > 0 {
+            return Err(RecordError::TrailingBytes);
+        }
+        View::after_head(bytes, names_at, r.at, count)
+    }
+
+    /// The view of `bytes`, whose head — version, count and names section, the names starting
+    /// at `names_at` and the head ending at `head` — is known to be that of a valid record of
+    /// `count` fields (it is byte for byte the head of a row read before): only the value
+    /// ends are checked.
+    #[inline]
+    pub(crate) fn after_head(
+        bytes: &'a [u8],
+        names_at: usize,
+        head: usize,
+        count: usize,
+    ) -> Result<View<'a>, RecordError> {
+        let width = end_width(bytes.len());
+        let values_at = head + count * width;
+        let ends = bytes.get(head..values_at).ok_or(RecordError::Truncated)?;
+        let view = View {
+            count,
+            names_at,
+            names: &bytes[names_at..head],
+            ends,
+            width,
+            values: &bytes[values_at..],
+        };
+        let last = if count == 0 { 0 } else { view.end(count - 1) };
+        if last < view.values.len() {
+            return Err(RecordError::TrailingBytes);
+        }
+        if last > view.values.len() {
+            return Err(RecordError::Truncated);
+        }
+        Ok(view)
+    }
+
+    /// Where the names section starts in the record, and where the head (version, count and
+    /// names) ends.
+    pub(crate) fn head(&self) -> (usize, usize) {
+        (self.names_at, self.names_at + self.names.len())
+    }
+
+    /// How many fields the record has.
+    pub(crate) fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The names, each checked for its length and its order after the one before.
+    pub(crate) fn names(&self) -> NameIter<'a> {
+        NameIter {
+            r: Reader {
+                bytes: self.names,
+                at: 0,
+            },
+            last: None,
+        }
+    }
+
+    /// Where value `i` (below the count) ends. A copy of a variable-width slice would be a
+    /// `memmove` call per field read.
+    #[inline]
+    fn end(&self, i: usize) -> usize {
+        let e = self.ends;
+        match self.width {
+            1 => usize::from(e[i]),
+            2 => usize::from(u16::from_le_bytes([e[2 * i], e[2 * i + 1]])),
+            _ => u32::from_le_bytes([e[4 * i], e[4 * i + 1], e[4 * i + 2], e[4 * i + 3]]) as usize,
+        }
+    }
+
+    /// Where value `i` (below the count) starts and ends in the values.
+    #[inline]
+    fn span(&self, i: usize) -> Result<(usize, usize), RecordError> {
+        let start = if i == 0 { 0 } else { self.end(i - 1) };
+        let end = self.end(i);
+        if start > end || end > self.values.len() {
+            return Err(RecordError::Offsets);
+        }
+        Ok((start, end))
+    }
+
+    /// Value `i` (below the count), checked to fill exactly its place.
+    #[inline]
+    pub(crate) fn value(&self, i: usize) -> Result<Value, RecordError> {
+        let (start, end) = self.span(i)?;
+        let mut r = Reader {
+            bytes: &self.values[..end],
+            at: start,
+        };
+        let value = r.value()?;
+        if r.at != end {
+            return Err(RecordError::Offsets);
+        }
+        Ok(value)
+    }
+}
+
+/// The names of a version-2 record's names section, in order, each checked.
+pub(crate) struct NameIter<'a> {
+    r: Reader<'a>,
+    last: Option<&'a [u8]>,
+}
+
+impl<'a> NameIter<'a> {
+    /// Checks that the names section held nothing after the last name read.
+    pub(crate) fn finish(&self) -> Result<(), RecordError> {
+        if self.r.at != self.r.bytes.len() {
+            return Err(RecordError::TrailingBytes);
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Iterator for NameIter<'a> {
+    type Item = Result<&'a [u8], RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let name = self
+            .r
+            .len(MAX_FIELD_NAME_BYTES)
+            .and_then(|len| self.r.take(len));
+        Some(match name {
+            Ok(name) if self.last.is_some_and(|last| last >= name) => Err(RecordError::FieldOrder),
+            Ok(name) => {
+                self.last = Some(name);
+                Ok(name)
+            }
+            Err(e) => Err(e),
+        })
+    }
+}
+
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// How many bytes `put_varint` writes for `v`.
+pub(crate) fn varint_len(v: u64) -> usize {
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
+}
+
+/// How many bytes `encode_value` writes for `value`.
+pub(crate) fn value_len(value: &Value) -> usize {
+    1 + match value {
+        Value::Null | Value::Bool(_) => 0,
+        Value::Int(i) => varint_len(((i << 1) ^ (i >> 63)) as u64),
+        Value::Float(_) => 8,
+        Value::Str(s) => varint_len(s.len() as u64) + s.len(),
+        Value::Bytes(b) => varint_len(b.len() as u64) + b.len(),
+    }
+}
+
+pub(crate) fn encode_value(value: &Value, out: &mut Vec<u8>) {
+    match value {
+        Value::Null => out.push(VALUE_NULL),
+        Value::Bool(false) => out.push(VALUE_FALSE),
+        Value::Bool(true) => out.push(VALUE_TRUE),
+        Value::Int(i) => {
+            out.push(VALUE_INT);
+            put_varint(out, ((i << 1) ^ (i >> 63)) as u64);
+        }
+        Value::Float(x) => {
+            out.push(VALUE_FLOAT);
+            out.extend(x.to_bits().to_le_bytes());
+        }
+        Value::Str(s) => {
+            out.push(VALUE_STR);
+            put_varint(out, s.len() as u64);
+            out.extend(s.as_bytes());
+        }
+        Value::Bytes(b) => {
+            out.push(VALUE_BYTES);
+            put_varint(out, b.len() as u64);
+            out.extend(b);
+        }
+    }
+}
+
+/// A cursor over bytes being decoded.
+pub(crate) struct Reader<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) at: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn byte(&mut self) -> Result<u8, RecordError> {
+        let b = *self.bytes.get(self.at).ok_or(RecordError::Truncated)?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    pub(crate) fn take(&mut self, n: usize) -> Result<&'a [u8], RecordError> {
+        let end = self.at.checked_add(n).ok_or(RecordError::Truncated)?;
+        let slice = self.bytes.get(self.at..end).ok_or(RecordError::Truncated)?;
+        self.at = end;
+        Ok(slice)
+    }
+
+    pub(crate) fn varint(&mut self) -> Result<u64, RecordError> {
+        let mut v = 0u64;
+        for i in 0..10 {
+            let b = self.byte()?;
+            let bits = u64::from(b & 0x7f);
+            if i == 9 && b > 1 {
+                return Err(RecordError::Varint);
+            }
+            v |= bits << (7 * i);
+            if b & 0x80 == 0 {
+                // Shortest form only: a final zero byte after the first is padding.
+                if i > 0 && b == 0 {
+                    return Err(RecordError::Varint);
+                }
+                return Ok(v);
+            }
+        }
+        Err(RecordError::Varint)
+    }
+
+    /// A length, checked against `max` and against the bytes left.
+    pub(crate) fn len(&mut self, max: usize) -> Result<usize, RecordError> {
+        let len = self.varint()?;
+        if len > max as u64 {
+            return Err(RecordError::TooLong(len));
+        }
+        Ok(len as usize)
+    }
+
+    /// Moves past one value without building it.
+    pub(crate) fn skip_value(&mut self) -> Result<(), RecordError> {
+        match self.byte()? {
+            VALUE_NULL | VALUE_FALSE | VALUE_TRUE => {}
+            VALUE_INT => {
+                self.varint()?;
+            }
+            VALUE_FLOAT => {
+                self.take(8)?;
+            }
+            VALUE_STR | VALUE_BYTES => {
+                let len = self.len(self.bytes.len())?;
+                self.take(len)?;
+            }
+            other => return Err(RecordError::UnknownTag(other)),
+        }
+        Ok(())
+    }
+
+    #[inline]
+    pub(crate) fn value(&mut self) -> Result<Value, RecordError> {
+        match self.byte()? {
+            VALUE_NULL => Ok(Value::Null),
+            VALUE_FALSE => Ok(Value::Bool(false)),
+            VALUE_TRUE => Ok(Value::Bool(true)),
+            VALUE_INT => {
+                let z = self.varint()?;
+                Ok(Value::Int(((z >> 1) as i64) ^ -((z & 1) as i64)))
+            }
+            VALUE_FLOAT => {
+                let bits: [u8; 8] = self
+                    .take(8)?
+                    .try_into()
+                    .map_err(|_| RecordError::Truncated)?;
+                Ok(Value::Float(f64::from_bits(u64::from_le_bytes(bits))))
+            }
+            VALUE_STR => {
+                let len = self.len(self.bytes.len())?;
+                let s = std::str::from_utf8(self.take(len)?).map_err(|_| RecordError::NotUtf8)?;
+                Ok(Value::Str(s.to_owned()))
+            }
+            VALUE_BYTES => {
+                let len = self.len(self.bytes.len())?;
+                Ok(Value::Bytes(self.take(len)?.to_vec()))
+            }
+            other => Err(RecordError::UnknownTag(other)),
+        }
+    }
+}
