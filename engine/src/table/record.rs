@@ -566,7 +566,7 @@ mod tests {
                 let bytes = record.encode();
                 reader.test(&bytes).unwrap();
                 for name in &tested {
-                    prop_assert_eq!(reader.tested(name), record.value(name));
+                    prop_assert_eq!(reader.value_of(name), record.value(name));
                 }
                 let present: Vec<Predicate> =
                     tested.iter().map(|t| Predicate::is_not_null(t.as_str())).collect();
@@ -658,7 +658,7 @@ mod tests {
         for bytes in [&v1[..], &v2[..]] {
             let mut reader = RowReader::new(&["town"], Some(vec!["id".into()]));
             reader.test(bytes).unwrap();
-            assert_eq!(reader.tested("town"), &Value::from("Redmond"));
+            assert_eq!(reader.value_of("town"), &Value::from("Redmond"));
             assert_eq!(
                 reader.build(bytes).unwrap(),
                 record.project(&["id".to_owned()])

@@ -36,15 +36,7 @@ pub(crate) fn walk<'a>(
         }
         return names.finish();
     }
-    let mut r = Reader { bytes, at: 0 };
-    let version = r.byte()?;
-    if version != RECORD_V1 {
-        return Err(RecordError::Version(version));
-    }
-    let count = r.varint()?;
-    if count > MAX_FIELDS as u64 {
-        return Err(RecordError::TooManyFields(count));
-    }
+    let (mut r, count) = header(bytes, RECORD_V1)?;
     let mut last: Option<&[u8]> = None;
     let mut last_known = false;
     for _ in 0..count {
@@ -60,6 +52,21 @@ pub(crate) fn walk<'a>(
         return Err(RecordError::TrailingBytes);
     }
     Ok(())
+}
+
+/// Reads the first bytes of a record of `version`: the version byte and the field count
+/// (checked against the limit); the reader is left after them.
+fn header(bytes: &[u8], version: u8) -> Result<(Reader<'_>, usize), RecordError> {
+    let mut r = Reader { bytes, at: 0 };
+    let found = r.byte()?;
+    if found != version {
+        return Err(RecordError::Version(found));
+    }
+    let count = r.varint()?;
+    if count > MAX_FIELDS as u64 {
+        return Err(RecordError::TooManyFields(count));
+    }
+    Ok((r, count as usize))
 }
 
 /// The width of each value end in a version-2 record of `total` bytes: the smallest of 1, 2
@@ -91,16 +98,7 @@ impl<'a> View<'a> {
     /// value ends, and that the last value ends where the record does (so a record cut short
     /// is found here, whichever fields are read).
     pub(crate) fn parse(bytes: &'a [u8]) -> Result<View<'a>, RecordError> {
-        let mut r = Reader { bytes, at: 0 };
-        let version = r.byte()?;
-        if version != RECORD_VERSION {
-            return Err(RecordError::Version(version));
-        }
-        let count = r.varint()?;
-        if count > MAX_FIELDS as u64 {
-            return Err(RecordError::TooManyFields(count));
-        }
-        let count = count as usize;
+        let (mut r, count) = header(bytes, RECORD_VERSION)?;
         let names_len = r.len(bytes.len())?;
         let names_at = r.at;
         r.take(names_len)?;

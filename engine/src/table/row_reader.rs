@@ -246,12 +246,6 @@ impl RowReader {
         &mut self.names
     }
 
-    /// The value of tested field `name` in the row [`RowReader::test`] last read.
-    #[cfg(test)]
-    pub(crate) fn tested(&self, name: &str) -> &Value {
-        self.value_of(name)
-    }
-
     /// The value of tested field `name` in the row [`RowReader::test`] last read (`NULL` for
     /// a field no predicate tests).
     pub(crate) fn value_of(&self, name: &str) -> &Value {
