@@ -12,13 +12,18 @@
 //!    point lookups routed to their shards, the primary-key ranges, or an index's ranges
 //!    (routed to one shard for a global index whose leading field is bound), each at the
 //!    query's snapshot of its shard ([`StreamKit::streams`]).
+//! 4. **Re-check.** A stream tests only the predicates its key ranges do not answer: every
+//!    key in a range holds the values an `=`/`IN` bound, or lies inside the bounds of a
+//!    comparison, exactly, because the key code is order-preserving and one-to-one
+//!    (`docs/formats/keys.md`). So a covering read of `town = ?` neither decodes nor compares
+//!    the town of each entry ([`residual`]).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 
 use strata_planner::selectivity::Constraint;
-use strata_planner::{Access, Consistency, Fetch, Query, Scope, Value};
+use strata_planner::{Access, Consistency, Fetch, Op, Predicate, Query, Scope, Value};
 
 use crate::error::Result;
 use crate::lsm::Snapshot;
@@ -111,10 +116,11 @@ impl StreamKit<'_> {
     /// The streams that run `access`.
     pub(super) fn streams(&self, db: &Db, access: &Access, floors: &[u64]) -> Result<Vec<Stream>> {
         Ok(match access {
-            Access::FullScan => self.fact_ranges(whole()),
+            Access::FullScan => self.fact_ranges(whole(), Exact::default()),
             Access::PrimaryKeyLookup { .. } => self.point_lookups(),
             Access::PrimaryKeyRange { bound_fields } => {
-                self.fact_ranges(ranges(bound_fields, self.by_field))
+                let (ranges, exact) = key_ranges(bound_fields, self.by_field);
+                self.fact_ranges(ranges, exact)
             }
             Access::Index {
                 index,
@@ -125,8 +131,15 @@ impl StreamKit<'_> {
         })
     }
 
-    fn stream(&self, shard: usize, snapshot: Snapshot, source: Source, mode: Mode) -> Stream {
-        let mut reader = row_reader(self.query, mode);
+    fn stream(
+        &self,
+        shard: usize,
+        snapshot: Snapshot,
+        source: Source,
+        mode: Mode,
+        predicates: &Arc<[Predicate]>,
+    ) -> Stream {
+        let mut reader = row_reader(self.query, predicates, mode);
         if let Some(layout) = self.table.row_layout.get() {
             reader = reader.with_layout(layout);
         }
@@ -138,7 +151,7 @@ impl StreamKit<'_> {
         };
         Stream {
             table: Arc::clone(self.table),
-            query: Arc::clone(self.query),
+            predicates: Arc::clone(predicates),
             facts: Arc::clone(self.facts),
             store: Arc::clone(&self.table.shards[shard].store),
             snapshot,
@@ -158,8 +171,9 @@ impl StreamKit<'_> {
         }
     }
 
-    /// `ranges` of the fact family, in every shard.
-    fn fact_ranges(&self, ranges: KeyRanges) -> Vec<Stream> {
+    /// `ranges` of the fact family, in every shard; they bind the key fields of `exact`.
+    fn fact_ranges(&self, ranges: KeyRanges, exact: Exact<'_>) -> Vec<Stream> {
+        let predicates = residual(&self.query.predicates, self.by_field, &exact);
         (0..self.table.shards.len())
             .map(|s| {
                 let source = Source::Ranges {
@@ -167,7 +181,7 @@ impl StreamKit<'_> {
                     ranges: ranges.clone(),
                     cursor: None,
                 };
-                self.stream(s, self.facts[s].clone(), source, Mode::Fact)
+                self.stream(s, self.facts[s].clone(), source, Mode::Fact, &predicates)
             })
             .collect()
     }
@@ -177,8 +191,13 @@ impl StreamKit<'_> {
     fn point_lookups(&self) -> Vec<Stream> {
         let table = self.table;
         let Some(keys) = point_keys(&table.def.primary_key, self.by_field) else {
-            return self.fact_ranges(whole());
+            return self.fact_ranges(whole(), Exact::default());
         };
+        let exact = Exact {
+            equal: table.def.primary_key.iter().map(String::as_str).collect(),
+            range: None,
+        };
+        let predicates = residual(&self.query.predicates, self.by_field, &exact);
         let mut per: Vec<VecDeque<Vec<u8>>> = vec![VecDeque::new(); table.shards.len()];
         for k in keys {
             per[table.fact_shard(&k)].push_back(k);
@@ -186,7 +205,10 @@ impl StreamKit<'_> {
         per.into_iter()
             .enumerate()
             .filter(|(_, keys)| !keys.is_empty())
-            .map(|(s, keys)| self.stream(s, self.facts[s].clone(), Source::Keys(keys), Mode::Fact))
+            .map(|(s, keys)| {
+                let source = Source::Keys(keys);
+                self.stream(s, self.facts[s].clone(), source, Mode::Fact, &predicates)
+            })
             .collect()
     }
 
@@ -214,7 +236,9 @@ impl StreamKit<'_> {
                 .and_then(|f| self.by_field.get(f))
                 .is_some_and(|c| c.key_values().is_some_and(|v| v.len() <= MAX_SEEKS));
         let mut per: Vec<KeyRanges> = vec![VecDeque::new(); n];
-        for r in ranges(bound_fields, self.by_field) {
+        let (all_ranges, exact) = key_ranges(bound_fields, self.by_field);
+        let predicates = residual(&self.query.predicates, self.by_field, &exact);
+        for r in all_ranges {
             if routed {
                 per[shard_of(leading_value(&r.0), n)].push_back(r);
             } else {
@@ -259,7 +283,7 @@ impl StreamKit<'_> {
                     cursor: None,
                 },
             };
-            streams.push(self.stream(s, snapshot, source, mode));
+            streams.push(self.stream(s, snapshot, source, mode, &predicates));
         }
         Ok(streams)
     }
@@ -273,8 +297,28 @@ fn whole() -> KeyRanges {
 /// The key ranges for `fields` bound as the plan says: the equality sets' product, in
 /// ascending order, each optionally narrowed by a range on the last bound field.
 pub(super) fn ranges(bound: &[String], by_field: &BTreeMap<String, Constraint>) -> KeyRanges {
+    key_ranges(bound, by_field).0
+}
+
+/// The fields whose predicates a stream's key ranges answer exactly.
+#[derive(Default)]
+pub(super) struct Exact<'a> {
+    /// Fields every range binds to one of its constraint's values (`=`, `IN`, or `IS NULL`
+    /// alone).
+    equal: Vec<&'a str>,
+    /// The field after them that every range bounds by its constraint's comparisons, from
+    /// after `NULL` when it has no lower bound.
+    range: Option<&'a str>,
+}
+
+/// [`ranges`], and which fields they bind exactly.
+fn key_ranges<'a>(
+    bound: &'a [String],
+    by_field: &BTreeMap<String, Constraint>,
+) -> (KeyRanges, Exact<'a>) {
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut range: Option<&Constraint> = None;
+    let mut exact = Exact::default();
     for field in bound {
         let Some(c) = by_field.get(field) else { break };
         match c.key_values() {
@@ -291,14 +335,16 @@ pub(super) fn ranges(bound: &[String], by_field: &BTreeMap<String, Constraint>) 
                     }
                 }
                 prefixes = next;
+                exact.equal.push(field);
             }
             None => {
                 range = Some(c);
+                exact.range = Some(field);
                 break;
             }
         }
     }
-    prefixes
+    let ranges = prefixes
         .into_iter()
         .map(|p| {
             let Some(c) = range else {
@@ -318,7 +364,15 @@ pub(super) fn ranges(bound: &[String], by_field: &BTreeMap<String, Constraint>) 
                     k
                 }
                 Bound::Included(v) => with(v),
-                Bound::Excluded(v) => prefix_successor(&with(v)).unwrap_or_else(|| with(v)),
+                Bound::Excluded(v) => match prefix_successor(&with(v)) {
+                    Some(after) => after,
+                    None => {
+                        // Not reached (an encoding starts with a tag below `ff`); were it, the
+                        // range would hold `v` too, and the re-check drops it.
+                        exact.range = None;
+                        with(v)
+                    }
+                },
             };
             let upper = match &c.upper {
                 Bound::Unbounded => prefix_successor(&p),
@@ -327,6 +381,61 @@ pub(super) fn ranges(bound: &[String], by_field: &BTreeMap<String, Constraint>) 
             };
             (lower, upper)
         })
+        .collect();
+    (ranges, exact)
+}
+
+/// The predicates a stream whose key ranges bind `exact` must still test: every key in its
+/// ranges satisfies the others.
+///
+/// - A field bound to values satisfies each `=` and `IN` on it (the values are their
+///   intersection, without `NULL`) and `IS NOT NULL`; a field bound to `NULL` alone
+///   satisfies `IS NULL`.
+/// - The range field satisfies each comparison on it (its bounds are the tightest of them)
+///   and `IS NOT NULL` (the range starts after `NULL`).
+///
+/// Anything else — `!=`, a comparison on a field bound to values, an `IS NULL` that a range
+/// could not bind, any comparison with `NULL` — is tested.
+pub(super) fn residual(
+    predicates: &[Predicate],
+    by_field: &BTreeMap<String, Constraint>,
+    exact: &Exact<'_>,
+) -> Arc<[Predicate]> {
+    let answered = |p: &Predicate| {
+        let field = p.field.as_str();
+        let Some(c) = by_field.get(field) else {
+            return false;
+        };
+        // A comparison with NULL matches nothing, while the bound it gives a range (`>=
+        // NULL`, `> NULL`) holds keys.
+        let with_null = match &p.op {
+            Op::Eq(v) | Op::Ne(v) | Op::Lt(v) | Op::Le(v) | Op::Gt(v) | Op::Ge(v) => v.is_null(),
+            Op::Between(a, b) => a.is_null() || b.is_null(),
+            Op::In(vs) => vs.iter().any(Value::is_null),
+            Op::IsNull | Op::IsNotNull => false,
+        };
+        if with_null {
+            return false;
+        }
+        if exact.equal.contains(&field) {
+            if c.is_null {
+                matches!(p.op, Op::IsNull)
+            } else {
+                matches!(p.op, Op::Eq(_) | Op::In(_) | Op::IsNotNull)
+            }
+        } else if exact.range == Some(field) {
+            matches!(
+                p.op,
+                Op::Lt(_) | Op::Le(_) | Op::Gt(_) | Op::Ge(_) | Op::Between(..) | Op::IsNotNull
+            )
+        } else {
+            false
+        }
+    };
+    predicates
+        .iter()
+        .filter(|p| !answered(p))
+        .cloned()
         .collect()
 }
 
@@ -354,11 +463,11 @@ fn point_keys(
     Some(keys.into())
 }
 
-/// How a stream reads its rows: the predicates' fields tested first, then only the fields the
+/// How a stream reads its rows: the fields of the `predicates` it tests first, then only the fields the
 /// query returns or orders by built (every field when it returns them all, or when an async
 /// index's entry must be re-derived from the row).
-fn row_reader(query: &Query, mode: Mode) -> RowReader {
-    let tested: Vec<&str> = query.predicates.iter().map(|p| p.field.as_str()).collect();
+fn row_reader(query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader {
+    let tested: Vec<&str> = predicates.iter().map(|p| p.field.as_str()).collect();
     let recheck = matches!(
         mode,
         Mode::Index {
@@ -375,4 +484,70 @@ fn row_reader(query: &Query, mode: Mode) -> RowReader {
         _ => None,
     };
     RowReader::new(&tested, kept)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata_planner::selectivity::constraints;
+
+    /// The predicates a read of `bound` (the plan's bound fields, in order) still tests.
+    fn left(bound: &[&str], predicates: &[Predicate]) -> Vec<Predicate> {
+        let bound: Vec<String> = bound.iter().map(|f| f.to_string()).collect();
+        let by_field = constraints(predicates);
+        let (_, exact) = key_ranges(&bound, &by_field);
+        residual(predicates, &by_field, &exact).to_vec()
+    }
+
+    #[test]
+    fn ranges_answer_what_they_bind_exactly_and_nothing_else() {
+        let town = Predicate::eq("town", "Oslo");
+        let young = Predicate::lt("age", 30);
+        let adult = Predicate::ge("age", 18);
+        // Equality and IN on a bound field, and the range after it.
+        assert!(left(&["town"], std::slice::from_ref(&town)).is_empty());
+        let within = [town.clone(), young.clone(), adult.clone()];
+        assert!(left(&["town", "age"], &within).is_empty());
+        let either = Predicate::in_list("town", [Value::from("Oslo"), Value::from("Rome")]);
+        assert!(left(&["town"], &[either, town.clone()]).is_empty());
+        // A field the ranges do not bind is tested.
+        assert_eq!(left(&["town"], &within), vec![young.clone(), adult.clone()]);
+        // A comparison on a field bound to values, and `!=`, are tested.
+        let five = Predicate::eq("age", 5);
+        assert_eq!(
+            left(&["age"], &[five.clone(), young.clone()]),
+            vec![young.clone()]
+        );
+        let not_oslo = Predicate::ne("town", "Oslo");
+        assert_eq!(
+            left(&["town"], std::slice::from_ref(&not_oslo)),
+            vec![not_oslo]
+        );
+        // `IS NULL` alone binds NULL; `IS NOT NULL` is the range after NULL.
+        let none = Predicate::is_null("town");
+        assert!(left(&["town"], std::slice::from_ref(&none)).is_empty());
+        assert!(left(&["town"], &[Predicate::is_not_null("town")]).is_empty());
+        // `IS NULL` with a range binds the range: the `IS NULL` is tested (and fails).
+        assert_eq!(
+            left(&["age"], &[young.clone(), Predicate::is_null("age")]),
+            vec![Predicate::is_null("age")]
+        );
+        // A comparison with NULL matches nothing, though its bound holds keys.
+        for with_null in [
+            Predicate::between("age", Value::Null, 3),
+            Predicate::gt("age", Value::Null),
+            Predicate::eq("town", Value::Null),
+        ] {
+            let field = with_null.field.clone();
+            assert_eq!(
+                left(&[&field], std::slice::from_ref(&with_null)),
+                vec![with_null]
+            );
+        }
+        // Fields after the range are not bound by it.
+        assert_eq!(
+            left(&["age", "town"], &[young.clone(), town.clone()]),
+            vec![town]
+        );
+    }
 }

@@ -11,11 +11,13 @@ use strata_planner::{Predicate, Projection, Value};
 
 use crate::error::{Corruption, Error, Result};
 use crate::table::catalog::{IndexDef, TableDef};
-use crate::table::format::{ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_PRIMARY_KEY_BYTES};
-use crate::table::key::{KeyError, decode_key, decode_value, encode_key, encode_value};
-use crate::table::record::{Names, Record, RecordError};
+use crate::table::format::{
+    ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_KEY_FIELDS, MAX_PRIMARY_KEY_BYTES,
+};
+use crate::table::key::{KeyError, decode_key, decode_value, encode_key, encode_value, value_len};
+use crate::table::record::{Record, RecordError};
 use crate::table::record_codec::{Reader, put_varint};
-use crate::table::row_reader::RowReader;
+use crate::table::row_reader::{Kept, RowReader};
 
 /// The error for damaged bytes in column family `cf`.
 /// A key of family `cf` that does not decode.
@@ -154,64 +156,77 @@ pub fn decode_entry(
     key: &[u8],
     value: &[u8],
 ) -> Result<Entry> {
-    decode_entry_with(def, index, cf, key, value, &mut Names::default())
-}
-
-/// [`decode_entry`], the payload's field names shared with the entries decoded before it.
-pub(crate) fn decode_entry_with(
-    def: &TableDef,
-    index: &IndexDef,
-    cf: &str,
-    key: &[u8],
-    value: &[u8],
-    names: &mut Names,
-) -> Result<Entry> {
-    let mut parts = entry_parts(def, index, cf, key, value)?;
+    let mut values = Vec::with_capacity(index.fields.len() + def.primary_key.len());
+    let parts = entry_parts(def, index, cf, (key, value), ALL_FIELDS, &mut values)?;
     let payload = match parts.payload {
-        Some(bytes) => {
-            Some(Record::decode_shared(bytes, names).map_err(|e| record_corrupt(cf, key, e))?)
-        }
+        Some(bytes) => Some(Record::decode(bytes).map_err(|e| record_corrupt(cf, key, e))?),
         None => None,
     };
     Ok(Entry {
-        primary_key: parts.values.split_off(parts.fields),
-        values: parts.values,
+        primary_key: values.split_off(index.fields.len()),
+        values,
         pk_bytes: key[parts.pk_at..].to_vec(),
         shard: parts.shard,
         payload,
     })
 }
 
-/// An index entry split into its parts, the payload not yet decoded.
+/// An index entry split into its parts, the payload not yet decoded; its key's values went
+/// to the caller's vector.
 struct EntryParts<'a> {
-    /// The index's values, then the primary key's.
-    values: Vec<Value>,
-    /// How many of `values` are the index's.
-    fields: usize,
     /// Where the primary key starts in the entry's key.
     pk_at: usize,
     shard: u64,
     payload: Option<&'a [u8]>,
 }
 
-fn entry_parts<'a>(
+/// Every key field of an entry, for [`entry_parts`].
+const ALL_FIELDS: u64 = u64::MAX;
+
+// An entry's key fields (an index's, then the primary key's) are named by the bits of a
+// `u64`.
+const _: () = assert!(2 * MAX_KEY_FIELDS <= 64);
+
+/// Where the row an entry of `index` (read from family `cf`) names is: its fact shard and
+/// where its primary key starts in `key`. The key's values are stepped over, not built.
+pub(crate) fn entry_target(
     def: &TableDef,
     index: &IndexDef,
     cf: &str,
     key: &[u8],
-    value: &'a [u8],
+    value: &[u8],
+) -> Result<(u64, usize)> {
+    let parts = entry_parts(def, index, cf, (key, value), 0, &mut Vec::new())?;
+    Ok((parts.shard, parts.pk_at))
+}
+
+/// The parts of the entry `key`, `value` of `index`. Its key's values — the index's, then
+/// the primary key's — go to `values`: those of `need` (bit `j` for the `j`-th) decoded, the
+/// others stepped over and `NULL`.
+fn entry_parts<'a>(
+    def: &TableDef,
+    index: &IndexDef,
+    cf: &str,
+    (key, value): (&[u8], &'a [u8]),
+    need: u64,
+    values: &mut Vec<Value>,
 ) -> Result<EntryParts<'a>> {
-    // The index's values and the primary key's, in one vector.
     let (n, m) = (index.fields.len(), def.primary_key.len());
-    let mut values = Vec::with_capacity(n + m);
+    values.clear();
     let (mut at, mut used) = (0, 0);
     for i in 0..n + m {
         if i == n {
             used = at;
         }
         let rest = key.get(at..).unwrap_or_default();
-        let (v, len) = decode_value(rest).map_err(|e| key_corrupt(cf, key, e))?;
-        values.push(v);
+        let len = if need & (1 << i) != 0 {
+            let (v, len) = decode_value(rest).map_err(|e| key_corrupt(cf, key, e))?;
+            values.push(v);
+            len
+        } else {
+            values.push(Value::Null);
+            value_len(rest).map_err(|e| key_corrupt(cf, key, e))?
+        };
         at += len;
     }
     if m == 0 {
@@ -242,8 +257,6 @@ fn entry_parts<'a>(
         (_, _) => Some(rest),
     };
     Ok(EntryParts {
-        values,
-        fields: n,
         pk_at: used,
         shard,
         payload,
@@ -259,6 +272,12 @@ pub(crate) struct KeyFields {
     tested: Vec<Option<usize>>,
     /// Whether the query returns it.
     kept: Vec<bool>,
+    /// Bit `j`: key field `j` is tested or kept, so an entry's key decodes it.
+    need: u64,
+    /// The key values of the entry being read.
+    values: Vec<Value>,
+    /// The names of an entry without a payload.
+    no_payload: Arc<[Arc<str>]>,
     /// How the rows of the payload layouts and key fields seen last are put together.
     plans: Vec<RowPlan>,
 }
@@ -290,50 +309,62 @@ impl KeyFields {
     pub(crate) fn new(def: &TableDef, ix: usize, reader: &RowReader) -> KeyFields {
         let fields = def.indexes[ix].fields.iter().chain(&def.primary_key);
         let names: Vec<Arc<str>> = fields.map(|f| Arc::from(f.as_str())).collect();
+        let tested: Vec<Option<usize>> = names.iter().map(|n| reader.tested_slot(n)).collect();
+        let kept: Vec<bool> = names.iter().map(|n| reader.keeps(n)).collect();
+        let need = (0..names.len())
+            .filter(|&j| tested[j].is_some() || kept[j])
+            .fold(0, |need, j| need | 1 << j);
         KeyFields {
-            tested: names.iter().map(|n| reader.tested_slot(n)).collect(),
-            kept: names.iter().map(|n| reader.keeps(n)).collect(),
+            values: Vec::with_capacity(names.len()),
+            tested,
+            kept,
+            need,
             names,
+            no_payload: Arc::from([]),
             plans: Vec::new(),
         }
     }
+}
 
-    /// The plan for a payload of `payload` names and the key fields of `key_mask`.
-    fn plan(&mut self, payload: &Arc<[Arc<str>]>, key_mask: u64) -> &RowPlan {
-        let found = self
-            .plans
-            .iter()
-            .position(|p| p.key_mask == key_mask && *p.payload == **payload);
-        let at = match found {
-            Some(at) => at,
-            None => {
-                let mut merged: Vec<(Arc<str>, Part)> = payload
-                    .iter()
-                    .enumerate()
-                    .map(|(i, n)| (Arc::clone(n), Part::Payload(i)))
-                    .collect();
-                for (j, name) in self.names.iter().enumerate() {
-                    // A field the payload also carries reads the same from either.
-                    if key_mask & (1 << j) != 0
-                        && let Err(at) = merged.binary_search_by(|(n, _)| n.cmp(name))
-                    {
-                        merged.insert(at, (Arc::clone(name), Part::Key(j)));
-                    }
+/// The plan, among `plans` (remembered for the key fields `names`), for a payload of
+/// `payload` names and the key fields of `key_mask`.
+fn plan<'p>(
+    plans: &'p mut Vec<RowPlan>,
+    names: &[Arc<str>],
+    payload: &Arc<[Arc<str>]>,
+    key_mask: u64,
+) -> &'p RowPlan {
+    // The names of a payload layout are one `Arc` while the reader remembers the layout.
+    let same = |p: &RowPlan| Arc::ptr_eq(&p.payload, payload) || *p.payload == **payload;
+    let at = match plans.iter().position(|p| p.key_mask == key_mask && same(p)) {
+        Some(at) => at,
+        None => {
+            let mut merged: Vec<(Arc<str>, Part)> = payload
+                .iter()
+                .enumerate()
+                .map(|(i, n)| (Arc::clone(n), Part::Payload(i)))
+                .collect();
+            for (j, name) in names.iter().enumerate() {
+                // A field the payload also carries reads the same from either.
+                if key_mask & (1 << j) != 0
+                    && let Err(at) = merged.binary_search_by(|(n, _)| n.cmp(name))
+                {
+                    merged.insert(at, (Arc::clone(name), Part::Key(j)));
                 }
-                if self.plans.len() == ROW_PLANS {
-                    self.plans.clear();
-                }
-                self.plans.push(RowPlan {
-                    payload: Arc::clone(payload),
-                    key_mask,
-                    names: merged.iter().map(|(n, _)| Arc::clone(n)).collect(),
-                    from: merged.into_iter().map(|(_, f)| f).collect(),
-                });
-                self.plans.len() - 1
             }
-        };
-        &self.plans[at]
-    }
+            if plans.len() == ROW_PLANS {
+                plans.clear();
+            }
+            plans.push(RowPlan {
+                payload: Arc::clone(payload),
+                key_mask,
+                names: merged.iter().map(|(n, _)| Arc::clone(n)).collect(),
+                from: merged.into_iter().map(|(_, f)| f).collect(),
+            });
+            plans.len() - 1
+        }
+    };
+    &plans[at]
 }
 
 /// The record a covering entry of `index` (read from family `cf`) gives a query, if it passes
@@ -348,56 +379,79 @@ pub(crate) fn covering_row(
     reader: &mut RowReader,
     predicates: &[Predicate],
 ) -> Result<Option<Record>> {
-    let parts = entry_parts(def, index, cf, key, value)?;
-    match parts.payload {
-        Some(payload) => reader
-            .test(payload)
-            .map_err(|e| record_corrupt(cf, key, e))?,
-        None => reader.clear_tested(),
-    }
-    // The key's fields after the payload's: an included field that is also an index field
-    // reads the same either way.
-    let mut values = parts.values;
+    let mut values = std::mem::take(&mut fixed.values);
+    let row = covering_values(
+        def,
+        index,
+        cf,
+        (key, value),
+        fixed,
+        reader,
+        predicates,
+        &mut values,
+    );
+    fixed.values = values;
+    row
+}
+
+/// [`covering_row`], the entry's key values read into `values`.
+#[allow(clippy::too_many_arguments)]
+fn covering_values(
+    def: &TableDef,
+    index: &IndexDef,
+    cf: &str,
+    (key, value): (&[u8], &[u8]),
+    fixed: &mut KeyFields,
+    reader: &mut RowReader,
+    predicates: &[Predicate],
+    values: &mut Vec<Value>,
+) -> Result<Option<Record>> {
+    let parts = entry_parts(def, index, cf, (key, value), fixed.need, values)?;
+    // Stored records hold no NULL fields: NULL is how a missing field reads.
     let mut key_mask = 0u64;
-    for (j, ((slot, kept), v)) in fixed
-        .tested
-        .iter()
-        .zip(&fixed.kept)
-        .zip(&mut values)
-        .enumerate()
-    {
-        // Stored records hold no NULL fields: NULL is how a missing field reads.
-        let in_row = *kept && !v.is_null();
-        if in_row {
+    for (j, (kept, v)) in fixed.kept.iter().zip(values.iter()).enumerate() {
+        if *kept && !v.is_null() {
             key_mask |= 1 << j;
         }
-        if let Some(slot) = slot {
-            // A tested field the row does not hold is moved, not copied.
-            let tested = if in_row {
-                v.clone()
-            } else {
-                std::mem::replace(v, Value::Null)
-            };
-            reader.set_tested(*slot, tested);
+    }
+    if !predicates.is_empty() {
+        match parts.payload {
+            Some(payload) => reader
+                .test(payload)
+                .map_err(|e| record_corrupt(cf, key, e))?,
+            None => reader.clear_tested(),
+        }
+        // The key's fields after the payload's: an included field that is also an index
+        // field reads the same either way.
+        for (j, (slot, v)) in fixed.tested.iter().zip(values.iter_mut()).enumerate() {
+            if let Some(slot) = slot {
+                // A tested field the row does not keep is moved, not copied.
+                let tested = if key_mask & (1 << j) != 0 {
+                    v.clone()
+                } else {
+                    std::mem::replace(v, Value::Null)
+                };
+                reader.set_tested(*slot, tested);
+            }
+        }
+        if !reader.passes(predicates) {
+            return Ok(None);
         }
     }
-    if !reader.passes(predicates) {
-        return Ok(None);
-    }
-    let (payload_names, mut payload_values) = match parts.payload {
-        Some(payload) => reader
-            .build_parts(payload)
-            .map_err(|e| record_corrupt(cf, key, e))?,
-        None => (Arc::from([]), Vec::new()),
+    let corrupt = |e| record_corrupt(cf, key, e);
+    let mut payload = match parts.payload {
+        Some(payload) => Some(reader.kept(payload).map_err(corrupt)?),
+        None => None,
     };
-    let plan = fixed.plan(&payload_names, key_mask);
-    let row = plan
-        .from
-        .iter()
-        .map(|from| match *from {
-            Part::Payload(i) => std::mem::replace(&mut payload_values[i], Value::Null),
-            Part::Key(j) => std::mem::replace(&mut values[j], Value::Null),
-        })
-        .collect();
+    let names = payload.as_ref().map_or(&fixed.no_payload, Kept::names);
+    let plan = plan(&mut fixed.plans, &fixed.names, names, key_mask);
+    let mut row = Vec::with_capacity(plan.from.len());
+    for from in &plan.from {
+        row.push(match (*from, &mut payload) {
+            (Part::Payload(i), Some(payload)) => payload.take(i).map_err(corrupt)?,
+            (Part::Payload(_), None) => Value::Null,
+            (Part::Key(j), _) => std::mem::replace(&mut values[j], Value::Null),
+        });
+    }
     Ok(Some(Record::from_names(Arc::clone(&plan.names), row)))
 }

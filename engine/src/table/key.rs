@@ -137,7 +137,25 @@ pub fn encode_key<'v>(values: impl IntoIterator<Item = &'v Value>) -> Vec<u8> {
 }
 
 /// Decodes one value from the front of `bytes`: the value and the bytes it used.
+#[inline]
 pub fn decode_value(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
+    // The common key field, an integer equal to its `f64`, without the general path's
+    // 128-bit arithmetic; anything else, and every error, takes that path.
+    if let [KEY_NUMBER, bits @ .., KEY_INT] = bytes.get(..10).unwrap_or_default() {
+        let rounded = unordered_f64(bits.try_into().unwrap_or_default());
+        // -2^63 <= rounded < 2^63, so the cast is exact when `rounded` is integral; NaN fails.
+        if (-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&rounded) {
+            let value = rounded as i64;
+            // Canonical: integral, and not -0.0.
+            if (value as f64).to_bits() == rounded.to_bits() {
+                return Ok((Value::Int(value), 10));
+            }
+        }
+    }
+    decode_any(bytes)
+}
+
+fn decode_any(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
     let (&tag, rest) = bytes.split_first().ok_or(KeyError::Truncated)?;
     match tag {
         KEY_NULL => Ok((Value::Null, 1)),
@@ -198,12 +216,13 @@ fn unescape(bytes: &[u8]) -> Result<(Vec<u8>, usize), KeyError> {
     let mut out = Vec::new();
     let mut i = 0;
     loop {
-        let b = *bytes.get(i).ok_or(KeyError::Truncated)?;
-        if b != 0 {
-            out.push(b);
-            i += 1;
-            continue;
-        }
+        // The run up to the next zero byte is copied whole.
+        let run = bytes[i..]
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(KeyError::Truncated)?;
+        out.extend_from_slice(&bytes[i..i + run]);
+        i += run;
         match bytes.get(i + 1) {
             Some(0xff) => {
                 out.push(0);
@@ -214,6 +233,46 @@ fn unescape(bytes: &[u8]) -> Result<(Vec<u8>, usize), KeyError> {
             None => return Err(KeyError::Truncated),
         }
     }
+}
+
+/// The length of the escaped string or bytes at the front of `bytes`, terminator included.
+fn escaped_len(bytes: &[u8]) -> Result<usize, KeyError> {
+    let mut i = 0;
+    loop {
+        i += bytes[i..]
+            .iter()
+            .position(|&b| b == 0)
+            .ok_or(KeyError::Truncated)?;
+        match bytes.get(i + 1) {
+            Some(0xff) => i += 2,
+            Some(0x01) => return Ok(i + 2),
+            Some(_) => return Err(KeyError::BadEscape),
+            None => return Err(KeyError::Truncated),
+        }
+    }
+}
+
+/// How many bytes the value at the front of `bytes` takes, found without building it: a
+/// reader steps over the fields it does not need. The tag, the length and the escapes are
+/// checked; a string's UTF-8 and a number's canonical form are checked only when decoded.
+#[inline]
+pub fn value_len(bytes: &[u8]) -> Result<usize, KeyError> {
+    let (&tag, rest) = bytes.split_first().ok_or(KeyError::Truncated)?;
+    let len = match tag {
+        KEY_NULL | KEY_FALSE | KEY_TRUE => 1,
+        KEY_NUMBER => match rest.get(8) {
+            Some(&(KEY_INT | KEY_FLOAT)) => 10,
+            Some(&(KEY_INT_BELOW | KEY_INT_ABOVE)) => 12,
+            Some(_) => return Err(KeyError::BadNumber),
+            None => return Err(KeyError::Truncated),
+        },
+        KEY_STR | KEY_BYTES => 1 + escaped_len(rest)?,
+        other => return Err(KeyError::UnknownTag(other)),
+    };
+    if len > bytes.len() {
+        return Err(KeyError::Truncated);
+    }
+    Ok(len)
 }
 
 /// Decodes `count` values from the front of `bytes`: the values and the bytes they used.
@@ -338,8 +397,46 @@ mod tests {
         #[test]
         fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..40)) {
             if let Ok(values) = decode_all(&bytes) {
-                prop_assert_eq!(encode_key(&values), bytes);
+                prop_assert_eq!(encode_key(&values), bytes.clone());
             }
+            // Stepping over a value agrees with decoding it wherever the decode succeeds.
+            if let Ok((_, used)) = decode_value(&bytes) {
+                prop_assert_eq!(value_len(&bytes), Ok(used));
+            }
+        }
+
+        #[test]
+        fn the_integer_fast_path_agrees_with_the_general_decode(
+            bits in any::<u64>(),
+            int in any::<i64>(),
+            pick in 0usize..9,
+        ) {
+            // Random bits, any integer's f64, and the edges: ±2^63, -0.0, NaN, infinity, a
+            // fraction, an exact integer.
+            let ordered = [
+                bits.to_be_bytes(),
+                ordered_f64(int as f64),
+                ordered_f64(9_223_372_036_854_775_808.0),
+                ordered_f64(-9_223_372_036_854_775_808.0),
+                ordered_f64(-0.0),
+                ordered_f64(f64::NAN),
+                ordered_f64(f64::INFINITY),
+                ordered_f64(5.5),
+                ordered_f64(-7.0),
+            ];
+            let mut bytes = vec![KEY_NUMBER];
+            bytes.extend(ordered[pick]);
+            bytes.push(KEY_INT);
+            prop_assert_eq!(decode_value(&bytes), decode_any(&bytes));
+        }
+
+        #[test]
+        fn a_value_steps_over_its_encoding(v in value(), tail in proptest::collection::vec(any::<u8>(), 0..4)) {
+            let mut bytes = encode_key([&v]);
+            let len = bytes.len();
+            bytes.extend(tail);
+            prop_assert_eq!(value_len(&bytes), Ok(len));
+            prop_assert_eq!(value_len(&bytes[..len - 1]), Err(KeyError::Truncated));
         }
     }
 
@@ -430,6 +527,10 @@ mod tests {
         assert_eq!(decode_value(&[KEY_STR, b'a', 0]), Err(KeyError::Truncated));
         assert_eq!(decode_value(&[KEY_STR, 0, 7]), Err(KeyError::BadEscape));
         assert_eq!(decode_value(&[KEY_STR, 0xc3, 0, 1]), Err(KeyError::NotUtf8));
+        assert_eq!(value_len(&[0x99]), Err(KeyError::UnknownTag(0x99)));
+        assert_eq!(value_len(&[KEY_STR, 0, 7]), Err(KeyError::BadEscape));
+        // Stepping over a string does not check its UTF-8: a decode does.
+        assert_eq!(value_len(&[KEY_STR, 0xc3, 0, 1]), Ok(4));
         // An exact integer written with a distance, and distances whose sign disagrees with
         // the kind byte: bytes the encoder would not write.
         let mut five = vec![KEY_NUMBER];
@@ -455,6 +556,10 @@ mod tests {
         );
         assert_eq!(
             decode_value(&[&five[..], &[0x04]].concat()),
+            Err(KeyError::BadNumber)
+        );
+        assert_eq!(
+            value_len(&[&five[..], &[0x04]].concat()),
             Err(KeyError::BadNumber)
         );
         // The fuzzer's first find: an "integer" near f64::MAX overflowed the decoder.

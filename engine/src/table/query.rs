@@ -166,6 +166,9 @@ pub struct Rows<'a> {
     batch: usize,
     /// Checked, sorted and projected rows, when the query had to be sorted.
     ready: Option<VecDeque<Record>>,
+    /// Every stream builds only fields of the query's projection: its rows need no
+    /// projecting.
+    built_projected: bool,
     stats: ExecStats,
     done: bool,
 }
@@ -439,6 +442,12 @@ fn lookup_plan(t: &Table, query: &Query, model: &CostModel) -> Option<Plan> {
 /// memory.
 const FILL_ROWS: usize = 4096;
 
+/// Rows a stream reads ahead per fill when the streams are read in turn.
+/// TUNING: enough that the per-fill bookkeeping (finding the stream, adding up its
+/// statistics) is spread over many rows; few enough that a caller who stops early has had
+/// little read for nothing. A limit below it caps it.
+const TURN_ROWS: usize = 64;
+
 /// A query the planner expects to read at least this many rows fills its shards' streams in
 /// parallel; smaller ones read them in turn, cheaper than starting threads.
 const PARALLEL_ROWS: f64 = 4096.0;
@@ -482,14 +491,15 @@ impl<'a> Rows<'a> {
         let merge_by = (query.order.is_some() && !needs_sort && streams.len() > 1)
             .then_some(order_fields)
             .flatten();
+        let built_projected = query
+            .projection
+            .as_ref()
+            .is_some_and(|fields| streams.iter().all(|s| s.reader.keeps_only(fields)));
         let parallel = streams.len() > 1 && plan.chosen.rows_read >= PARALLEL_ROWS;
-        let batch = if parallel {
-            query.limit.map_or(FILL_ROWS, |l| {
-                usize::try_from(l).unwrap_or(FILL_ROWS).clamp(1, FILL_ROWS)
-            })
-        } else {
-            1
-        };
+        let most = if parallel { FILL_ROWS } else { TURN_ROWS };
+        let batch = query
+            .limit
+            .map_or(most, |l| usize::try_from(l).unwrap_or(most).clamp(1, most));
         let mut rows = Rows {
             db,
             heads: (0..streams.len()).map(|_| VecDeque::new()).collect(),
@@ -501,6 +511,7 @@ impl<'a> Rows<'a> {
             parallel,
             batch,
             ready: None,
+            built_projected,
             stats: ExecStats::default(),
             done: false,
         };
@@ -537,6 +548,7 @@ impl<'a> Rows<'a> {
     fn project(&self, record: Record) -> Record {
         match &self.query.projection {
             None => record,
+            Some(_) if self.built_projected => record,
             // The streams built only what the query returns (and orders by): most rows are
             // already their projection.
             Some(fields)

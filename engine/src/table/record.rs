@@ -249,11 +249,6 @@ impl Names {
 }
 
 impl Record {
-    /// [`Record::decode`], the names shared with the records `names` saw before.
-    pub(crate) fn decode_shared(bytes: &[u8], names: &mut Names) -> Result<Record, RecordError> {
-        Record::decode_where(bytes, names, |_| true)
-    }
-
     /// Parses only the fields named in `wanted` (sorted and without repeats), skipping the
     /// other values without building them: what the statistics collector reads of every row
     /// a flush writes. The header, the names and their order are checked as [`Record::decode`]

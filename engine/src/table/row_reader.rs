@@ -10,7 +10,7 @@ use std::sync::Arc;
 use strata_planner::{Predicate, Value};
 
 use crate::table::format::RECORD_VERSION;
-use crate::table::record::{Name, Names, Record, RecordError};
+use crate::table::record::{Name, Record, RecordError};
 use crate::table::record_codec::{View, put_varint, walk};
 
 /// How many version-2 layouts a reader remembers.
@@ -48,11 +48,42 @@ struct Layout {
     kept_names: Arc<[Name]>,
 }
 
+/// A row's kept fields, from [`RowReader::kept`].
+pub(crate) enum Kept<'r, 'b> {
+    /// A version-2 row: the layout's kept names, their positions and the row's view.
+    InPlace {
+        names: &'r Arc<[Name]>,
+        at: &'r [usize],
+        view: View<'b>,
+    },
+    /// A version-1 row, its kept fields built.
+    Built {
+        names: Arc<[Name]>,
+        values: Vec<Value>,
+    },
+}
+
+impl Kept<'_, '_> {
+    /// The kept fields' names, in order.
+    pub(crate) fn names(&self) -> &Arc<[Name]> {
+        match self {
+            Kept::InPlace { names, .. } => names,
+            Kept::Built { names, .. } => names,
+        }
+    }
+
+    /// The value of the `i`-th kept field (each is taken once).
+    pub(crate) fn take(&mut self, i: usize) -> Result<Value, RecordError> {
+        match self {
+            Kept::InPlace { at, view, .. } => view.value(at[i]),
+            Kept::Built { values, .. } => Ok(std::mem::replace(&mut values[i], Value::Null)),
+        }
+    }
+}
+
 /// What a query needs of each row it reads: the fields its predicates test (decoded alone
 /// first, so a row the filter rejects is never built) and the fields it returns.
 pub(crate) struct RowReader {
-    /// For the records of index entries this reader's stream decodes.
-    names: Names,
     /// The version-2 layouts seen last, at most [`LAYOUTS`].
     layouts: Vec<Layout>,
     /// The one of `layouts` the last version-2 row had.
@@ -93,7 +124,6 @@ impl RowReader {
                 .all(|t| kept.binary_search_by(|k| k.cmp(t)).is_ok())
         });
         RowReader {
-            names: Names::default(),
             layouts: Vec::new(),
             current: 0,
             slots: Vec::new(),
@@ -229,6 +259,13 @@ impl RowReader {
         self.builds_tested
     }
 
+    /// Whether every field this reader builds is one of `fields`.
+    pub(crate) fn keeps_only(&self, fields: &[String]) -> bool {
+        self.kept
+            .as_ref()
+            .is_some_and(|kept| kept.iter().all(|k| fields.contains(k)))
+    }
+
     /// Whether the query returns field `name`.
     pub(crate) fn keeps(&self, name: &str) -> bool {
         self.kept
@@ -239,11 +276,6 @@ impl RowReader {
     /// The place of field `name` among the tested ones, if a predicate tests it.
     pub(crate) fn tested_slot(&self, name: &str) -> Option<usize> {
         self.tested.binary_search_by(|t| t.as_str().cmp(name)).ok()
-    }
-
-    /// The names of the rows this reader built, to share with other records it decodes.
-    pub(crate) fn names(&mut self) -> &mut Names {
-        &mut self.names
     }
 
     /// The value of tested field `name` in the row [`RowReader::test`] last read (`NULL` for
@@ -321,6 +353,23 @@ impl RowReader {
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
         let (names, values) = self.build_parts(bytes)?;
         Ok(Record::from_names(names, values))
+    }
+
+    /// The kept fields of `bytes`, for a caller that puts them in a record of its own: their
+    /// names (shared by the rows of a version-2 layout), and their values, read one by one
+    /// from the row where it lies.
+    pub(crate) fn kept<'r, 'b>(&'r mut self, bytes: &'b [u8]) -> Result<Kept<'r, 'b>, RecordError> {
+        if bytes.first() == Some(&RECORD_VERSION) {
+            let (at, view) = self.view(bytes)?;
+            let layout = &self.layouts[at];
+            return Ok(Kept::InPlace {
+                names: &layout.kept_names,
+                at: &layout.kept_at,
+                view,
+            });
+        }
+        let (names, values) = self.build_parts(bytes)?;
+        Ok(Kept::Built { names, values })
     }
 
     /// What [`RowReader::build`] builds, as the names (shared by the rows of a version-2

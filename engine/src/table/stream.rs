@@ -14,13 +14,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
-use strata_planner::{Fetch, Query};
+use strata_planner::{Fetch, Predicate};
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
 use crate::table::db::{ShardStore, Table};
 use crate::table::entry::{
-    Entry, KeyFields, covering_row, decode_entry_with, index_entry, key_corrupt, record_corrupt,
+    KeyFields, covering_row, entry_target, index_entry, key_corrupt, record_corrupt,
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
@@ -74,7 +74,8 @@ pub(super) enum Mode {
 /// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
 pub(super) struct Stream {
     pub(super) table: Arc<Table>,
-    pub(super) query: Arc<Query>,
+    /// The query's predicates that this stream's key ranges do not answer: its re-check.
+    pub(super) predicates: Arc<[Predicate]>,
     /// The snapshot of every fact shard, for fetches.
     pub(super) facts: Arc<[Snapshot]>,
     /// The store this stream reads, and the snapshot it reads at.
@@ -101,11 +102,8 @@ pub(super) struct Stream {
     pub(super) done: bool,
 }
 
-fn matches(record: &Record, query: &Query) -> bool {
-    query
-        .predicates
-        .iter()
-        .all(|p| p.matches(record.value(&p.field)))
+fn matches(record: &Record, predicates: &[Predicate]) -> bool {
+    predicates.iter().all(|p| p.matches(record.value(&p.field)))
 }
 
 /// The index pairs of `ranges` in `cf` at `snapshot`, with `pending` changes applied: what the
@@ -189,10 +187,10 @@ impl Stream {
         let corrupt = |e| record_corrupt(table.shards[shard].fact.name(), key, e);
         let record = if likely && self.reader.builds_tested() {
             let record = self.reader.build(bytes).map_err(corrupt)?;
-            matches(&record, &self.query).then_some(record)
+            matches(&record, &self.predicates).then_some(record)
         } else {
             self.reader.test(bytes).map_err(corrupt)?;
-            if self.reader.passes(&self.query.predicates) {
+            if self.reader.passes(&self.predicates) {
                 Some(self.reader.build(bytes).map_err(corrupt)?)
             } else {
                 None
@@ -365,16 +363,13 @@ impl Stream {
         }
     }
 
-    /// The fact shard the entry at `key` of family `cf` names, checked.
-    fn entry_shard(&self, entry: &Entry, cf: &str, key: &[u8]) -> Result<usize> {
+    /// The fact shard `shard` that the entry at `key` of family `cf` names, checked.
+    fn entry_shard(&self, shard: u64, cf: &str, key: &[u8]) -> Result<usize> {
         let shards = self.table.shards.len();
-        usize::try_from(entry.shard)
+        usize::try_from(shard)
             .ok()
             .filter(|&s| s < shards)
-            .ok_or_else(|| {
-                let shard = entry.shard;
-                Error::corrupt(cf, key, Corruption::ShardOutOfRange { shard, shards })
-            })
+            .ok_or_else(|| Error::corrupt(cf, key, Corruption::ShardOutOfRange { shard, shards }))
     }
 
     /// Whether `record`, fetched for the entry at `key`, still gives that entry: for an async
@@ -466,7 +461,7 @@ impl Stream {
                         (k, v),
                         &mut self.covering,
                         &mut self.reader,
-                        &self.query.predicates,
+                        &self.predicates,
                     );
                     if let Some(c) = cursor {
                         self.step(c);
@@ -497,10 +492,9 @@ impl Stream {
                         break;
                     };
                     self.stats.rows_read += 1;
-                    let entry =
-                        decode_entry_with(&table.def, ixdef, cf_name, &k, &v, self.reader.names())?;
-                    let shard = self.entry_shard(&entry, cf_name, &k)?;
-                    keys.push((shard, entry.pk_bytes, k));
+                    let (shard, pk_at) = entry_target(&table.def, ixdef, cf_name, &k, &v)?;
+                    let shard = self.entry_shard(shard, cf_name, &k)?;
+                    keys.push((shard, k[pk_at..].to_vec(), k));
                 }
                 if keys.is_empty() {
                     return Ok(None);

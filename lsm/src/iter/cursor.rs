@@ -121,7 +121,7 @@ impl Cursor {
             None => {
                 self.direction = Direction::Forward;
                 self.iter.seek_to_first();
-                self.find_next(None);
+                self.find_next(false);
             }
         }
     }
@@ -144,7 +144,7 @@ impl Cursor {
         };
         self.direction = Direction::Forward;
         self.iter.seek(&key, self.snapshot);
-        self.find_next(None);
+        self.find_next(false);
     }
 
     /// To the last key at or before `key`.
@@ -173,9 +173,7 @@ impl Cursor {
             self.saved_key.extend_from_slice(self.iter.user_key());
             self.iter.next();
         }
-        let skip = std::mem::take(&mut self.saved_key);
-        self.find_next(Some(&skip));
-        self.saved_key = skip;
+        self.find_next(true);
     }
 
     /// To the previous key. REQUIRES: `valid()`.
@@ -199,9 +197,10 @@ impl Cursor {
     }
 
     /// Forward: stops at the next visible put at or after the merged stream's position,
-    /// skipping versions of `skip` and of deleted keys.
-    fn find_next(&mut self, skip: Option<&[u8]>) {
-        let mut hidden: Option<Vec<u8>> = skip.map(<[u8]>::to_vec);
+    /// skipping versions of deleted keys and, when `skip`, of the key in `saved_key` (which
+    /// then holds the last deleted key passed: no allocation per step).
+    fn find_next(&mut self, skip: bool) {
+        let mut hiding = skip;
         self.valid = false;
         while self.iter.valid() {
             if self.check_sources() {
@@ -211,9 +210,13 @@ impl Cursor {
             if self.upper.as_deref().is_some_and(|upper| key >= upper) {
                 return;
             }
-            if self.iter.seqno() <= self.snapshot && hidden.as_deref() != Some(key) {
+            if self.iter.seqno() <= self.snapshot && !(hiding && self.saved_key[..] == *key) {
                 match self.iter.kind() {
-                    ValueKind::Delete => hidden = Some(key.to_vec()),
+                    ValueKind::Delete => {
+                        hiding = true;
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(key);
+                    }
                     ValueKind::Put => {
                         self.valid = true;
                         return;

@@ -7,6 +7,12 @@
 //! 2. Switching direction repositions every other source relative to the current key: going
 //!    forward, each sits at its first entry after the key; going backward, at its last before.
 //! 3. Internal keys are unique across sources (a seqno is in exactly one), so ties never occur.
+//! 4. A step moves only the current source, so the others keep their order: the current one
+//!    stays current while it still comes before the runner-up (the best of the others, found
+//!    by the last scan). A scan of a long run from one source costs one comparison a step.
+//! 5. A source that fails becomes invalid, and sources become invalid only when they move:
+//!    each scan checks the invalid ones for an error and keeps the first, so `status()` costs
+//!    nothing per step.
 
 use std::cmp::Ordering;
 
@@ -14,7 +20,7 @@ use bytes::Bytes;
 use strata_sstable::ValueKind;
 
 use crate::SeqNo;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::iter::source::Source;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,7 +33,11 @@ enum Direction {
 pub(crate) struct MergingIter {
     sources: Vec<Box<dyn Source + Send>>,
     current: Option<usize>,
+    /// The best valid source other than `current`, as of the last scan.
+    runner_up: Option<usize>,
     direction: Direction,
+    /// The first error a source hit.
+    error: Option<Error>,
 }
 
 /// Internal-key order: user key ascending, then seqno descending.
@@ -42,7 +52,9 @@ impl MergingIter {
         MergingIter {
             sources,
             current: None,
+            runner_up: None,
             direction: Direction::Forward,
+            error: None,
         }
     }
 
@@ -87,9 +99,12 @@ impl MergingIter {
                 }
             }
             self.direction = Direction::Forward;
+            self.sources[current].next();
+            // Every other source moved too.
+            return self.find_smallest();
         }
         self.sources[current].next();
-        self.find_smallest();
+        self.after_step(current, Ordering::Less);
     }
 
     /// REQUIRES: `valid()`.
@@ -108,31 +123,62 @@ impl MergingIter {
                 }
             }
             self.direction = Direction::Backward;
+            self.sources[current].prev();
+            // Every other source moved too.
+            return self.find_largest();
         }
         self.sources[current].prev();
-        self.find_largest();
+        self.after_step(current, Ordering::Greater);
+    }
+
+    /// After source `current` alone moved: it stays current while it is valid and still
+    /// comes (`wanted`: `Less` forward, `Greater` backward) before the runner-up.
+    fn after_step(&mut self, current: usize, wanted: Ordering) {
+        let moved = self.sources[current].as_ref();
+        if moved.valid() {
+            match self.runner_up {
+                None => return,
+                Some(r) if compare(moved, self.sources[r].as_ref()) == wanted => return,
+                Some(_) => {}
+            }
+        }
+        self.pick(wanted);
     }
 
     fn find_smallest(&mut self) {
-        self.current = self.pick(Ordering::Less);
+        self.pick(Ordering::Less);
     }
 
     fn find_largest(&mut self) {
-        self.current = self.pick(Ordering::Greater);
+        self.pick(Ordering::Greater);
     }
 
-    fn pick(&self, wanted: Ordering) -> Option<usize> {
+    /// Scans every source for the best and the runner-up, and keeps the first error of an
+    /// invalid one.
+    fn pick(&mut self, wanted: Ordering) {
         let mut best: Option<usize> = None;
+        let mut runner_up: Option<usize> = None;
         for (i, source) in self.sources.iter().enumerate() {
             if !source.valid() {
+                if self.error.is_none()
+                    && let Err(e) = source.status()
+                {
+                    self.error = Some(e);
+                }
                 continue;
             }
-            best = match best {
-                Some(b) if compare(source.as_ref(), self.sources[b].as_ref()) != wanted => Some(b),
-                _ => Some(i),
+            let before = |other: Option<usize>| {
+                other.is_none_or(|o| compare(source.as_ref(), self.sources[o].as_ref()) == wanted)
             };
+            if before(best) {
+                runner_up = best;
+                best = Some(i);
+            } else if before(runner_up) {
+                runner_up = Some(i);
+            }
         }
-        best
+        self.current = best;
+        self.runner_up = runner_up;
     }
 
     fn source(&self) -> &dyn Source {
@@ -162,6 +208,9 @@ impl MergingIter {
     /// The first error any source hit. A source that fails becomes invalid, so an iterator
     /// that ends must be checked with this before its end is trusted.
     pub(crate) fn status(&self) -> Result<()> {
-        self.sources.iter().try_for_each(|s| s.status())
+        match &self.error {
+            None => Ok(()),
+            Some(e) => Err(e.clone()),
+        }
     }
 }

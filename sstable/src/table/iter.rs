@@ -17,6 +17,8 @@ pub struct TableIter {
     lower: Option<Vec<u8>>,
     upper: Option<Vec<u8>>,
     error: Option<Error>,
+    /// At an entry within the bounds: worked out once per move, as every accessor asks.
+    valid: bool,
 }
 
 impl TableIter {
@@ -28,6 +30,7 @@ impl TableIter {
             lower: None,
             upper: None,
             error: None,
+            valid: false,
         }
     }
 
@@ -36,11 +39,22 @@ impl TableIter {
         self.lower = lower.map(<[u8]>::to_vec);
         self.upper = upper.map(<[u8]>::to_vec);
         self.block = None;
+        self.valid = false;
         self
     }
 
     /// Whether the iterator is at an entry (within the bounds).
+    #[inline]
     pub fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// Works out [`TableIter::valid`] after a move.
+    fn settle(&mut self) {
+        self.valid = self.at_entry();
+    }
+
+    fn at_entry(&self) -> bool {
         let Some(block) = self.block.as_ref().filter(|b| b.valid()) else {
             return false;
         };
@@ -82,6 +96,11 @@ impl TableIter {
 
     /// Positions at the first entry (at the lower bound, if one is set).
     pub fn seek_to_first(&mut self) {
+        self.seek_to_first_unsettled();
+        self.settle();
+    }
+
+    fn seek_to_first_unsettled(&mut self) {
         match self.lower.clone() {
             Some(lower) => self.seek_internal(&lower, MAX_SEQNO),
             None => {
@@ -93,6 +112,11 @@ impl TableIter {
 
     /// Positions at the last entry (below the upper bound, if one is set).
     pub fn seek_to_last(&mut self) {
+        self.seek_to_last_unsettled();
+        self.settle();
+    }
+
+    fn seek_to_last_unsettled(&mut self) {
         if let Some(upper) = self.upper.clone() {
             self.seek_internal(&upper, MAX_SEQNO);
             if self.block.as_ref().is_some_and(|b| b.valid()) {
@@ -118,12 +142,14 @@ impl TableIter {
             _ => user_key.to_vec(),
         };
         self.seek_internal(&target, MAX_SEQNO);
+        self.settle();
     }
 
     /// Positions at the first entry at or after `(user_key, seqno)` in table order: the newest
     /// version of `user_key` visible at snapshot `seqno`, if it has one.
     pub fn seek_at(&mut self, user_key: &[u8], seqno: u64) {
         self.seek_internal(user_key, seqno);
+        self.settle();
     }
 
     /// Moves to the next entry. REQUIRES: `valid()`.
@@ -133,12 +159,14 @@ impl TableIter {
             block.next();
         }
         self.skip_forward();
+        self.settle();
     }
 
     /// Moves to the previous entry. REQUIRES: `valid()`.
     pub fn prev(&mut self) {
         debug_assert!(self.valid());
         self.prev_unchecked();
+        self.settle();
     }
 
     fn prev_unchecked(&mut self) {
