@@ -14,7 +14,9 @@ use crate::table::catalog::{IndexDef, TableDef};
 use crate::table::format::{
     ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_KEY_FIELDS, MAX_PRIMARY_KEY_BYTES,
 };
-use crate::table::key::{KeyError, decode_key, decode_value, encode_key, encode_value, value_len};
+use crate::table::key::{
+    KeyError, decode_key, decode_value_into, encode_key, encode_value, value_len,
+};
 use crate::table::record::{Record, RecordError};
 use crate::table::record_codec::{Reader, put_varint};
 use crate::table::row_reader::{Kept, RowReader};
@@ -212,22 +214,23 @@ fn entry_parts<'a>(
     values: &mut Vec<Value>,
 ) -> Result<EntryParts<'a>> {
     let (n, m) = (index.fields.len(), def.primary_key.len());
-    values.clear();
+    // The vector is the last entry's: written over, not rebuilt.
+    values.resize_with(n + m, || Value::Null);
     let (mut at, mut used) = (0, 0);
-    for i in 0..n + m {
+    for (i, slot) in values.iter_mut().enumerate() {
         if i == n {
             used = at;
         }
         let rest = key.get(at..).unwrap_or_default();
-        let len = if need & (1 << i) != 0 {
-            let (v, len) = decode_value(rest).map_err(|e| key_corrupt(cf, key, e))?;
-            values.push(v);
-            len
+        at += if need & (1 << i) != 0 {
+            decode_value_into(rest, slot)
         } else {
-            values.push(Value::Null);
-            value_len(rest).map_err(|e| key_corrupt(cf, key, e))?
-        };
-        at += len;
+            if !slot.is_null() {
+                *slot = Value::Null;
+            }
+            value_len(rest)
+        }
+        .map_err(|e| key_corrupt(cf, key, e))?;
     }
     if m == 0 {
         used = at;
@@ -447,11 +450,16 @@ fn covering_values(
     let plan = plan(&mut fixed.plans, &fixed.names, names, key_mask);
     let mut row = Vec::with_capacity(plan.from.len());
     for from in &plan.from {
-        row.push(match (*from, &mut payload) {
-            (Part::Payload(i), Some(payload)) => payload.take(i).map_err(corrupt)?,
-            (Part::Payload(_), None) => Value::Null,
-            (Part::Key(j), _) => std::mem::replace(&mut values[j], Value::Null),
-        });
+        match (*from, &mut payload) {
+            (Part::Payload(i), Some(payload)) => {
+                row.push(Value::Null);
+                if let Some(slot) = row.last_mut() {
+                    payload.take_into(i, slot).map_err(corrupt)?;
+                }
+            }
+            (Part::Payload(_), None) => row.push(Value::Null),
+            (Part::Key(j), _) => row.push(std::mem::replace(&mut values[j], Value::Null)),
+        }
     }
     Ok(Some(Record::from_names(Arc::clone(&plan.names), row)))
 }

@@ -137,8 +137,16 @@ pub fn encode_key<'v>(values: impl IntoIterator<Item = &'v Value>) -> Vec<u8> {
 }
 
 /// Decodes one value from the front of `bytes`: the value and the bytes it used.
-#[inline]
 pub fn decode_value(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
+    let mut value = Value::Null;
+    let used = decode_value_into(bytes, &mut value)?;
+    Ok((value, used))
+}
+
+/// [`decode_value`] into `slot`, giving the bytes used: a decoder filling a vector writes
+/// each value where it goes, not through a returned copy.
+#[inline]
+pub fn decode_value_into(bytes: &[u8], slot: &mut Value) -> Result<usize, KeyError> {
     // The common key field, an integer equal to its `f64`, without the general path's
     // 128-bit arithmetic; anything else, and every error, takes that path.
     if let [KEY_NUMBER, bits @ .., KEY_INT] = bytes.get(..10).unwrap_or_default() {
@@ -148,11 +156,14 @@ pub fn decode_value(bytes: &[u8]) -> Result<(Value, usize), KeyError> {
             let value = rounded as i64;
             // Canonical: integral, and not -0.0.
             if (value as f64).to_bits() == rounded.to_bits() {
-                return Ok((Value::Int(value), 10));
+                *slot = Value::Int(value);
+                return Ok(10);
             }
         }
     }
-    decode_any(bytes)
+    let (value, used) = decode_any(bytes)?;
+    *slot = value;
+    Ok(used)
 }
 
 fn decode_any(bytes: &[u8]) -> Result<(Value, usize), KeyError> {

@@ -185,19 +185,20 @@ impl<'a> View<'a> {
         Ok((start, end))
     }
 
-    /// Value `i` (below the count), checked to fill exactly its place.
+    /// Puts value `i` (below the count), checked to fill exactly its place, in `slot` (see
+    /// [`Reader::value_into`]).
     #[inline]
-    pub(crate) fn value(&self, i: usize) -> Result<Value, RecordError> {
+    pub(crate) fn value_into(&self, i: usize, slot: &mut Value) -> Result<(), RecordError> {
         let (start, end) = self.span(i)?;
         let mut r = Reader {
             bytes: &self.values[..end],
             at: start,
         };
-        let value = r.value()?;
+        r.value_into(slot)?;
         if r.at != end {
             return Err(RecordError::Offsets);
         }
-        Ok(value)
+        Ok(())
     }
 }
 
@@ -350,6 +351,31 @@ impl<'a> Reader<'a> {
                 self.take(len)?;
             }
             other => return Err(RecordError::UnknownTag(other)),
+        }
+        Ok(())
+    }
+
+    /// [`Reader::value`] into `slot`: a number is written where it goes, not moved there
+    /// through a returned `Result` (whose error shares the value's bytes, so each move copies
+    /// them piecewise).
+    #[inline]
+    pub(crate) fn value_into(&mut self, slot: &mut Value) -> Result<(), RecordError> {
+        match self.bytes.get(self.at) {
+            Some(&VALUE_INT) => {
+                self.at += 1;
+                let z = self.varint()?;
+                *slot = Value::Int(((z >> 1) as i64) ^ -((z & 1) as i64));
+            }
+            Some(&VALUE_FLOAT) => {
+                let bits = self
+                    .bytes
+                    .get(self.at + 1..self.at + 9)
+                    .ok_or(RecordError::Truncated)?;
+                self.at += 9;
+                let bits: [u8; 8] = bits.try_into().map_err(|_| RecordError::Truncated)?;
+                *slot = Value::Float(f64::from_bits(u64::from_le_bytes(bits)));
+            }
+            _ => *slot = self.value()?,
         }
         Ok(())
     }

@@ -72,11 +72,15 @@ impl Kept<'_, '_> {
         }
     }
 
-    /// The value of the `i`-th kept field (each is taken once).
-    pub(crate) fn take(&mut self, i: usize) -> Result<Value, RecordError> {
+    /// Puts the value of the `i`-th kept field in `slot` (each is taken once).
+    #[inline]
+    pub(crate) fn take_into(&mut self, i: usize, slot: &mut Value) -> Result<(), RecordError> {
         match self {
-            Kept::InPlace { at, view, .. } => view.value(at[i]),
-            Kept::Built { values, .. } => Ok(std::mem::replace(&mut values[i], Value::Null)),
+            Kept::InPlace { at, view, .. } => view.value_into(at[i], slot),
+            Kept::Built { values, .. } => {
+                *slot = std::mem::replace(&mut values[i], Value::Null);
+                Ok(())
+            }
         }
     }
 }
@@ -324,7 +328,7 @@ impl RowReader {
                 self.clear_tested();
             }
             for &(i, t) in &self.layouts[at].tested_at {
-                self.values[t] = view.value(i)?;
+                view.value_into(i, &mut self.values[t])?;
             }
             return Ok(());
         }
@@ -383,7 +387,10 @@ impl RowReader {
             let layout = &self.layouts[at];
             let mut values = Vec::with_capacity(layout.kept_at.len());
             for &i in &layout.kept_at {
-                values.push(view.value(i)?);
+                values.push(Value::Null);
+                if let Some(slot) = values.last_mut() {
+                    view.value_into(i, slot)?;
+                }
             }
             return Ok((Arc::clone(&layout.kept_names), values));
         }
