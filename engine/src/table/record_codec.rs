@@ -24,11 +24,7 @@ pub(crate) fn walk<'a>(
         let mut names = view.names();
         for i in 0..view.count() {
             let name = names.next().ok_or(RecordError::Truncated)??;
-            let (start, end) = view.span(i)?;
-            let mut r = Reader {
-                bytes: &view.values[..end],
-                at: start,
-            };
+            let (mut r, end) = view.value_reader(i)?;
             each(name, &mut r)?;
             if r.at != end {
                 return Err(RecordError::Offsets);
@@ -81,16 +77,19 @@ pub(crate) fn end_width(total: usize) -> usize {
     }
 }
 
-/// A version-2 record with its header read: its names as one run of bytes, and where each
-/// value is. Reading one value checks that value and nothing else.
+/// A version-2 record with its header read: where its names, value ends and values are.
+/// Reading one value checks that value and nothing else. Small (the bytes and four offsets),
+/// as a reader makes one per row.
+#[derive(Clone, Copy)]
 pub(crate) struct View<'a> {
-    count: usize,
-    /// Where `names` starts in the record.
-    names_at: usize,
-    names: &'a [u8],
-    ends: &'a [u8],
-    width: usize,
-    values: &'a [u8],
+    bytes: &'a [u8],
+    /// Where the names section starts.
+    names_at: u32,
+    /// Where the head (version, count, names) ends and the value ends start.
+    head: u32,
+    /// Where the values start.
+    values_at: u32,
+    count: u32,
 }
 
 impl<'a> View<'a> {
@@ -119,81 +118,127 @@ impl<'a> View<'a> {
         head: usize,
         count: usize,
     ) -> Result<View<'a>, RecordError> {
-        let width = end_width(bytes.len());
-        let values_at = head + count * width;
-        let ends = bytes.get(head..values_at).ok_or(RecordError::Truncated)?;
+        View::checked(bytes, names_at, head, count)
+            .ok_or_else(|| View::head_error(bytes, head, count))
+    }
+
+    /// [`View::after_head`], `None` for any error: an `Option` of a view is the view's words
+    /// (the error of a `Result` would share them, and every move would copy them piecewise).
+    #[inline(always)]
+    pub(crate) fn checked(
+        bytes: &'a [u8],
+        names_at: usize,
+        head: usize,
+        count: usize,
+    ) -> Option<View<'a>> {
+        let values_at = count
+            .checked_mul(end_width(bytes.len()))?
+            .checked_add(head)?;
+        if values_at > bytes.len() {
+            return None;
+        }
+        // Offsets fit 32 bits: a record is at most a few MiB.
         let view = View {
-            count,
-            names_at,
-            names: &bytes[names_at..head],
-            ends,
-            width,
-            values: &bytes[values_at..],
+            bytes,
+            names_at: u32::try_from(names_at).ok()?,
+            head: u32::try_from(head).ok()?,
+            values_at: u32::try_from(values_at).ok()?,
+            count: u32::try_from(count).ok()?,
         };
         let last = if count == 0 { 0 } else { view.end(count - 1) };
-        if last < view.values.len() {
-            return Err(RecordError::TrailingBytes);
+        (last == bytes.len() - values_at).then_some(view)
+    }
+
+    /// Why [`View::checked`] refused `bytes`.
+    #[cold]
+    pub(crate) fn head_error(bytes: &[u8], head: usize, count: usize) -> RecordError {
+        let values_at = count
+            .checked_mul(end_width(bytes.len()))
+            .and_then(|ends| ends.checked_add(head));
+        let Some(values_at) = values_at.filter(|&at| u32::try_from(at).is_ok()) else {
+            return RecordError::TooLong(bytes.len() as u64);
+        };
+        if values_at > bytes.len() {
+            return RecordError::Truncated;
         }
-        if last > view.values.len() {
-            return Err(RecordError::Truncated);
+        let ends = &bytes[head..values_at];
+        let last = match end_width(bytes.len()) {
+            _ if count == 0 => 0,
+            1 => usize::from(ends[count - 1]),
+            2 => usize::from(u16::from_le_bytes([
+                ends[2 * count - 2],
+                ends[2 * count - 1],
+            ])),
+            _ => u32::from_le_bytes([
+                ends[4 * count - 4],
+                ends[4 * count - 3],
+                ends[4 * count - 2],
+                ends[4 * count - 1],
+            ]) as usize,
+        };
+        if last < bytes.len() - values_at {
+            RecordError::TrailingBytes
+        } else {
+            RecordError::Truncated
         }
-        Ok(view)
     }
 
     /// Where the names section starts in the record, and where the head (version, count and
     /// names) ends.
     pub(crate) fn head(&self) -> (usize, usize) {
-        (self.names_at, self.names_at + self.names.len())
+        (self.names_at as usize, self.head as usize)
     }
 
     /// How many fields the record has.
     pub(crate) fn count(&self) -> usize {
-        self.count
+        self.count as usize
     }
 
     /// The names, each checked for its length and its order after the one before.
     pub(crate) fn names(&self) -> NameIter<'a> {
         NameIter {
             r: Reader {
-                bytes: self.names,
+                bytes: &self.bytes[self.names_at as usize..self.head as usize],
                 at: 0,
             },
             last: None,
         }
     }
 
-    /// Where value `i` (below the count) ends. A copy of a variable-width slice would be a
-    /// `memmove` call per field read.
-    #[inline]
+    /// Where value `i` (below the count) ends, from the start of the values. A copy of a
+    /// variable-width slice would be a `memmove` call per field read.
+    #[inline(always)]
     fn end(&self, i: usize) -> usize {
-        let e = self.ends;
-        match self.width {
+        let e = &self.bytes[self.head as usize..self.values_at as usize];
+        match end_width(self.bytes.len()) {
             1 => usize::from(e[i]),
             2 => usize::from(u16::from_le_bytes([e[2 * i], e[2 * i + 1]])),
             _ => u32::from_le_bytes([e[4 * i], e[4 * i + 1], e[4 * i + 2], e[4 * i + 3]]) as usize,
         }
     }
 
-    /// Where value `i` (below the count) starts and ends in the values.
+    /// A reader over value `i` (below the count), and where the value must end in the
+    /// record: it is checked to fill exactly its place.
     #[inline]
-    fn span(&self, i: usize) -> Result<(usize, usize), RecordError> {
+    pub(crate) fn value_reader(&self, i: usize) -> Result<(Reader<'a>, usize), RecordError> {
         let start = if i == 0 { 0 } else { self.end(i - 1) };
         let end = self.end(i);
-        if start > end || end > self.values.len() {
+        let values_at = self.values_at as usize;
+        if start > end || end > self.bytes.len() - values_at {
             return Err(RecordError::Offsets);
         }
-        Ok((start, end))
+        let reader = Reader {
+            bytes: &self.bytes[..values_at + end],
+            at: values_at + start,
+        };
+        Ok((reader, values_at + end))
     }
 
     /// Puts value `i` (below the count), checked to fill exactly its place, in `slot` (see
     /// [`Reader::value_into`]).
     #[inline]
     pub(crate) fn value_into(&self, i: usize, slot: &mut Value) -> Result<(), RecordError> {
-        let (start, end) = self.span(i)?;
-        let mut r = Reader {
-            bytes: &self.values[..end],
-            at: start,
-        };
+        let (mut r, end) = self.value_reader(i)?;
         r.value_into(slot)?;
         if r.at != end {
             return Err(RecordError::Offsets);

@@ -216,10 +216,11 @@ impl RowReader {
         if let Some(at) = at {
             self.current = at;
             let l = &self.layouts[at];
-            return Ok((
-                at,
-                View::after_head(bytes, l.names_at, l.head.len(), l.names.len())?,
-            ));
+            let (names_at, head, count) = (l.names_at, l.head.len(), l.names.len());
+            return match View::checked(bytes, names_at, head, count) {
+                Some(view) => Ok((at, view)),
+                None => Err(View::head_error(bytes, head, count)),
+            };
         }
         let view = View::parse(bytes)?;
         let at = self.learn(bytes, &view)?;

@@ -24,7 +24,7 @@ use crate::table::entry::{
 };
 use crate::table::key::decode_prefix;
 use crate::table::query::ExecStats;
-use crate::table::record::Record;
+use crate::table::record::{Record, RecordError};
 use crate::table::row_reader::RowReader;
 
 /// Index entries whose records are fetched together, sorted by key.
@@ -182,27 +182,66 @@ impl Stream {
         bytes: &[u8],
         likely: bool,
     ) -> Result<Option<Record>> {
-        let start = self.timed.then(Instant::now);
-        let table = &self.table;
-        let corrupt = |e| record_corrupt(table.shards[shard].fact.name(), key, e);
-        let record = if likely && self.reader.builds_tested() {
-            let record = self.reader.build(bytes).map_err(corrupt)?;
-            matches(&record, &self.predicates).then_some(record)
-        } else {
-            self.reader.test(bytes).map_err(corrupt)?;
-            if self.reader.passes(&self.predicates) {
-                Some(self.reader.build(bytes).map_err(corrupt)?)
-            } else {
-                None
+        if likely && self.reader.builds_tested() {
+            let start = self.timed.then(Instant::now);
+            let record = self
+                .reader
+                .build(bytes)
+                .map_err(|e| self.corrupt_row(shard, key, e))?;
+            let passes = matches(&record, &self.predicates);
+            if let Some(start) = start {
+                self.stats.filter_time += start.elapsed();
             }
-        };
+            self.share_layout();
+            return Ok(passes.then_some(record));
+        }
+        if !self.passes_row(shard, key, bytes)? {
+            return Ok(None);
+        }
+        self.build_row(shard, key, bytes).map(Some)
+    }
+
+    /// Whether the stored row `bytes` (at `key` of fact shard `shard`) passes the re-check,
+    /// its predicate fields read alone.
+    fn passes_row(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<bool> {
+        let start = self.timed.then(Instant::now);
+        self.reader
+            .test(bytes)
+            .map_err(|e| self.corrupt_row(shard, key, e))?;
+        let passes = self.reader.passes(&self.predicates);
         if let Some(start) = start {
             self.stats.filter_time += start.elapsed();
         }
+        Ok(passes)
+    }
+
+    /// The record of the stored row `bytes` (at `key` of fact shard `shard`): the fields the
+    /// query keeps.
+    fn build_row(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<Record> {
+        let start = self.timed.then(Instant::now);
+        let record = self
+            .reader
+            .build(bytes)
+            .map_err(|e| self.corrupt_row(shard, key, e))?;
+        if let Some(start) = start {
+            self.stats.filter_time += start.elapsed();
+        }
+        self.share_layout();
+        Ok(record)
+    }
+
+    /// Gives the table the field names of the rows read, for the readers of later queries,
+    /// if it has none yet.
+    fn share_layout(&self) {
         if self.table.row_layout.get().is_none() {
             let _ = self.table.row_layout.set(self.reader.layout().into());
         }
-        Ok(record)
+    }
+
+    /// The error for the damaged row at `key` of fact shard `shard`.
+    #[cold]
+    fn corrupt_row(&self, shard: usize, key: &[u8], e: RecordError) -> Error {
+        record_corrupt(self.table.shards[shard].fact.name(), key, e)
     }
 
     /// The stored row at `key` in fact shard `shard`, at the query's snapshot.
@@ -424,7 +463,13 @@ impl Stream {
                     return Ok(None);
                 };
                 self.stats.rows_read += 1;
-                let found = self.accept(self.shard, cursor.key(), cursor.value_ref(), false);
+                let (key, bytes) = (cursor.key(), cursor.value_ref());
+                // Most rows of a scan fail the re-check: that path builds nothing.
+                let found = match self.passes_row(self.shard, key, bytes) {
+                    Ok(true) => self.build_row(self.shard, key, bytes).map(Some),
+                    Ok(false) => Ok(None),
+                    Err(e) => Err(e),
+                };
                 self.step(cursor);
                 if let Some(r) = found? {
                     return Ok(Some(r));

@@ -210,7 +210,7 @@ impl Cursor {
             if self.upper.as_deref().is_some_and(|upper| key >= upper) {
                 return;
             }
-            if self.iter.seqno() <= self.snapshot && !(hiding && self.saved_key[..] == *key) {
+            if self.iter.seqno() <= self.snapshot && !(hiding && same_key(&self.saved_key, key)) {
                 match self.iter.kind() {
                     ValueKind::Delete => {
                         hiding = true;
@@ -282,6 +282,13 @@ impl Cursor {
         }
         self.error.is_some()
     }
+}
+
+/// Whether `a` and `b` are the same key. Neighbouring keys mostly differ in their last
+/// bytes (a counter, a sequence), so those are compared before calling the byte comparison.
+#[inline]
+fn same_key(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.last() == b.last() && a == b
 }
 
 /// An iterator over `(key, value)` pairs of a column family, in key order, from either end
