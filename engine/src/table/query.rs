@@ -442,12 +442,6 @@ fn lookup_plan(t: &Table, query: &Query, model: &CostModel) -> Option<Plan> {
 /// memory.
 const FILL_ROWS: usize = 4096;
 
-/// Rows a stream reads ahead per fill when the streams are read in turn.
-/// TUNING: enough that the per-fill bookkeeping (finding the stream, adding up its
-/// statistics) is spread over many rows; few enough that a caller who stops early has had
-/// little read for nothing. A limit below it caps it.
-const TURN_ROWS: usize = 64;
-
 /// A query the planner expects to read at least this many rows fills its shards' streams in
 /// parallel; smaller ones read them in turn, cheaper than starting threads.
 const PARALLEL_ROWS: f64 = 4096.0;
@@ -496,10 +490,16 @@ impl<'a> Rows<'a> {
             .as_ref()
             .is_some_and(|fields| streams.iter().all(|s| s.reader.keeps_only(fields)));
         let parallel = streams.len() > 1 && plan.chosen.rows_read >= PARALLEL_ROWS;
-        let most = if parallel { FILL_ROWS } else { TURN_ROWS };
-        let batch = query
-            .limit
-            .map_or(most, |l| usize::try_from(l).unwrap_or(most).clamp(1, most));
+        // Streams read in turn hand over each row as it is read, while it is in cache: a
+        // read-ahead of 64 rows measured 6-10 % slower (covering reads, scans keeping most
+        // rows) than one.
+        let batch = if parallel {
+            query.limit.map_or(FILL_ROWS, |l| {
+                usize::try_from(l).unwrap_or(FILL_ROWS).clamp(1, FILL_ROWS)
+            })
+        } else {
+            1
+        };
         let mut rows = Rows {
             db,
             heads: (0..streams.len()).map(|_| VecDeque::new()).collect(),
