@@ -25,12 +25,11 @@ use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, IsTerminal, Read, Seek};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use strata::table::format::MAX_RECORD_BYTES;
-use strata::{BulkLoad, Db, Record, TableBatch, Value, WriteOptions};
+use strata::{BulkLoad, Db, FieldNames, Record, TableBatch, Value, WriteOptions};
 
 use crate::expr::number;
 
@@ -308,23 +307,19 @@ impl Input<'_> {
         if check {
             *types = vec![ColumnType::Empty; header.len()];
         }
-        // Each name is allocated once and shared by every row; cells are taken in name order
-        // so a row's fields arrive sorted.
-        let names: Vec<Arc<str>> = header.iter().map(|h| Arc::from(h.as_str())).collect();
+        // Cells are taken in name order, so a row's values are in its names' order; each
+        // set of non-empty columns has its list of names made once and shared by its rows.
         let mut order: Vec<usize> = (0..header.len()).collect();
         order.sort_by(|&a, &b| header[a].cmp(&header[b]));
+        let mut lists = NameLists::new(order.iter().map(|&i| header[i].as_str()).collect());
         let key_columns: Vec<(usize, &String)> = self
             .key
             .iter()
             .filter_map(|k| Some((header.iter().position(|h| h == k)?, k)))
             .collect();
-        let mut row = csv::StringRecord::new();
-        loop {
-            match reader.read_record(&mut row) {
-                Ok(true) => {}
-                Ok(false) => return Ok(()),
-                Err(e) => return Err(csv_error(&e, "a row")),
-            }
+        // The load pass reads ahead on a second thread: parsing a line and loading the one
+        // before run side by side.
+        read_csv(reader, !check, |row, read| {
             let line = row.position().map_or(0, csv::Position::line);
             if let Some((_, field)) = key_columns.iter().find(|(i, _)| row[*i].is_empty()) {
                 return Err(fail(
@@ -333,20 +328,28 @@ impl Input<'_> {
                 ));
             }
             let record = if check {
-                for (i, cell) in row.iter().enumerate() {
-                    types[i] = types[i].max(cell_type(cell));
+                for (ty, cell) in types.iter_mut().zip(row.iter()) {
+                    // Text is the widest type: a text column's cells need no look.
+                    if *ty != ColumnType::Text {
+                        *ty = (*ty).max(cell_type(cell));
+                    }
                 }
                 Record::new()
             } else {
-                let fields = order
-                    .iter()
-                    .filter_map(|&i| Some((Arc::clone(&names[i]), cell_value(&row[i], types[i])?)))
-                    .collect();
-                Record::from_shared(fields)
+                let mut values = Vec::with_capacity(order.len());
+                lists.present.clear();
+                for &i in &order {
+                    let value = cell_value(&row[i], types[i]);
+                    lists.present.push(value.is_some());
+                    values.extend(value);
+                }
+                let names = lists
+                    .current()
+                    .map_err(|e| fail(Some(line), e.to_string()))?;
+                Record::with_names(names, values).map_err(|e| fail(Some(line), e.to_string()))?
             };
-            let read = reader.position().byte();
-            each(line, record, read)?;
-        }
+            each(line, record, read)
+        })
     }
 
     fn jsonl(&self, each: &mut Sink) -> Result<(), ImportError> {
@@ -402,6 +405,144 @@ impl Input<'_> {
             Format::Csv => self.csv(types, check, each),
             Format::Jsonl => self.jsonl(each),
         }
+    }
+}
+
+/// Rows a reading thread hands over at a time.
+/// TUNING: enough that a hand-over costs nothing per row, few enough that the rows in flight
+/// stay small and the loader starts at once.
+const HANDOVER_ROWS: usize = 512;
+
+/// Hand-overs in flight: the reading thread runs at most this far ahead.
+const HANDOVER_DEPTH: usize = 4;
+
+/// Rows read ahead and handed over, with the bytes read after each; the rows are read into
+/// again when the batch comes back, so no memory is allocated on one thread and freed on the
+/// other (which the allocator makes each thread wait on).
+struct Handover {
+    rows: Vec<csv::StringRecord>,
+    read: Vec<u64>,
+    len: usize,
+    /// How reading ended, in the last batch.
+    end: Option<Result<(), ImportError>>,
+}
+
+/// Reads the rows of `reader` and gives each to `each` with the bytes read through it, in
+/// order, stopping at the first error (of reading or of `each`). With `ahead`, a second
+/// thread reads (parsing and checking the UTF-8) while `each` runs on this one.
+fn read_csv(
+    mut reader: csv::Reader<File>,
+    ahead: bool,
+    mut each: impl FnMut(&csv::StringRecord, u64) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
+    if !ahead {
+        let mut row = csv::StringRecord::new();
+        while reader
+            .read_record(&mut row)
+            .map_err(|e| csv_error(&e, "a row"))?
+        {
+            each(&row, reader.position().byte())?;
+        }
+        return Ok(());
+    }
+    std::thread::scope(|scope| {
+        let (full, filled) = std::sync::mpsc::sync_channel::<Handover>(HANDOVER_DEPTH);
+        let (empty, emptied) = std::sync::mpsc::channel::<Handover>();
+        for _ in 0..=HANDOVER_DEPTH {
+            let batch = Handover {
+                rows: Vec::new(),
+                read: Vec::new(),
+                len: 0,
+                end: None,
+            };
+            let _ = empty.send(batch);
+        }
+        // When this thread stops early, its ends of both channels close and the reader's
+        // next send or receive fails: it stops too.
+        scope.spawn(move || {
+            while let Ok(mut batch) = emptied.recv() {
+                batch.len = 0;
+                while batch.len < HANDOVER_ROWS && batch.end.is_none() {
+                    if batch.rows.len() == batch.len {
+                        batch.rows.push(csv::StringRecord::new());
+                        batch.read.push(0);
+                    }
+                    match reader.read_record(&mut batch.rows[batch.len]) {
+                        Ok(true) => {
+                            batch.read[batch.len] = reader.position().byte();
+                            batch.len += 1;
+                        }
+                        Ok(false) => batch.end = Some(Ok(())),
+                        Err(e) => batch.end = Some(Err(csv_error(&e, "a row"))),
+                    }
+                }
+                let last = batch.end.is_some();
+                if full.send(batch).is_err() || last {
+                    return;
+                }
+            }
+        });
+        for mut batch in filled.iter() {
+            for (row, &read) in batch.rows.iter().zip(&batch.read).take(batch.len) {
+                each(row, read)?;
+            }
+            if let Some(end) = batch.end.take() {
+                return end;
+            }
+            let _ = empty.send(batch);
+        }
+        Err(fail(None, "the reading thread stopped"))
+    })
+}
+
+/// The field-name lists of CSV rows, one for each set of non-empty cells, made once and
+/// shared by the rows of that set (a few sets at a time: a file's rows mostly miss their
+/// optional fields in a few combinations).
+struct NameLists<'h> {
+    /// The columns' names, in name order.
+    columns: Vec<&'h str>,
+    /// Which columns the row being read has (not empty), in name order.
+    present: Vec<bool>,
+    /// Lists made, by the columns they hold.
+    made: Vec<(Vec<bool>, FieldNames)>,
+    /// The list replaced next when all places are taken.
+    next: usize,
+}
+
+impl<'h> NameLists<'h> {
+    /// TUNING: how many lists are kept; a row of another set makes its list again.
+    const KEPT: usize = 8;
+
+    fn new(columns: Vec<&'h str>) -> Self {
+        NameLists {
+            columns,
+            present: Vec::new(),
+            made: Vec::new(),
+            next: 0,
+        }
+    }
+
+    /// The list of the columns `present` marks.
+    fn current(&mut self) -> strata::Result<&FieldNames> {
+        if let Some(at) = self.made.iter().position(|(p, _)| *p == self.present) {
+            return Ok(&self.made[at].1);
+        }
+        let names = self
+            .columns
+            .iter()
+            .zip(&self.present)
+            .filter_map(|(name, &present)| present.then_some(*name));
+        let list = (self.present.clone(), FieldNames::new(names)?);
+        let at = if self.made.len() < Self::KEPT {
+            self.made.push(list);
+            self.made.len() - 1
+        } else {
+            let at = self.next;
+            self.made[at] = list;
+            self.next = (at + 1) % Self::KEPT;
+            at
+        };
+        Ok(&self.made[at].1)
     }
 }
 

@@ -380,6 +380,64 @@ fn a_failing_batch_leaves_the_batches_before_it_and_nothing_after() {
     assert_eq!(db.rows("t", &[]).len(), 6);
 }
 
+/// The load pass reads ahead on a second thread, in hand-overs of a few hundred rows: a file of
+/// many hand-overs imports every row with the fields its cells give (empty cells in many
+/// combinations of columns), and a failing batch deep in it still names its line and what
+/// committed before it.
+#[test]
+fn a_long_file_read_ahead_imports_in_order_and_stops_where_a_batch_fails() {
+    let db = Db::new();
+    db.ok(&["table", "create", "t", "--key", "id"]);
+    let mut text = String::from("id,a,b,c,d\n");
+    for id in 1..=5_000 {
+        // Sixteen combinations of empty cells, more than the import keeps name lists for.
+        let cell = |bit: u32, v: String| {
+            if (id % 16) & (1 << bit) != 0 {
+                v
+            } else {
+                String::new()
+            }
+        };
+        let (a, b) = (cell(0, format!("a{id}")), cell(1, format!("{}", id * 3)));
+        let (c, d) = (cell(2, format!("{}.5", id)), cell(3, "x".to_owned()));
+        text.push_str(&format!("{id},{a},{b},{c},{d}\n"));
+    }
+    let all = db.file("all.csv", &text);
+    let out = db.ok(&["import", "t", &all]);
+    assert!(out.contains("imported 5000 rows into t"), "{out}");
+    let rows = db.rows("t", &["--where", "id = 4999"]);
+    // 4999 % 16 = 7: a, b and c, no d.
+    assert_eq!(rows[0]["a"], "a4999");
+    assert_eq!(rows[0]["b"], 14_997);
+    assert_eq!(rows[0]["c"], 4999.5);
+    assert!(
+        rows[0].get("d").is_none_or(|d| d.is_null()),
+        "{:?}",
+        rows[0]
+    );
+    let with_d = (1..=5_000).filter(|id| (id % 16) & 8 != 0).count();
+    assert_eq!(db.rows("t", &["--where", "d = 'x'"]).len(), with_d);
+
+    db.ok(&["table", "create", "u", "--key", "id"]);
+    // Line 4,802 repeats the key of line 2: the batch of lines 4,002–5,001 fails.
+    let mut dup = String::from("id,v\n");
+    for line in 2..=6_000 {
+        let id = if line == 4_802 { 1 } else { line - 1 };
+        dup.push_str(&format!("{id},v{line}\n"));
+    }
+    let dup = db.file("dup.csv", &dup);
+    let error = db.fails(&["import", "u", &dup, "--batch", "1000"]);
+    assert!(
+        error.starts_with("strata: line 4802: conflict: "),
+        "{error}"
+    );
+    assert!(
+        error.ends_with("the 4000 rows through line 4001 were imported, nothing after them"),
+        "{error}"
+    );
+    assert_eq!(db.rows("u", &[]).len(), 4_000);
+}
+
 #[test]
 fn a_bulk_import_loads_a_run_whole_or_names_the_row_that_stops_it() {
     let db = Db::new();

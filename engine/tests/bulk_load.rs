@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use common::Rng;
 use common::tables::{Model, brute_force, random_index, random_predicate, random_record, sorted};
 use strata::{
-    Db, Error, Hint, IndexOptions, Options, Predicate, Projection, Query, Record, Value, record,
+    Db, Error, FieldNames, Hint, IndexOptions, Options, Predicate, Projection, Query, Record,
+    Value, record,
 };
 
 fn open(dir: &std::path::Path) -> Db {
@@ -151,6 +152,138 @@ fn a_stored_key_in_the_range_fails_like_an_insert_and_keeps_what_committed() {
     let q = Query::default().filter(Predicate::eq("v", 1));
     assert_eq!(rows(&db, &q).len(), 100 + 2_000 / 7 + 1);
     assert!(db.verify("t").expect("verify").is_clean());
+}
+
+/// Rows built on shared name lists (`Record::with_names`, as `strata import` builds them) load
+/// as the same rows built field by field: `NULL` values dropped, bad rows refused, and more
+/// lists than a load remembers.
+#[test]
+fn rows_on_shared_name_lists_load_as_rows_built_field_by_field() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = open(dir.path());
+    for t in ["shared", "built"] {
+        db.create_table(t, &["id"]).expect("table");
+        db.create_index(t, "by_a", &["a"], Projection::KeysOnly)
+            .expect("index");
+    }
+    // Twelve lists: every row has `id`, and a different set of the optional fields.
+    let optional = ["a", "b", "c", "d"];
+    let lists: Vec<(Vec<&str>, FieldNames)> = (1..=12usize)
+        .map(|mask| {
+            let mut fields = vec!["id"];
+            fields.extend((0..4).filter(|b| mask & (1 << b) != 0).map(|b| optional[b]));
+            let names = FieldNames::new(&fields).expect("names");
+            (fields, names)
+        })
+        .collect();
+    let mut shared = db.bulk_load("shared").expect("load").run_bytes(4 << 10);
+    let mut built = db.bulk_load("built").expect("load");
+    for id in 0..2_000i64 {
+        let (fields, names) = &lists[(id as usize * 7) % lists.len()];
+        let value = |f: &str| match f {
+            "id" => Value::Int(id),
+            // Every fifth row has a NULL `b`: a missing field.
+            "b" if id % 5 == 0 => Value::Null,
+            "a" => Value::from(format!("a{}", id % 13)),
+            _ => Value::Float(id as f64 / 4.0),
+        };
+        let values = names.names().map(value).collect();
+        if shared
+            .insert(Record::with_names(names, values).expect("record"))
+            .expect("insert")
+        {
+            shared.commit().expect("commit");
+        }
+        let mut r = Record::new();
+        for f in fields {
+            let v = value(f);
+            if !v.is_null() {
+                r.set(*f, v);
+            }
+        }
+        built.insert(r).expect("insert");
+    }
+    let names = FieldNames::new(["id", "a"]).expect("names");
+    let no_key = FieldNames::new(["a"]).expect("names");
+    let huge = Value::from("x".repeat(strata::table::format::MAX_RECORD_BYTES));
+    for refused in [
+        Record::with_names(&names, vec![Value::Float(1.5), Value::Null]),
+        Record::with_names(&no_key, vec![Value::Int(1)]),
+        Record::with_names(&names, vec![huge, Value::Int(9_999)]),
+    ] {
+        assert!(shared.insert(refused.expect("record")).is_err());
+    }
+    assert_eq!(shared.finish().expect("finish"), 2_000);
+    assert_eq!(built.finish().expect("finish"), 2_000);
+    let all = |t: &str, q: &Query| -> Vec<Record> {
+        sorted(
+            db.query(t, q)
+                .expect("query")
+                .collect::<Result<_, _>>()
+                .expect("rows"),
+        )
+    };
+    for q in [
+        Query::default(),
+        Query::default().filter(Predicate::eq("a", "a3")),
+        Query::default().filter(Predicate::is_null("b")),
+    ] {
+        let rows = all("shared", &q);
+        assert!(!rows.is_empty(), "{q:?}");
+        assert_eq!(rows, all("built", &q), "{q:?}");
+    }
+    assert!(db.verify("shared").expect("verify").is_clean());
+}
+
+#[test]
+fn field_name_lists_are_checked_once_when_made() {
+    let names = FieldNames::new(["b", "a", "c"]).expect("names");
+    assert_eq!(names.names().collect::<Vec<_>>(), ["a", "b", "c"]);
+    assert_eq!(names.len(), 3);
+    assert!(FieldNames::new(["a", "b", "a"]).is_err(), "a name twice");
+    assert!(FieldNames::new(["a", ""]).is_err(), "an empty name");
+    assert!(FieldNames::new(["a\u{7}b"]).is_err(), "a control character");
+    let row = Record::with_names(&names, vec![Value::Int(1), Value::Null, Value::from("x")]);
+    assert_eq!(row.expect("record").value("c"), &Value::from("x"));
+    assert!(Record::with_names(&names, vec![Value::Int(1)]).is_err());
+}
+
+/// A load counts its rows as each run lands (the planner sees the last analysis go stale) and
+/// queues the table for auto-analyze once, when it ends, instead of having it read whole while
+/// it grows.
+#[test]
+fn a_bulk_load_queues_its_analysis_when_it_ends() {
+    let dir = tempfile::tempdir().expect("dir");
+    let db = open(dir.path());
+    db.create_table("t", &["id"]).expect("table");
+    let analysed = |db: &Db| {
+        db.wait_for_analyses();
+        db.table_stats("t").expect("stats").map(|s| s.row_count)
+    };
+    let mut load = db.bulk_load("t").expect("load").run_bytes(8 << 10);
+    let mut runs = 0;
+    for id in 0..3_000i64 {
+        if load
+            .insert(record! { "id" => id, "v" => id % 7 })
+            .expect("insert")
+        {
+            load.commit().expect("commit");
+            runs += 1;
+            assert_eq!(analysed(&db), None, "run {runs} of a load still going");
+        }
+    }
+    assert!(runs > 3, "{runs} runs");
+    assert_eq!(load.finish().expect("finish"), 3_000);
+    assert_eq!(analysed(&db), Some(3_000), "queued as the load ended");
+
+    // A load dropped without `finish` queues what its committed runs loaded.
+    let mut load = db.bulk_load("t").expect("load");
+    for id in 3_000..4_000i64 {
+        load.insert(record! { "id" => id }).expect("insert");
+    }
+    load.commit().expect("commit");
+    drop(load);
+    assert_eq!(analysed(&db), Some(4_000));
 }
 
 #[test]

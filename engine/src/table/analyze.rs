@@ -66,14 +66,25 @@ impl Shared {
         if rows == 0 {
             return;
         }
-        // Counted even without auto-analyze: the planner asks whether the statistics of the
-        // last analysis are still fresh.
-        let changed = t.changed.fetch_add(rows, Ordering::Relaxed) + rows;
+        self.count_changes(t, rows);
+        self.analyze_if_due(t);
+    }
+
+    /// Counts `rows` changed rows of `t` without queueing it: a bulk load counts each run as
+    /// it lands (the planner asks whether the last analysis is still fresh) and queues the
+    /// table once, when it ends, rather than have it read whole while it grows.
+    pub(crate) fn count_changes(&self, t: &Table, rows: u64) {
+        t.changed.fetch_add(rows, Ordering::Relaxed);
+    }
+
+    /// Queues `t` for the analyzer if its changes have passed the auto-analyze threshold.
+    pub(crate) fn analyze_if_due(&self, t: &Table) {
         if !self.options.auto_analyze {
             return;
         }
+        let changed = t.changed.load(Ordering::Relaxed);
         let base = t.stats.as_ref().map_or(0, |s| s.row_count);
-        if (changed as f64) < self.analyze_threshold(base) {
+        if changed == 0 || (changed as f64) < self.analyze_threshold(base) {
             return;
         }
         self.queue_analyze(&t.def.name);

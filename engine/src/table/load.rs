@@ -36,7 +36,7 @@ use crate::table::db::{Db, Table};
 use crate::table::entry::index_entry;
 use crate::table::entry::record_corrupt;
 use crate::table::record::Record;
-use crate::table::write::{TableBatch, checked, display_key};
+use crate::table::write::{KnownNames, TableBatch, checked_known, display_key};
 
 use std::sync::Arc;
 
@@ -62,6 +62,23 @@ pub struct BulkLoad<'d> {
     entries: Vec<IngestRun>,
     run_bytes: usize,
     loaded: u64,
+    /// The field-name lists of the rows added, checked.
+    known: KnownNames,
+    /// A run was ingested: when the load ends, the table may be due for analysis.
+    noted: bool,
+}
+
+/// A load's end (after [`BulkLoad::finish`], or when it is dropped) queues the table for
+/// auto-analyze if the loaded rows passed the threshold: analysing a table while it is loaded
+/// would read it whole after every tenth of growth, on the cores the load needs.
+impl Drop for BulkLoad<'_> {
+    fn drop(&mut self) {
+        if self.noted
+            && let Ok(t) = self.db.handle(&self.start.def.name)
+        {
+            self.db.analyze_if_due(&t);
+        }
+    }
 }
 
 impl Db {
@@ -82,6 +99,8 @@ impl Db {
             start,
             run_bytes: RUN_BYTES,
             loaded: 0,
+            known: KnownNames::default(),
+            noted: false,
         })
     }
 }
@@ -113,7 +132,7 @@ impl BulkLoad<'_> {
     /// ```
     pub fn insert(&mut self, record: Record) -> Result<bool> {
         let t = &self.start;
-        let (key, record, encoded) = checked(&t.def, record)?;
+        let (key, record, encoded) = checked_known(&t.def, record, &mut self.known)?;
         // Every entry is made before any is kept, so a refused row leaves nothing behind.
         let mut made = Vec::with_capacity(self.entries.len());
         for ix in t.def.indexes.iter().take(self.entries.len()) {
@@ -266,7 +285,8 @@ impl BulkLoad<'_> {
         for ix in &t.def.indexes {
             t.usage.maintained(ix.id, written, 0, spent);
         }
-        self.db.note_changes(&t, written);
+        self.db.count_changes(&t, written);
+        self.noted = true;
         Ok(())
     }
 

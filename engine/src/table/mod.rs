@@ -50,6 +50,6 @@ pub use key::KeyError;
 pub use load::{BulkLoad, FALLBACK_BATCH_ROWS, RUN_BYTES};
 pub use options::Options;
 pub use query::{Analysis, DEFAULT_ROW_BYTES, ExecStats, Rows};
-pub use record::{Record, RecordError};
+pub use record::{FieldNames, Record, RecordError};
 pub use verify::{IndexReport, Problem, ProblemKind, RepairReport, VerifyReport};
 pub use write::{Mutation, TableBatch};

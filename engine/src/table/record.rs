@@ -45,6 +45,55 @@ pub struct Record {
     values: Vec<Value>,
 }
 
+/// Field names checked once — each a valid field name, none twice, at most
+/// [`MAX_FIELDS`](crate::table::format::MAX_FIELDS) — and held in ascending order, for
+/// [`Record::with_names`]: the rows built from one list share it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldNames(Arc<[Name]>);
+
+impl FieldNames {
+    /// The list of `names`, sorted; an error for an invalid name, a name given twice or too
+    /// many names.
+    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> crate::Result<FieldNames> {
+        let mut sorted: Vec<&str> = Vec::new();
+        let names: Vec<S> = names.into_iter().collect();
+        for name in &names {
+            crate::table::catalog::validate_field(name.as_ref())?;
+            sorted.push(name.as_ref());
+        }
+        if sorted.len() > crate::table::format::MAX_FIELDS {
+            return Err(crate::Error::InvalidArgument(format!(
+                "a record has at most {} fields, got {}",
+                crate::table::format::MAX_FIELDS,
+                sorted.len()
+            )));
+        }
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(crate::Error::InvalidArgument(format!(
+                "field name {:?} given twice",
+                w[0]
+            )));
+        }
+        Ok(FieldNames(sorted.into_iter().map(Name::from).collect()))
+    }
+
+    /// The names, in ascending order: the order [`Record::with_names`] takes values in.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.0.iter().map(|n| &**n)
+    }
+
+    /// How many names.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
 impl Default for Record {
     fn default() -> Self {
         Record {
@@ -103,6 +152,50 @@ impl Record {
             fields.reverse();
         }
         Record::from_sorted(fields)
+    }
+
+    /// A record of `values` for `names`, the `i`-th value for the `i`-th name (in the
+    /// list's own order, ascending); a `NULL` value is a missing field, as everywhere. The
+    /// names are shared, not copied: a loader that builds many rows of the same fields makes
+    /// the list once and each row costs one reference count. An error if the counts differ.
+    ///
+    /// ```
+    /// use strata::{FieldNames, Record, Value};
+    ///
+    /// let names = FieldNames::new(["town", "id"])?;
+    /// assert_eq!(names.names().collect::<Vec<_>>(), ["id", "town"]);
+    /// let row = Record::with_names(&names, vec![Value::Int(7), Value::from("Ely")])?;
+    /// assert_eq!(row.value("town"), &Value::from("Ely"));
+    /// assert!(Record::with_names(&names, vec![Value::Int(8)]).is_err());
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn with_names(names: &FieldNames, values: Vec<Value>) -> crate::Result<Record> {
+        if values.len() != names.0.len() {
+            return Err(crate::Error::InvalidArgument(format!(
+                "{} values for {} field names",
+                values.len(),
+                names.0.len()
+            )));
+        }
+        Ok(Record {
+            names: Arc::clone(&names.0),
+            values,
+        })
+    }
+
+    /// Whether this record's names are `names`' own list (not an equal copy).
+    pub(crate) fn shares_names(&self, names: &FieldNames) -> bool {
+        Arc::ptr_eq(&self.names, &names.0)
+    }
+
+    /// Whether another holder (a [`FieldNames`], other records) shares this record's names.
+    pub(crate) fn names_are_shared(&self) -> bool {
+        Arc::strong_count(&self.names) > 1
+    }
+
+    /// The names list, for a caller that remembers which lists it has checked.
+    pub(crate) fn field_names(&self) -> FieldNames {
+        FieldNames(Arc::clone(&self.names))
     }
 
     /// A record of `fields`, which the caller has checked are in strictly ascending name
@@ -186,9 +279,29 @@ impl Record {
     /// Appends the stored form to `out`.
     pub fn encode_into(&self, out: &mut Vec<u8>) {
         let start = out.len();
-        let count = self.values.len();
+        self.put_head(out);
+        let head = out.len() - start;
+        self.put_values(head, out);
+    }
+
+    /// The head of the stored form: version, count and names section. Records that share
+    /// their names share it (see [`Record::encode_with_head`]).
+    pub(crate) fn head(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.names.iter().map(|n| 1 + n.len()).sum::<usize>());
+        self.put_head(&mut out);
+        out
+    }
+
+    /// Appends the stored form to `out`, given its head (from [`Record::head`] of a record
+    /// with the same names).
+    pub(crate) fn encode_with_head(&self, head: &[u8], out: &mut Vec<u8>) {
+        out.extend_from_slice(head);
+        self.put_values(head.len(), out);
+    }
+
+    fn put_head(&self, out: &mut Vec<u8>) {
         out.push(RECORD_VERSION);
-        put_varint(out, count as u64);
+        put_varint(out, self.values.len() as u64);
         let names_len: usize = self
             .names
             .iter()
@@ -199,8 +312,13 @@ impl Record {
             put_varint(out, name.len() as u64);
             out.extend(name.as_bytes());
         }
+    }
+
+    /// Appends the value ends and the values, after a head of `head` bytes.
+    fn put_values(&self, head: usize, out: &mut Vec<u8>) {
+        let start = out.len();
+        let count = self.values.len();
         let values_len: usize = self.values.iter().map(value_len).sum();
-        let head = out.len() - start;
         let width = [1, 2]
             .into_iter()
             .find(|&w| end_width(head + count * w + values_len) == w)
@@ -213,7 +331,25 @@ impl Record {
         for value in &self.values {
             encode_value(value, out);
         }
-        debug_assert_eq!(out.len() - start, head + count * width + values_len);
+        debug_assert_eq!(out.len() - start, count * width + values_len);
+    }
+
+    /// This record without its `NULL` fields (a missing field reads as `NULL`), in one pass.
+    pub(crate) fn without_nulls(self) -> Record {
+        if !self.values.iter().any(Value::is_null) {
+            return self;
+        }
+        let (names, values): (Vec<Name>, Vec<Value>) = self
+            .names
+            .iter()
+            .cloned()
+            .zip(self.values)
+            .filter(|(_, v)| !v.is_null())
+            .unzip();
+        Record {
+            names: names.into(),
+            values,
+        }
     }
 
     /// Parses a stored record.

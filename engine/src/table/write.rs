@@ -27,7 +27,7 @@ use crate::table::db::{Db, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
 use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
-use crate::table::record::Record;
+use crate::table::record::{FieldNames, Record};
 
 /// Number of key lock stripes.
 /// TUNING: a power of two well above the writer threads of an embedded database, so two
@@ -123,15 +123,8 @@ impl TableBatch {
 
 /// Checks a record a caller wants stored and drops its `NULL` fields (a missing field reads
 /// as `NULL`, so storing one would only make two spellings of the same row).
-fn normalise(mut record: Record) -> Result<Record> {
-    let nulls: Vec<String> = record
-        .iter()
-        .filter(|(_, v)| v.is_null())
-        .map(|(k, _)| k.to_owned())
-        .collect();
-    for k in nulls {
-        record.remove(&k);
-    }
+fn normalise(record: Record) -> Result<Record> {
+    let record = record.without_nulls();
     if record.len() > MAX_FIELDS {
         return Err(Error::InvalidArgument(format!(
             "a record has at most {MAX_FIELDS} fields, got {}",
@@ -142,6 +135,41 @@ fn normalise(mut record: Record) -> Result<Record> {
         validate_field(name)?;
     }
     Ok(record)
+}
+
+/// Name lists a loader has checked, each with its records' encoded head: a record sharing one
+/// ([`Record::with_names`]) needs its names neither checked nor encoded again.
+#[derive(Default)]
+pub(crate) struct KnownNames {
+    lists: Vec<(FieldNames, Vec<u8>)>,
+    /// The list replaced when a new one is learnt and all places are taken.
+    next: usize,
+}
+
+impl KnownNames {
+    /// How many lists are remembered.
+    /// TUNING: rows of a loaded file miss their optional fields in a few combinations; a
+    /// search of the remembered lists stays a few pointer comparisons.
+    const LISTS: usize = 8;
+
+    /// The head of `record`'s names if they are a known list.
+    fn head_of(&self, record: &Record) -> Option<&[u8]> {
+        self.lists
+            .iter()
+            .find(|(names, _)| record.shares_names(names))
+            .map(|(_, head)| head.as_slice())
+    }
+
+    /// Remembers `record`'s names, checked.
+    fn learn(&mut self, record: &Record) {
+        let entry = (record.field_names(), record.head());
+        if self.lists.len() < Self::LISTS {
+            self.lists.push(entry);
+        } else {
+            self.lists[self.next] = entry;
+            self.next = (self.next + 1) % Self::LISTS;
+        }
+    }
 }
 
 /// What a batch does to one key.
@@ -373,14 +401,47 @@ pub(crate) fn checked(def: &TableDef, record: Record) -> Result<(Vec<u8>, Record
     let record = normalise(record)?;
     let key = record_key(def, &record)?;
     let encoded = record.encode();
-    if encoded.len() > MAX_RECORD_BYTES {
+    check_size(encoded.len())?;
+    Ok((key, record, encoded))
+}
+
+/// [`checked`] for a loader that builds many rows of the same fields: a record whose names are
+/// a list in `known` skips the check of its names and has its head copied, not encoded.
+pub(crate) fn checked_known(
+    def: &TableDef,
+    record: Record,
+    known: &mut KnownNames,
+) -> Result<(Vec<u8>, Record, Vec<u8>)> {
+    let record = record.without_nulls();
+    let mut encoded = Vec::new();
+    match known.head_of(&record) {
+        Some(head) => {
+            encoded.reserve(head.len() + 16 * record.len());
+            record.encode_with_head(head, &mut encoded);
+        }
+        None => {
+            let record = normalise(record)?;
+            // A list no one else holds is this row's own, and no other row will share it.
+            if record.names_are_shared() {
+                known.learn(&record);
+            }
+            return checked(def, record);
+        }
+    }
+    let key = record_key(def, &record)?;
+    check_size(encoded.len())?;
+    Ok((key, record, encoded))
+}
+
+fn check_size(len: usize) -> Result<()> {
+    if len > MAX_RECORD_BYTES {
         return Err(Error::TooLarge {
             what: "record",
-            len: encoded.len(),
+            len,
             max: MAX_RECORD_BYTES,
         });
     }
-    Ok((key, record, encoded))
+    Ok(())
 }
 
 /// Each shard's fact puts and deletes, sync index diffs and outbox operations for `changes`.
