@@ -317,9 +317,9 @@ impl Input<'_> {
             .iter()
             .filter_map(|k| Some((header.iter().position(|h| h == k)?, k)))
             .collect();
-        // The load pass reads ahead on a second thread: parsing a line and loading the one
-        // before run side by side.
-        read_csv(reader, !check, |row, read| {
+        // Both passes read ahead on a second thread: parsing a line and checking or loading
+        // the one before run side by side.
+        read_csv(reader, |row, read| {
             let line = row.position().map_or(0, csv::Position::line);
             if let Some((_, field)) = key_columns.iter().find(|(i, _)| row[*i].is_empty()) {
                 return Err(fail(
@@ -428,23 +428,12 @@ struct Handover {
 }
 
 /// Reads the rows of `reader` and gives each to `each` with the bytes read through it, in
-/// order, stopping at the first error (of reading or of `each`). With `ahead`, a second
-/// thread reads (parsing and checking the UTF-8) while `each` runs on this one.
+/// order, stopping at the first error (of reading or of `each`). A second thread reads
+/// (parsing and checking the UTF-8) while `each` runs on this one.
 fn read_csv(
     mut reader: csv::Reader<File>,
-    ahead: bool,
     mut each: impl FnMut(&csv::StringRecord, u64) -> Result<(), ImportError>,
 ) -> Result<(), ImportError> {
-    if !ahead {
-        let mut row = csv::StringRecord::new();
-        while reader
-            .read_record(&mut row)
-            .map_err(|e| csv_error(&e, "a row"))?
-        {
-            each(&row, reader.position().byte())?;
-        }
-        return Ok(());
-    }
     std::thread::scope(|scope| {
         let (full, filled) = std::sync::mpsc::sync_channel::<Handover>(HANDOVER_DEPTH);
         let (empty, emptied) = std::sync::mpsc::channel::<Handover>();

@@ -8,7 +8,8 @@
 //!    looks at memtables before tables and would find that older version first;
 //! 3. under the writer lock (no batch commits meanwhile), checks the memtables again, takes
 //!    one new seqno for every entry, writes the tables (split at `target_table_bytes`, each
-//!    through the family's property collector, synced, then the directory);
+//!    through the family's property collector, synced, then the directory), the runs and the
+//!    parts of a large run side by side on a few threads;
 //! 4. installs them in one manifest edit, each at the deepest level where no table of that
 //!    level or any above it meets its key range (the last level, for a range nothing else
 //!    holds; level 0, newest, when something does), and publishes the seqno.
@@ -37,6 +38,15 @@ use crate::memtable::{MemKey, UserKey};
 use crate::store::Shared;
 use crate::sync::lock;
 use crate::version::{SuperVersion, TableFile};
+
+/// Most threads an ingestion writes tables on.
+/// TUNING: a run's tables are encoded and copied into the page cache on the CPU; beyond a few
+/// threads the disk is the limit.
+pub const INGEST_THREADS: usize = 4;
+
+/// Fewest bytes of a run written as a part of its own (see [`IngestRun`]'s parts): smaller
+/// parts would make many small tables for little gain.
+pub const MIN_PART_BYTES: usize = 8 << 20;
 
 /// One column family's entries for [`Store::ingest`](crate::Store::ingest): puts, pushed in
 /// any order, held back to back in one buffer (a bulk load makes millions; one allocation
@@ -96,6 +106,25 @@ impl IngestRun {
     /// Bytes of keys and values held.
     pub fn bytes(&self) -> usize {
         self.bytes.len()
+    }
+
+    /// The run cut into at most `ways` ranges of entries of about equal bytes, in order; a
+    /// run under twice [`MIN_PART_BYTES`] is one range.
+    fn parts(&self, ways: usize) -> Vec<std::ops::Range<usize>> {
+        let ways = ways.min(self.bytes.len() / MIN_PART_BYTES).max(1);
+        let mut parts = Vec::with_capacity(ways);
+        let (mut start, mut sum) = (0, 0);
+        for (i, span) in self.spans.iter().enumerate() {
+            sum += span.key + span.value;
+            if sum * ways >= self.bytes.len() * (parts.len() + 1) && parts.len() + 1 < ways {
+                parts.push(start..i + 1);
+                start = i + 1;
+            }
+        }
+        if start < self.spans.len() {
+            parts.push(start..self.spans.len());
+        }
+        parts
     }
 
     /// Puts the entries in key order (equal keys next to each other).
@@ -273,16 +302,31 @@ impl Shared {
     }
 
     /// Writes each run as tables of about `target_table_bytes`, every entry at `seqno`;
-    /// pushes each table to `written` once it is open. A table that fails is removed here;
-    /// the caller removes those in `written`.
+    /// pushes each table to `written` once it is open, in run order and key order within a
+    /// run. A table that fails is removed here; the caller removes those in `written`.
+    ///
+    /// The runs' parts are written side by side on up to [`INGEST_THREADS`] threads (one
+    /// part when there are no more cores): each run of the families of a table and its indexes
+    /// is a part, and a large run is cut into parts of about equal bytes, each its own
+    /// tables (they do not overlap, so they go to the same level).
     fn write_runs(
         &self,
         runs: &[IngestRun],
         seqno: SeqNo,
         written: &mut Vec<(Arc<CfShared>, Arc<TableFile>)>,
     ) -> Result<()> {
-        for run in runs {
-            let mut entries = run.iter().peekable();
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, INGEST_THREADS);
+        let parts: Vec<(usize, std::ops::Range<usize>)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(r, run)| run.parts(threads).into_iter().map(move |part| (r, part)))
+            .collect();
+        let write_part = |&(r, ref range): &(usize, std::ops::Range<usize>)| {
+            let run = &runs[r];
+            let mut tables = Vec::new();
+            let mut entries = range.clone().map(|i| run.get(i)).peekable();
             while entries.peek().is_some() {
                 let number = lock(&self.versions).reserve_file_number();
                 let path = file_path(&self.dir, FileKind::Table, number);
@@ -292,19 +336,58 @@ impl Shared {
                         open_table_at(&self.fs, &self.dir, &self.cache, number, size, None)
                     });
                 match table {
-                    Ok(table) => written.push((Arc::clone(&run.cf.shared), Arc::new(table))),
+                    Ok(table) => tables.push(Arc::new(table)),
                     Err(error) => {
                         let _ = self.fs.remove_file(&path);
-                        return Err(error);
+                        return (tables, Err(error));
                     }
                 }
             }
+            (tables, Ok(()))
+        };
+        let done: Vec<(Vec<Arc<TableFile>>, Result<()>)> = if threads == 1 || parts.len() == 1 {
+            parts.iter().map(write_part).collect()
+        } else {
+            // Each thread takes the next part not taken; the results go back in part order.
+            let next = std::sync::atomic::AtomicUsize::new(0);
+            let slots: Vec<std::sync::Mutex<Option<_>>> =
+                parts.iter().map(|_| std::sync::Mutex::new(None)).collect();
+            std::thread::scope(|scope| {
+                for _ in 0..threads.min(parts.len()) {
+                    scope.spawn(|| {
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(part) = parts.get(i) else { return };
+                            *lock(&slots[i]) = Some(write_part(part));
+                        }
+                    });
+                }
+            });
+            slots
+                .into_iter()
+                .map(|slot| {
+                    slot.into_inner()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .unwrap_or_else(|| {
+                            (
+                                Vec::new(),
+                                Err(Error::Internal("an ingest part was not written".into())),
+                            )
+                        })
+                })
+                .collect()
+        };
+        let mut first_error = Ok(());
+        for ((r, _), (tables, outcome)) in parts.iter().zip(done) {
+            let cf = &runs[*r].cf.shared;
+            written.extend(tables.into_iter().map(|t| (Arc::clone(cf), t)));
+            if first_error.is_ok() {
+                first_error = outcome;
+            }
         }
-        Ok(())
+        first_error
     }
 
-    /// Writes one table at `path` from `entries` until it reaches the target size or they
-    /// end; syncs it and returns its size.
     fn write_table<'e>(
         &self,
         path: &std::path::Path,

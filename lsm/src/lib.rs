@@ -78,7 +78,7 @@ pub type SeqNo = u64;
 pub use batch::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, WriteBatch};
 pub use cf::ColumnFamily;
 pub use error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
-pub use ingest::IngestRun;
+pub use ingest::{INGEST_THREADS, IngestRun, MIN_PART_BYTES};
 pub use iter::{Cursor, Iter};
 pub use options::{Options, ReadOptions, WriteOptions, prefix_successor};
 pub use snapshot::Snapshot;

@@ -245,3 +245,58 @@ fn an_ingestion_that_fails_midway_adds_nothing_after_a_reopen() {
     // Tables, then the manifest: at least two syncs failed, and the later runs succeeded.
     assert!((2..6).contains(&failed), "{failed} of 6 ingestions failed");
 }
+
+/// A run of more than twice `MIN_PART_BYTES` is cut into parts written side by side (on a
+/// machine of several cores), each its own tables: together they read as the run, sit on one
+/// level without overlapping, and a sync failing in any part adds nothing.
+#[test]
+fn a_large_run_is_written_in_parts_that_read_as_one() {
+    let value = vec![b'v'; 1000];
+    let entries = 3 * strata_lsm::MIN_PART_BYTES / 1000;
+    let big = |store: &Store| {
+        let mut run = IngestRun::new(store.cf("a").expect("family"));
+        // Pushed out of order: the parts are cut after the sort.
+        for i in (0..entries as u64).rev() {
+            run.push(&key(i), &value);
+        }
+        run
+    };
+    let fs = SimFs::new();
+    let store = open(&fs);
+    store.ingest(vec![big(&store)]).expect("ingest");
+    let a = store.cf("a").expect("family");
+    let stats = store.stats(&a).expect("stats");
+    let level = stats
+        .levels
+        .iter()
+        .rposition(|l| l.tables > 0)
+        .expect("a level with tables");
+    let parts = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if parts > 1 {
+        assert!(stats.levels[level].tables >= 2, "{:?}", stats.levels);
+    }
+    assert_eq!(
+        stats.levels.iter().map(|l| l.tables).sum::<usize>(),
+        stats.levels[level].tables,
+        "every table on one level"
+    );
+    let held = scan(&store, "a");
+    assert_eq!(held.len(), entries);
+    assert!(held.values().all(|v| *v == value));
+    drop(store);
+    let store = open(&fs.crashed_copy());
+    assert_eq!(scan(&store, "a").len(), entries);
+
+    // Each table sync in turn fails: nothing of the run is left after a reopen.
+    for n in 1..=2 {
+        let fs = SimFs::new();
+        let store = open(&fs);
+        let before = fs.op_count(OpKind::Sync);
+        fs.fail_nth(OpKind::Sync, before + n);
+        assert!(store.ingest(vec![big(&store)]).is_err(), "sync {n}");
+        fs.clear_faults();
+        drop(store);
+        let store = open(&fs.crashed_copy());
+        assert!(scan(&store, "a").is_empty(), "sync {n}");
+    }
+}
