@@ -585,7 +585,8 @@ struct Pending {
     /// Batch mode's rows.
     batch: TableBatch,
     lines: Vec<u64>,
-    keys: Vec<Vec<Value>>,
+    /// Their primary keys, one after the other (as many values a row as the key has fields).
+    keys: Vec<Value>,
 }
 
 impl Loader<'_> {
@@ -618,12 +619,16 @@ impl Loader<'_> {
                 format!("the record is {len} bytes; a record may have at most {MAX_RECORD_BYTES}");
             return Err(self.error(Some(line), message));
         }
+        let keys = self.pending.keys.len();
         let key = self.key_fields.iter().map(|f| record.value(f).clone());
-        let key = key.collect();
+        self.pending.keys.extend(key);
         let full = match self.bulk.as_mut() {
             Some(bulk) => match bulk.insert(record) {
                 Ok(full) => full,
-                Err(e) => return Err(self.error(Some(line), e.to_string())),
+                Err(e) => {
+                    self.pending.keys.truncate(keys);
+                    return Err(self.error(Some(line), e.to_string()));
+                }
             },
             None => {
                 if self.replace {
@@ -635,7 +640,6 @@ impl Loader<'_> {
             }
         };
         self.pending.lines.push(line);
-        self.pending.keys.push(key);
         if !full {
             return Ok(false);
         }
@@ -721,7 +725,7 @@ pub fn import(
         pending: Pending {
             batch: TableBatch::new(),
             lines: Vec::with_capacity(batch_rows),
-            keys: Vec::with_capacity(batch_rows),
+            keys: Vec::with_capacity(batch_rows * def.primary_key.len()),
         },
         imported: 0,
         imported_through: 0,
@@ -814,7 +818,9 @@ fn culprit(
         return lines.first().copied();
     }
     let mut seen = std::collections::HashSet::new();
-    for (key, line) in pending.keys[committed..].iter().zip(lines) {
+    let width = pending.keys.len() / pending.lines.len().max(1);
+    let keys = pending.keys[committed * width..].chunks(width.max(1));
+    for (key, line) in keys.zip(lines) {
         let exists = db.get(table, key).ok().flatten().is_some();
         if exists || !seen.insert(format!("{key:?}")) {
             return Some(*line);

@@ -58,6 +58,9 @@ pub struct IngestRun {
     bytes: Vec<u8>,
     /// Per entry, in key order once sorted.
     spans: Vec<Span>,
+    /// Every key was pushed above the one before it: the run is sorted, no key twice (a load
+    /// of a file in key order, the common case, then needs no sort and no search for repeats).
+    ascending: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -74,6 +77,7 @@ impl IngestRun {
             cf,
             bytes: Vec::new(),
             spans: Vec::new(),
+            ascending: true,
         }
     }
 
@@ -84,6 +88,11 @@ impl IngestRun {
 
     /// Adds `key` = `value`.
     pub fn push(&mut self, key: &[u8], value: &[u8]) {
+        if self.ascending
+            && let Some(last) = self.spans.last()
+        {
+            self.ascending = key > &self.bytes[last.at..last.at + last.key];
+        }
         self.spans.push(Span {
             at: self.bytes.len(),
             key: key.len(),
@@ -129,9 +138,21 @@ impl IngestRun {
 
     /// Puts the entries in key order (equal keys next to each other).
     pub fn sort(&mut self) {
+        if self.ascending {
+            return;
+        }
         let bytes = &self.bytes;
         self.spans
             .sort_unstable_by(|a, b| bytes[a.at..a.at + a.key].cmp(&bytes[b.at..b.at + b.key]));
+    }
+
+    /// The place of the first entry whose key is the one before it (in key order once
+    /// sorted, else in push order), if any.
+    pub fn first_repeat(&self) -> Option<usize> {
+        if self.ascending {
+            return None;
+        }
+        (1..self.len()).find(|&i| self.get(i - 1).0 == self.get(i).0)
     }
 
     /// Entry `i` (in key order once sorted, else in push order).
@@ -454,7 +475,7 @@ fn check_runs(runs: &[IngestRun]) -> Result<()> {
                 });
             }
         }
-        if (1..run.len()).any(|i| run.get(i - 1).0 == run.get(i).0) {
+        if run.first_repeat().is_some() {
             return Err(Error::InvalidArgument(format!(
                 "column family {:?}: an ingested run holds a key twice",
                 run.cf.name()

@@ -76,6 +76,9 @@ pub fn encode_primary_key(def: &TableDef, values: &[&Value]) -> Result<Vec<u8>> 
 
 /// The primary key of `record` in `def`, encoded.
 pub fn record_key(def: &TableDef, record: &Record) -> Result<Vec<u8>> {
+    if let [field] = def.primary_key.as_slice() {
+        return encode_primary_key(def, &[record.value(field)]);
+    }
     let values: Vec<&Value> = def.primary_key.iter().map(|f| record.value(f)).collect();
     encode_primary_key(def, &values)
 }

@@ -64,6 +64,8 @@ pub struct BulkLoad<'d> {
     loaded: u64,
     /// The field-name lists of the rows added, checked.
     known: KnownNames,
+    /// The stored form of the row being added (one buffer for every row).
+    encoded: Vec<u8>,
     /// A run was ingested: when the load ends, the table may be due for analysis.
     noted: bool,
 }
@@ -100,6 +102,7 @@ impl Db {
             run_bytes: RUN_BYTES,
             loaded: 0,
             known: KnownNames::default(),
+            encoded: Vec::new(),
             noted: false,
         })
     }
@@ -132,13 +135,13 @@ impl BulkLoad<'_> {
     /// ```
     pub fn insert(&mut self, record: Record) -> Result<bool> {
         let t = &self.start;
-        let (key, record, encoded) = checked_known(&t.def, record, &mut self.known)?;
+        let (key, record) = checked_known(&t.def, record, &mut self.known, &mut self.encoded)?;
         // Every entry is made before any is kept, so a refused row leaves nothing behind.
         let mut made = Vec::with_capacity(self.entries.len());
         for ix in t.def.indexes.iter().take(self.entries.len()) {
             made.push(index_entry(ix, 0, &key, &record)?);
         }
-        self.facts.push(&key, &encoded);
+        self.facts.push(&key, &self.encoded);
         for (run, (k, v)) in self.entries.iter_mut().zip(made) {
             run.push(&k, &v);
         }
@@ -194,7 +197,7 @@ impl BulkLoad<'_> {
     fn load_run(&mut self, mut facts: IngestRun, entries: Vec<IngestRun>) -> Result<()> {
         // 1. Sorted; a repeated key fails the run.
         facts.sort();
-        if let Some(i) = (1..facts.len()).find(|&i| facts.get(i - 1).0 == facts.get(i).0) {
+        if let Some(i) = facts.first_repeat() {
             let record = Record::decode(facts.get(i).1).ok();
             return Err(Error::Conflict(format!(
                 "table {:?} has a row with key {} (twice in the load)",

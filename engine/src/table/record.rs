@@ -222,6 +222,12 @@ impl Record {
         self.position(name).ok().map(|i| &self.values[i])
     }
 
+    /// The value of the `i`-th field in name order (`NULL` past the last).
+    pub(crate) fn value_at(&self, i: usize) -> &Value {
+        static NULL: Value = Value::Null;
+        self.values.get(i).unwrap_or(&NULL)
+    }
+
     /// The value of `name`, `NULL` when missing.
     pub fn value(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;

@@ -137,13 +137,21 @@ fn normalise(record: Record) -> Result<Record> {
     Ok(record)
 }
 
-/// Name lists a loader has checked, each with its records' encoded head: a record sharing one
-/// ([`Record::with_names`]) needs its names neither checked nor encoded again.
+/// Name lists a loader has checked, each with its records' encoded head and where the table's
+/// primary-key fields are in it: a record sharing one ([`Record::with_names`]) needs its names
+/// neither checked nor encoded again, nor searched for its key.
 #[derive(Default)]
 pub(crate) struct KnownNames {
-    lists: Vec<(FieldNames, Vec<u8>)>,
+    lists: Vec<Known>,
     /// The list replaced when a new one is learnt and all places are taken.
     next: usize,
+}
+
+struct Known {
+    names: FieldNames,
+    head: Vec<u8>,
+    /// The place of each primary-key field among the names; `None` if one is missing.
+    key_at: Option<Vec<usize>>,
 }
 
 impl KnownNames {
@@ -152,21 +160,28 @@ impl KnownNames {
     /// search of the remembered lists stays a few pointer comparisons.
     const LISTS: usize = 8;
 
-    /// The head of `record`'s names if they are a known list.
-    fn head_of(&self, record: &Record) -> Option<&[u8]> {
-        self.lists
-            .iter()
-            .find(|(names, _)| record.shares_names(names))
-            .map(|(_, head)| head.as_slice())
+    /// What is known of `record`'s names, if they are a known list.
+    fn of(&self, record: &Record) -> Option<&Known> {
+        self.lists.iter().find(|k| record.shares_names(&k.names))
     }
 
-    /// Remembers `record`'s names, checked.
-    fn learn(&mut self, record: &Record) {
-        let entry = (record.field_names(), record.head());
+    /// Remembers `record`'s names, checked, for rows of `def`.
+    fn learn(&mut self, def: &TableDef, record: &Record) {
+        let names = record.field_names();
+        let key_at = def
+            .primary_key
+            .iter()
+            .map(|f| names.names().position(|n| n == f))
+            .collect();
+        let known = Known {
+            head: record.head(),
+            names,
+            key_at,
+        };
         if self.lists.len() < Self::LISTS {
-            self.lists.push(entry);
+            self.lists.push(known);
         } else {
-            self.lists[self.next] = entry;
+            self.lists[self.next] = known;
             self.next = (self.next + 1) % Self::LISTS;
         }
     }
@@ -406,31 +421,37 @@ pub(crate) fn checked(def: &TableDef, record: Record) -> Result<(Vec<u8>, Record
 }
 
 /// [`checked`] for a loader that builds many rows of the same fields: a record whose names are
-/// a list in `known` skips the check of its names and has its head copied, not encoded.
+/// a list in `known` skips the check of its names and has its head copied, not encoded. The
+/// stored form goes into `encoded` (cleared first), which the loader reuses row after row.
 pub(crate) fn checked_known(
     def: &TableDef,
     record: Record,
     known: &mut KnownNames,
-) -> Result<(Vec<u8>, Record, Vec<u8>)> {
+    encoded: &mut Vec<u8>,
+) -> Result<(Vec<u8>, Record)> {
     let record = record.without_nulls();
-    let mut encoded = Vec::new();
-    match known.head_of(&record) {
-        Some(head) => {
-            encoded.reserve(head.len() + 16 * record.len());
-            record.encode_with_head(head, &mut encoded);
+    encoded.clear();
+    let Some(this) = known.of(&record) else {
+        let record = normalise(record)?;
+        // A list no one else holds is this row's own, and no other row will share it.
+        if record.names_are_shared() {
+            known.learn(def, &record);
         }
-        None => {
-            let record = normalise(record)?;
-            // A list no one else holds is this row's own, and no other row will share it.
-            if record.names_are_shared() {
-                known.learn(&record);
-            }
-            return checked(def, record);
+        let (key, record, stored) = checked(def, record)?;
+        encoded.extend_from_slice(&stored);
+        return Ok((key, record));
+    };
+    record.encode_with_head(&this.head, encoded);
+    let key = match this.key_at.as_deref() {
+        Some(&[at]) => encode_primary_key(def, &[record.value_at(at)])?,
+        Some(at) => {
+            let values: Vec<&Value> = at.iter().map(|&i| record.value_at(i)).collect();
+            encode_primary_key(def, &values)?
         }
-    }
-    let key = record_key(def, &record)?;
+        None => record_key(def, &record)?,
+    };
     check_size(encoded.len())?;
-    Ok((key, record, encoded))
+    Ok((key, record))
 }
 
 fn check_size(len: usize) -> Result<()> {
