@@ -280,11 +280,15 @@ impl ColumnBuilder {
             .add_hash(value.stable_hash_with(&mut self.scratch));
         self.common.add(value);
         self.sample.add(value);
-        if self.min.as_ref().is_none_or(|m| value < m) {
-            self.min = Some(value.clone());
-        }
+        // A value above the maximum is not below the minimum (one comparison for rows that
+        // come in ascending order, as a table's key does).
         if self.max.as_ref().is_none_or(|m| value > m) {
             self.max = Some(value.clone());
+            if self.min.is_none() {
+                self.min = Some(value.clone());
+            }
+        } else if self.min.as_ref().is_none_or(|m| value < m) {
+            self.min = Some(value.clone());
         }
     }
 
@@ -364,6 +368,9 @@ pub struct TableStatsBuilder {
     /// Heavy-hitter counters and sample rows of each column added.
     #[serde(default = "default_limits")]
     limits: (usize, usize),
+    /// The bytes of a row's composite prefix, hashed (one buffer for every row).
+    #[serde(skip)]
+    scratch: Vec<u8>,
 }
 
 fn default_limits() -> (usize, usize) {
@@ -400,6 +407,7 @@ impl TableStatsBuilder {
                 counters.clamp(1, MAX_SKETCH_CAPACITY),
                 sample.min(MAX_SKETCH_CAPACITY),
             ),
+            scratch: Vec::new(),
         };
         for name in columns {
             builder.track(name, usize::MAX);
@@ -487,16 +495,16 @@ impl TableStatsBuilder {
         for (name, builder) in &mut self.columns {
             builder.add(field(name));
         }
-        let mut buf = Vec::new();
+        let buf = &mut self.scratch;
         'prefix: for (fields, hll) in &mut self.prefixes {
             buf.clear();
             for name in fields.iter() {
                 match field(name) {
-                    Some(v) if !v.is_null() => v.hash_into(&mut buf),
+                    Some(v) if !v.is_null() => v.hash_into(buf),
                     _ => continue 'prefix,
                 }
             }
-            hll.add_hash(crate::value::hash_bytes(&buf));
+            hll.add_hash(crate::value::hash_bytes(buf));
         }
     }
 

@@ -245,9 +245,32 @@ impl PartialEq for Value {
 
 impl Eq for Value {}
 
+/// A tag, then the payload, straight into the hasher (no buffer: maps of values hash millions
+/// of them). Values of two variants are never equal (an integer sorts just before the equal
+/// float), so the tag keeps them apart as [`Eq`] does.
 impl std::hash::Hash for Value {
     fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.stable_hash());
+        match self {
+            Value::Null => state.write_u8(0),
+            Value::Bool(b) => state.write_u8(if *b { 2 } else { 1 }),
+            Value::Int(i) => {
+                state.write_u8(3);
+                state.write_i64(*i);
+            }
+            Value::Float(f) => {
+                // `total_cmp` equality is equality of the bits.
+                state.write_u8(4);
+                state.write_u64(f.to_bits());
+            }
+            Value::Str(s) => {
+                state.write_u8(5);
+                s.hash(state);
+            }
+            Value::Bytes(b) => {
+                state.write_u8(6);
+                b.hash(state);
+            }
+        }
     }
 }
 
@@ -398,6 +421,35 @@ fn fmix64(mut h: u64) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn equal_values_hash_alike_and_variants_stay_apart() {
+        use std::collections::HashMap;
+        use std::hash::{BuildHasher, RandomState};
+        let state = RandomState::new();
+        let values = [
+            Value::Null,
+            Value::Bool(false),
+            Value::Bool(true),
+            Value::Int(1),
+            Value::Float(1.0),
+            Value::Float(-0.0),
+            Value::Float(0.0),
+            Value::Float(f64::NAN),
+            Value::from("1"),
+            Value::Bytes(b"1".to_vec()),
+        ];
+        let mut map = HashMap::new();
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(state.hash_one(v), state.hash_one(v.clone()), "{v:?}");
+            map.insert(v.clone(), i);
+        }
+        // Every variant is its own key, as `Eq` has it (an integer is never its float).
+        assert_eq!(map.len(), values.len());
+        for (i, v) in values.iter().enumerate() {
+            assert_eq!(map[v], i, "{v:?}");
+        }
+    }
 
     #[test]
     fn the_order_is_total_across_types() {

@@ -20,6 +20,7 @@ use crate::lsm::ReadOptions;
 use crate::table::db::{Db, Shared, Table, lock};
 use crate::table::entry::record_corrupt;
 use crate::table::record::Record;
+use crate::table::row_reader::RowReader;
 use crate::table::sketch::statistics_shape;
 
 /// Most fields `analyze` keeps statistics for.
@@ -185,15 +186,20 @@ impl Shared {
             }
         }
         let mut builder = TableStatsBuilder::new(&columns, &prefixes);
+        // Each row's analysed fields are read where they lie, not built into a record.
+        let analysed: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let mut reader = RowReader::new(&analysed, Some(Vec::new()));
         for (s, shard) in t.shards.iter().enumerate() {
             for (n, kv) in shard.store.store.iter(&shard.fact, read(s))?.enumerate() {
                 if n % STOP_CHECK_ROWS == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                     return Err(Error::Closed);
                 }
                 let (k, v) = kv?;
-                let record =
-                    Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
-                builder.add_row(|f| record.get(f), k.len() + v.len());
+                reader
+                    .test(&v)
+                    .map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
+                let reader = &reader;
+                builder.add_row(|f| Some(reader.value_of(f)), k.len() + v.len());
             }
         }
         let stats = builder.finish();

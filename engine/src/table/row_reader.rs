@@ -104,6 +104,8 @@ pub(crate) struct RowReader {
     kept: Option<Vec<String>>,
     /// Every tested field is built: a row can be tested on its built record.
     builds_tested: bool,
+    /// The tested field after the one [`RowReader::value_of`] found last.
+    next_asked: std::cell::Cell<usize>,
 }
 
 impl RowReader {
@@ -136,6 +138,7 @@ impl RowReader {
             predicate_slots,
             kept,
             builds_tested,
+            next_asked: std::cell::Cell::new(0),
         }
     }
 
@@ -284,11 +287,21 @@ impl RowReader {
     }
 
     /// The value of tested field `name` in the row [`RowReader::test`] last read (`NULL` for
-    /// a field no predicate tests).
+    /// a field no predicate tests). Asked for the tested fields in name order (as statistics
+    /// ask for their columns), each costs one comparison: the one after the last found is
+    /// tried before a search.
     pub(crate) fn value_of(&self, name: &str) -> &Value {
         static NULL: Value = Value::Null;
-        match self.tested_slot(name) {
-            Some(i) => &self.values[i],
+        let next = self.next_asked.get();
+        let slot = match self.tested.get(next) {
+            Some(t) if t == name => Some(next),
+            _ => self.tested_slot(name),
+        };
+        match slot {
+            Some(i) => {
+                self.next_asked.set(i + 1);
+                &self.values[i]
+            }
             None => &NULL,
         }
     }
