@@ -25,6 +25,12 @@
 //! ordinary inserts, since one ingestion per store could not keep such an entry and its row
 //! together.
 //!
+//! A load counts its rows towards auto-analyze as each run lands, and queues the table for
+//! analysis once, when it ends ([`BulkLoad::finish`], or when it is dropped), rather than have
+//! the analyzer read the table whole while it grows. Rows built with [`Record::with_names`]
+//! on a few shared [`FieldNames`](crate::FieldNames) lists are checked and encoded faster:
+//! the load remembers the lists it has checked.
+//!
 //! Async indexes get their entries in the same ingestion as the rows (they are never behind
 //! after a bulk load); the load waits for the indexer to finish what it has queued first, so
 //! no queued change for a key can land after the loaded entry.
