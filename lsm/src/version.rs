@@ -59,10 +59,15 @@ impl TableFile {
     }
 
     /// [`TableFile::get`] for each of `keys`, in one pass over the table.
-    pub(crate) fn multi_get(&self, keys: &[&[u8]], snapshot: SeqNo) -> Result<Vec<Option<Found>>> {
+    pub(crate) fn multi_get(
+        &self,
+        keys: &[&[u8]],
+        snapshot: SeqNo,
+        filter: bool,
+    ) -> Result<Vec<Option<Found>>> {
         let entries = self
             .table
-            .multi_get(keys, snapshot)
+            .multi_get_with(keys, snapshot, filter)
             .map_err(|e| Error::table(self.path.clone(), &e))?;
         Ok(entries.into_iter().map(|e| e.map(found)).collect())
     }
@@ -155,7 +160,11 @@ impl SuperVersion {
         }
         let mut asked: Vec<&[u8]> = Vec::new();
         let mut asked_at: Vec<usize> = Vec::new();
+        // A key still open at the deepest level holding tables is there or nowhere: its table
+        // is read without asking the filter (a fetch by a key an index named is a hit).
+        let deepest = self.levels.iter().rposition(|l| !l.is_empty());
         for (level, tables) in self.levels.iter().enumerate() {
+            let filter = level == 0 || Some(level) != deepest;
             if open.is_empty() {
                 break;
             }
@@ -181,7 +190,10 @@ impl SuperVersion {
                 if asked.is_empty() {
                     continue;
                 }
-                for (i, f) in asked_at.iter().zip(table.multi_get(&asked, snapshot)?) {
+                for (i, f) in asked_at
+                    .iter()
+                    .zip(table.multi_get(&asked, snapshot, filter)?)
+                {
                     found[*i] = f;
                 }
                 if level == 0 {

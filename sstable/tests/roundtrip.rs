@@ -58,7 +58,8 @@ proptest! {
         prop_assert_eq!(scan(&table, true), entries.clone());
         prop_assert_eq!(scan(&table, false), entries.clone());
 
-        // multi_get: each key's answer is get's, ascending keys or not.
+        // multi_get: each key's answer is get's, ascending keys (searched by galloping from
+        // the last key's block) or not.
         for snapshot in [0, 30, 60] {
             let mut keys: Vec<Vec<u8>> = probes.iter().map(|p| p.0.clone())
                 .chain(entries.iter().map(|e| e.0.clone())).collect();
@@ -67,10 +68,13 @@ proptest! {
                     keys.sort();
                 }
                 let refs: Vec<&[u8]> = keys.iter().map(|k| &k[..]).collect();
-                let many = table.multi_get(&refs, snapshot).expect("no corruption");
-                prop_assert_eq!(many.len(), keys.len());
-                for (key, got) in keys.iter().zip(many) {
-                    prop_assert_eq!(got, table.get(key, snapshot).expect("no corruption"));
+                // Without the filter too (a caller expecting hits): the same answers.
+                for filter in [true, false] {
+                    let many = table.multi_get_with(&refs, snapshot, filter).expect("no corruption");
+                    prop_assert_eq!(many.len(), keys.len());
+                    for (key, got) in keys.iter().zip(many) {
+                        prop_assert_eq!(got, table.get(key, snapshot).expect("no corruption"));
+                    }
                 }
             }
         }
