@@ -8,7 +8,9 @@
 //!    before the stripe was taken (the backfill sees the change) or after (the writer, which
 //!    saw the index, fixes the entry); a row deleted meanwhile is skipped; a row inserted
 //!    after the snapshot was indexed by its writer.
-//! 3. `Ready`: the planner may use it.
+//! 3. `Ready`: the planner may use it. Then, if the entries went to more than one table
+//!    (overlapping flushes in level 0), the index family is compacted into one sorted run, so
+//!    a read of it seeks one table per shard, not one per flush.
 //!
 //! Putting an entry twice is harmless, so a backfill interrupted by a crash starts over at
 //! open. Each shard's rows are read in turn; an entry goes to the shard that holds it (the
@@ -96,6 +98,34 @@ impl Db {
             shard.store.store.sync_wal()?;
         }
         tracing::debug!(%table, %index, rows, "backfill done");
-        self.set_index_state(table, index, IndexState::Ready)
+        self.set_index_state(table, index, IndexState::Ready)?;
+        self.settle_index(table, index);
+        Ok(())
+    }
+
+    /// Compacts a freshly backfilled index into one sorted run where its entries went to
+    /// tables in more than one: a backfill writes in row order, so each flush of its entries
+    /// overlaps the others in level 0, and every read of the index would seek each of them
+    /// until writes triggered a compaction (a read-mostly table may never write enough). The
+    /// index is ready and correct either way: a failure is logged, not returned.
+    fn settle_index(&self, table: &str, index: &str) {
+        let Ok(t) = self.handle(table) else { return };
+        let Ok((i, _)) = t.index(index) else { return };
+        for shard in &t.shards {
+            let store = &shard.store.store;
+            let cf = &shard.indexes[i];
+            // The memtables count as one run (the compaction flushes them first); entries
+            // that are all still there need nothing.
+            let runs = store.stats(cf).map_or(0, |stats| {
+                let deeper = stats.levels.iter().skip(1).filter(|l| l.tables > 0).count();
+                let memtables = usize::from(stats.memtable_bytes > 0);
+                stats.levels.first().map_or(0, |l0| l0.tables) + deeper + memtables
+            });
+            if runs > 1
+                && let Err(error) = store.compact_range(cf, ..)
+            {
+                tracing::warn!(%table, %index, %error, "compacting a backfilled index failed");
+            }
+        }
     }
 }
