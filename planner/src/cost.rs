@@ -75,15 +75,19 @@ fn default_backward_read() -> f64 {
 
 impl Default for CostModel {
     fn default() -> Self {
+        // The medians of three `calibrate` runs on the regret harness's machine, 2026-11-24
+        // (`docs/benchmarks.md`): the engine's scans, entries and fetches had become four to
+        // eight times cheaper than the constants measured on 2026-11-21, scans most, so the
+        // old ones made a fetch look cheap beside a scan.
         CostModel {
-            seek_us: 11.0,
-            scan_row_us: 0.7,
-            scan_byte_us: 0.0003,
-            index_entry_us: 0.9,
-            fetch_us: 2.0,
-            sorted_fetch_us: 1.4,
-            filter_us: 0.15,
-            sort_row_us: 0.17,
+            seek_us: 5.2,
+            scan_row_us: 0.16,
+            scan_byte_us: 0.000064,
+            index_entry_us: 0.114,
+            fetch_us: 1.08,
+            sorted_fetch_us: 0.79,
+            filter_us: 0.0072,
+            sort_row_us: 0.06,
             backward_read: default_backward_read(),
         }
     }
