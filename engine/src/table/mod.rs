@@ -7,7 +7,8 @@
 //! row, and async (and global) ones through an outbox the indexer thread applies; queries go
 //! through the planner and run across shards in parallel.
 //!
-//! - [`record`]: `Record`, the `record!` macro, the stored record format.
+//! - [`record`]: `Record`, the `record!` macro, the stored record format; `FieldNames`
+//!   (`field_names`), name lists shared by many records.
 //! - [`key`]: the order-preserving tuple code for keys.
 //! - [`catalog`]: table and index definitions, stored in a system column family.
 //! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
@@ -22,6 +23,7 @@ mod calibrate;
 pub mod catalog;
 mod db;
 pub mod entry;
+mod field_names;
 pub mod format;
 mod indexer;
 pub mod key;
@@ -45,11 +47,12 @@ pub use analyze::MAX_ANALYZED_FIELDS;
 pub use calibrate::CALIBRATION_ROWS;
 pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef};
 pub use db::Db;
+pub use field_names::FieldNames;
 pub use indexer::IndexLag;
 pub use key::KeyError;
 pub use load::{BulkLoad, FALLBACK_BATCH_ROWS, RUN_BYTES};
 pub use options::Options;
 pub use query::{Analysis, DEFAULT_ROW_BYTES, ExecStats, Rows};
-pub use record::{FieldNames, Record, RecordError};
+pub use record::{Record, RecordError};
 pub use verify::{IndexReport, Problem, ProblemKind, RepairReport, VerifyReport};
 pub use write::{Mutation, TableBatch};

@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use strata_planner::Value;
 
+use crate::table::field_names::FieldNames;
 use crate::table::format::RECORD_VERSION;
 use crate::table::record_codec::{
     encode_value, end_width, put_varint, value_len, varint_len, walk,
@@ -43,55 +44,6 @@ pub(crate) type Name = Arc<str>;
 pub struct Record {
     names: Arc<[Name]>,
     values: Vec<Value>,
-}
-
-/// Field names checked once — each a valid field name, none twice, at most
-/// [`MAX_FIELDS`](crate::table::format::MAX_FIELDS) — and held in ascending order, for
-/// [`Record::with_names`]: the rows built from one list share it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldNames(Arc<[Name]>);
-
-impl FieldNames {
-    /// The list of `names`, sorted; an error for an invalid name, a name given twice or too
-    /// many names.
-    pub fn new<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> crate::Result<FieldNames> {
-        let mut sorted: Vec<&str> = Vec::new();
-        let names: Vec<S> = names.into_iter().collect();
-        for name in &names {
-            crate::table::catalog::validate_field(name.as_ref())?;
-            sorted.push(name.as_ref());
-        }
-        if sorted.len() > crate::table::format::MAX_FIELDS {
-            return Err(crate::Error::InvalidArgument(format!(
-                "a record has at most {} fields, got {}",
-                crate::table::format::MAX_FIELDS,
-                sorted.len()
-            )));
-        }
-        sorted.sort_unstable();
-        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
-            return Err(crate::Error::InvalidArgument(format!(
-                "field name {:?} given twice",
-                w[0]
-            )));
-        }
-        Ok(FieldNames(sorted.into_iter().map(Name::from).collect()))
-    }
-
-    /// The names, in ascending order: the order [`Record::with_names`] takes values in.
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.0.iter().map(|n| &**n)
-    }
-
-    /// How many names.
-    pub fn len(&self) -> usize {
-        self.0.len()
-    }
-
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 impl Default for Record {
@@ -170,22 +122,22 @@ impl Record {
     /// # Ok::<(), strata::Error>(())
     /// ```
     pub fn with_names(names: &FieldNames, values: Vec<Value>) -> crate::Result<Record> {
-        if values.len() != names.0.len() {
+        if values.len() != names.len() {
             return Err(crate::Error::InvalidArgument(format!(
                 "{} values for {} field names",
                 values.len(),
-                names.0.len()
+                names.len()
             )));
         }
         Ok(Record {
-            names: Arc::clone(&names.0),
+            names: Arc::clone(names.list()),
             values,
         })
     }
 
     /// Whether this record's names are `names`' own list (not an equal copy).
     pub(crate) fn shares_names(&self, names: &FieldNames) -> bool {
-        Arc::ptr_eq(&self.names, &names.0)
+        Arc::ptr_eq(&self.names, names.list())
     }
 
     /// Whether another holder (a [`FieldNames`], other records) shares this record's names.
@@ -195,7 +147,7 @@ impl Record {
 
     /// The names list, for a caller that remembers which lists it has checked.
     pub(crate) fn field_names(&self) -> FieldNames {
-        FieldNames(Arc::clone(&self.names))
+        FieldNames::from_list(Arc::clone(&self.names))
     }
 
     /// A record of `fields`, which the caller has checked are in strictly ascending name

@@ -25,9 +25,10 @@ use crate::lsm::{WriteBatch, WriteOptions};
 use crate::table::catalog::{TableDef, validate_field};
 use crate::table::db::{Db, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
+use crate::table::field_names::FieldNames;
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
 use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
-use crate::table::record::{FieldNames, Record};
+use crate::table::record::Record;
 
 /// Number of key lock stripes.
 /// TUNING: a power of two well above the writer threads of an embedded database, so two
