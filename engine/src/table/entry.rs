@@ -400,7 +400,9 @@ pub(crate) fn covering_row(
     row
 }
 
-/// [`covering_row`], the entry's key values read into `values`.
+/// [`covering_row`], the entry's key values read into `values`. (Folding the two into one
+/// function that destructures `KeyFields` measured 3–5 % slower on a covering read of ~1,000
+/// rows, 2026-11-24: the lent vector keeps the loop's borrows simple for the optimiser.)
 #[allow(clippy::too_many_arguments)]
 fn covering_values(
     def: &TableDef,
