@@ -76,8 +76,8 @@ fn default_backward_read() -> f64 {
 impl Default for CostModel {
     fn default() -> Self {
         // The medians of three `calibrate` runs on the regret harness's machine, 2026-11-24
-        // (`docs/benchmarks.md`): the engine's scans, entries and fetches had become four to
-        // eight times cheaper than the constants measured on 2026-11-21, scans most, so the
+        // (`docs/benchmarks.md`): the engine's scans, entries and fetches had become two to
+        // eight times cheaper than the constants measured on 2026-11-21, fetches least, so the
         // old ones made a fetch look cheap beside a scan.
         CostModel {
             seek_us: 5.2,
