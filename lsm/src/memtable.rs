@@ -21,7 +21,7 @@ use strata_sstable::ValueKind;
 
 use crate::SeqNo;
 use crate::batch::BatchEntry;
-use crate::skiplist::{self, Position, SkipList};
+use crate::skiplist::{self, Finger, Position, SkipList};
 
 /// A memtable key: `(user_key, seqno)` in internal order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -253,7 +253,27 @@ impl Memtable {
             user_key: UserKey::copy(key),
             seqno: snapshot,
         };
-        let (found, (kind, value)) = self.list.entry(self.list.seek(&probe)?);
+        self.found(&probe, self.list.seek(&probe)?)
+    }
+
+    /// [`Memtable::get`] for the next of a run of ascending keys, searching from where
+    /// `finger`'s last search ended.
+    pub(crate) fn get_near(
+        &self,
+        key: &[u8],
+        snapshot: SeqNo,
+        finger: &mut Finger,
+    ) -> Option<Found> {
+        let probe = MemKey {
+            user_key: UserKey::copy(key),
+            seqno: snapshot,
+        };
+        self.found(&probe, self.list.seek_near(&probe, finger)?)
+    }
+
+    fn found(&self, probe: &MemKey, at: Position) -> Option<Found> {
+        let key = probe.user_key.as_slice();
+        let (found, (kind, value)) = self.list.entry(at);
         if found.user_key.as_slice() != key {
             return None;
         }

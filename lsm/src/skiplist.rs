@@ -281,6 +281,20 @@ impl<'a, K: Ord, V> Search<'a, K, V> {
     }
 }
 
+/// Where the last of a run of ascending searches ended: its predecessor at each level. The
+/// next, larger key's search climbs from level 0 until a remembered predecessor's successor is
+/// not below the key, and descends from there: keys `d` entries apart cost about
+/// `2 · log4(d)` node visits, near the last search's (cache-warm) path, instead of a search
+/// from the head (a finger search; RocksDB's `InlineSkipList::Splice` serves inserts the same
+/// way). Nodes are never removed, so a remembered node stays in the list, at every level it
+/// was linked at.
+#[derive(Clone, Debug, Default)]
+pub struct Finger {
+    preds: [Option<u32>; MAX_HEIGHT],
+    /// Levels of `preds` filled (0: none yet).
+    levels: usize,
+}
+
 /// An insert under way: its list's writer lock held, its node's index and tower reserved, its
 /// search for the predecessors in progress.
 struct Pending<'a, K, V> {
@@ -586,6 +600,34 @@ impl<K: Ord, V> SkipList<K, V> {
         (after != NIL).then_some(Position(after))
     }
 
+    /// The first entry whose key is at or after `key`, as [`SkipList::seek`], starting from
+    /// where `finger`'s last search ended when `key` is not below that search's key.
+    pub fn seek_near(&self, key: &K, finger: &mut Finger) -> Option<Position> {
+        let mut search = Search::new(self);
+        for level in 0..finger.levels {
+            let pred = finger.preds[level];
+            let next = self.link(pred, level).load(Ordering::Acquire);
+            if next != NIL && self.slot(next).key() < key {
+                continue;
+            }
+            // Start here if the remembered node is still below `key` (the keys ascend as
+            // asked); otherwise search from the head.
+            let at = pred.map(|index| (index, self.slot(index)));
+            if at.is_none_or(|(_, slot)| slot.key() < key) {
+                search.at = at;
+                search.level = level;
+            }
+            break;
+        }
+        let levels = search.level + 1;
+        loop {
+            if let Some((_, after)) = search.step::<true>(key, Some(&mut finger.preds)) {
+                finger.levels = finger.levels.max(levels);
+                return (after != NIL).then_some(Position(after));
+            }
+        }
+    }
+
     /// The first entry whose key is after `key`.
     pub fn seek_after(&self, key: &K) -> Option<Position> {
         let mut at = self.seek(key)?;
@@ -657,6 +699,52 @@ mod tests {
         assert_eq!(key(list.seek_before(&0)), None);
         assert_eq!(key(list.first()), Some(0));
         assert_eq!(key(list.last()), Some(9_990));
+    }
+
+    #[test]
+    fn finger_searches_find_what_searches_from_the_head_find() {
+        let list = SkipList::new();
+        for key in (0..20_000u64).map(|k| (k * 7_919) % 20_011 * 3) {
+            list.insert(key, ()).expect("room");
+        }
+        let key = |p: Option<Position>| p.map(|p| *list.entry(p).0);
+        // Ascending runs with gaps from 0 (a repeat) to most of the list, present and absent
+        // keys, and keys past the end.
+        for gap in [0u64, 1, 2, 5, 40, 1_000, 30_000] {
+            let mut finger = Finger::default();
+            let mut probe = 0u64;
+            while probe < 70_000 {
+                assert_eq!(
+                    key(list.seek_near(&probe, &mut finger)),
+                    key(list.seek(&probe))
+                );
+                probe += gap.max(1) + (probe % 3) * u64::from(gap > 0);
+            }
+        }
+        // A key below the last one is answered from the head, not from the finger.
+        let mut finger = Finger::default();
+        assert_eq!(
+            key(list.seek_near(&50_000, &mut finger)),
+            key(list.seek(&50_000))
+        );
+        for probe in [10_000u64, 9_999, 0, 60_000, 1] {
+            assert_eq!(
+                key(list.seek_near(&probe, &mut finger)),
+                key(list.seek(&probe))
+            );
+        }
+        // A finger outlives inserts, including taller towers than the list had.
+        let mut finger = Finger::default();
+        assert_eq!(key(list.seek_near(&100, &mut finger)), Some(102));
+        for key in [101u64, 103, 5_000_001] {
+            list.insert(key, ()).expect("room");
+        }
+        assert_eq!(key(list.seek_near(&101, &mut finger)), Some(101));
+        assert_eq!(key(list.seek_near(&103, &mut finger)), Some(103));
+        assert_eq!(
+            key(list.seek_near(&5_000_000, &mut finger)),
+            Some(5_000_001)
+        );
     }
 
     #[test]

@@ -14,6 +14,7 @@ use crate::SeqNo;
 use crate::edit::TableMeta;
 use crate::error::{Error, Result};
 use crate::memtable::{Found, Memtable};
+use crate::skiplist::Finger;
 
 /// An open table and what the manifest says of it.
 #[derive(Debug)]
@@ -152,8 +153,14 @@ impl SuperVersion {
         debug_assert!(keys.windows(2).all(|w| w[0] <= w[1]));
         let mut found: Vec<Option<Found>> = vec![None; keys.len()];
         let mut open: Vec<usize> = Vec::with_capacity(keys.len());
+        // The keys ascend: each memtable's search starts where its last one ended.
+        let mut fingers = vec![Finger::default(); self.sealed.len() + 1];
         for (i, key) in keys.iter().enumerate() {
-            match self.memtables().find_map(|mem| mem.get(key, snapshot)) {
+            let found_in = self
+                .memtables()
+                .zip(fingers.iter_mut())
+                .find_map(|(mem, finger)| mem.get_near(key, snapshot, finger));
+            match found_in {
                 Some(f) => found[i] = Some(f),
                 None => open.push(i),
             }
