@@ -216,6 +216,7 @@ fn calibrate_measures_this_machine_and_its_constants_survive_reopen() {
         ("fetch", model.fetch_us),
         ("sorted_fetch", model.sorted_fetch_us),
         ("filter", model.filter_us),
+        ("row", model.row_us),
         ("sort_row", model.sort_row_us),
     ] {
         assert!(c > 0.0 && c < 1_000.0, "{name}: {model:?}");

@@ -488,8 +488,33 @@ impl<'a> Planner<'a> {
     }
 
     /// Applies LIMIT and ORDER to a plan whose row-dependent cost is `run` and fixed cost
-    /// `setup`: the final cost, and whether it stops early.
+    /// `setup`: the final cost, and whether it stops early. Every plan also decodes the
+    /// rows it returns (`row_us` each), counted here with the run.
     fn finish(&self, setup: f64, run: f64, ordered: bool, can_stop: bool) -> (f64, bool, Formula) {
+        let row_us = self.model.row_us;
+        let (run, produced) = if row_us > 0.0 {
+            (
+                run + self.result * row_us,
+                Formula::default()
+                    .text(" + ")
+                    .number(self.result, 0)
+                    .text(" rows out × ")
+                    .number(row_us, 3),
+            )
+        } else {
+            (run, Formula::default())
+        };
+        let (cost, stops_early, tail) = self.limit_and_order(setup, run, ordered, can_stop);
+        (cost, stops_early, produced.then(tail))
+    }
+
+    fn limit_and_order(
+        &self,
+        setup: f64,
+        run: f64,
+        ordered: bool,
+        can_stop: bool,
+    ) -> (f64, bool, Formula) {
         if !ordered {
             let sort = self.model.sort(self.result);
             return (

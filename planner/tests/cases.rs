@@ -48,6 +48,7 @@ fn model() -> CostModel {
         index_entry_us: 0.09,
         fetch_us: 2.0,
         sorted_fetch_us: 1.0,
+        row_us: 0.0,
         filter_us: 0.02,
         sort_row_us: 0.01,
         backward_read: 1.4,
@@ -278,6 +279,36 @@ fn case8_limit_10_on_a_non_selective_predicate_scans_and_stops_early() {
     assert_eq!(plan.chosen.plan, "scan", "{plan}");
     assert!(plan.chosen.stops_early);
     assert!(plan.chosen.cost < 10.0, "about 20 rows read: {plan}");
+}
+
+#[test]
+fn every_plan_pays_for_decoding_the_rows_it_returns_and_a_limit_for_only_those_it_keeps() {
+    let stats = stats_with(
+        vec![("gender", categorical(&[("F", 0.5), ("M", 0.5)]))],
+        120.0,
+    );
+    let table = people("gender", Projection::KeysOnly);
+    let decoding = CostModel {
+        row_us: 0.25,
+        ..model()
+    };
+    let costs = |query: &Query| {
+        let without = choose(query, &table, &stats, &model()).expect("plans");
+        let with = choose(query, &table, &stats, &decoding).expect("plans");
+        assert_eq!(without.chosen.plan, with.chosen.plan);
+        (without.chosen.cost, with.chosen.cost, with.to_string())
+    };
+    // Half the table returned: 500,000 rows decoded, whichever plan.
+    let (without, with, text) = costs(&where_eq("gender", "F"));
+    assert!((with - without - 500_000.0 * 0.25).abs() < 1e-6, "{text}");
+    assert!(text.contains("rows out × 0.250"), "{text}");
+    // A LIMIT 10 scan stops early: ten rows decoded.
+    let limited = Query {
+        limit: Some(10),
+        ..where_eq("gender", "F")
+    };
+    let (without, with, text) = costs(&limited);
+    assert!((with - without - 10.0 * 0.25).abs() < 1e-6, "{text}");
 }
 
 #[test]

@@ -8,11 +8,12 @@
 //!
 //! | constant | measured as |
 //! |---|---|
-//! | `scan_row_us`, `scan_byte_us` | full scans of both tables: two equations, row cost + width × byte cost |
+//! | `scan_row_us`, `scan_byte_us` | full scans of both tables whose filter rejects every row: two equations, row cost + width × byte cost (less the predicate) |
 //! | `filter_us` | a full scan with four predicates that every row passes, less the plain scan, per row per predicate |
-//! | `index_entry_us` | a covering read of the whole index, per entry, less its bytes |
-//! | `seek_us` | covering lookups of one entry each, per lookup, less the entry |
-//! | `fetch_us` | point reads of the narrow table in random key order, less the row's bytes |
+//! | `row_us` | a plain full scan (every row returned) less the rejecting one, per row |
+//! | `index_entry_us` | a covering read of the whole index whose test on the carried key rejects every entry, per entry, less its bytes and the test |
+//! | `seek_us` | covering lookups of one entry each, per lookup, less the entry and its row |
+//! | `fetch_us` | point reads of the narrow table in random key order, less the row's bytes and its decoding |
 //! | `sorted_fetch_us` | the same keys, sorted first |
 //! | `sort_row_us` | a scan in another order than the key's, less the plain scan, per `n log2 n` |
 //!
@@ -173,11 +174,13 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
     let (narrow_bytes, wide_bytes) = (width("narrow")?, width("wide")?);
     let scan = Query::default().hint(Hint::Scan);
 
-    let narrow = time(|| count(db, "narrow", &scan).map(drop))? / rows;
-    let wide = time(|| count(db, "wide", &scan).map(drop))? / rows;
-    let scan_byte = ((wide - narrow) / (wide_bytes - narrow_bytes).max(1.0)).max(0.0);
-    let scan_row = (narrow - narrow_bytes * scan_byte).max(0.0);
+    // Scans whose filter rejects every row: reading and testing, no decoding.
+    let rejects = scan.clone().filter(Predicate::lt("k", 0));
+    let narrow_none = time(|| count(db, "narrow", &rejects).map(drop))? / rows;
+    let wide_none = time(|| count(db, "wide", &rejects).map(drop))? / rows;
+    let scan_byte = ((wide_none - narrow_none) / (wide_bytes - narrow_bytes).max(1.0)).max(0.0);
 
+    let narrow = time(|| count(db, "narrow", &scan).map(drop))? / rows;
     let passes = scan
         .clone()
         .filter(Predicate::ge("k", 0))
@@ -186,15 +189,21 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
         .filter(Predicate::lt("id", n));
     let filtered = time(|| count(db, "narrow", &passes).map(drop))? / rows;
     let filter = (filtered - narrow) / 4.0;
+    let scan_row = narrow_none - narrow_bytes * scan_byte - filter.max(0.0);
+    // Returning every row against returning none, with the one predicate's test added back.
+    let row = narrow - narrow_none + filter.max(0.0);
 
+    // The whole index read covering, every entry rejected by a test on the key it carries.
     let covering = Query::default()
         .filter(Predicate::ge("k", 0))
+        .filter(Predicate::lt("id", 0))
         .select(&["k", "id"])
         .hint(Hint::Index("by_k".into()));
     // The planner's entry width: the fields' widths (about 9 bytes each) and 8.
     let entry_bytes = 26.0;
+    let entry = entry_bytes * scan_byte;
     let entries = time(|| count(db, "narrow", &covering).map(drop))? / rows;
-    let index_entry = entries - entry_bytes * scan_byte;
+    let index_entry = entries - entry - filter.max(0.0);
 
     let lookups: Vec<Query> = (0..fetches as i64)
         .map(|i| {
@@ -210,7 +219,9 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
         }
         Ok(())
     })? / fetches as f64
-        - entries;
+        - index_entry.max(0.0)
+        - entry
+        - row.max(0.0);
 
     let mut keys: Vec<i64> = (0..fetches as i64)
         .map(|i| scatter(i * 13 + 1, n))
@@ -221,9 +232,11 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
         }
         Ok(())
     };
-    let fetch = time(|| fetch_all(&keys))? / fetches as f64 - narrow_bytes * scan_byte;
+    // `Db::get` decodes the record it finds: that part is `row`.
+    let read = narrow_bytes * scan_byte + row.max(0.0);
+    let fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
     keys.sort_unstable();
-    let sorted_fetch = time(|| fetch_all(&keys))? / fetches as f64 - narrow_bytes * scan_byte;
+    let sorted_fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
 
     let ordered = scan.clone().order_by(&["k"], false);
     let sorted = time(|| count(db, "narrow", &ordered).map(drop))? / rows;
@@ -231,7 +244,8 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
 
     // Noise can make a small effect come out negative: keep the default in proportion.
     let defaults = CostModel::default();
-    let scale = narrow / (defaults.scan_row_us + narrow_bytes * defaults.scan_byte_us);
+    let scale = narrow_none
+        / (defaults.scan_row_us + narrow_bytes * defaults.scan_byte_us + defaults.filter_us);
     let or_default = |x: f64, default: f64| {
         if x.is_finite() && x > 0.0 {
             x
@@ -243,6 +257,7 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
         seek_us: or_default(seek, defaults.seek_us),
         scan_row_us: or_default(scan_row, defaults.scan_row_us),
         scan_byte_us: scan_byte,
+        row_us: or_default(row, defaults.row_us),
         index_entry_us: or_default(index_entry, defaults.index_entry_us),
         fetch_us: or_default(fetch, defaults.fetch_us),
         sorted_fetch_us: or_default(sorted_fetch, defaults.sorted_fetch_us),
