@@ -284,11 +284,25 @@ impl Cursor {
     }
 }
 
-/// Whether `a` and `b` are the same key. Neighbouring keys mostly differ in their last
-/// bytes (a counter, a sequence), so those are compared before calling the byte comparison.
+/// Whether `a` and `b` are the same key. Neighbouring keys mostly differ in their first or
+/// last eight bytes (a counter, a sequence; an encoded number differs near its front and
+/// ends in a constant type tag), so those are compared as two words before calling the byte
+/// comparison, which a key of at most 16 bytes never needs. (Comparing the last byte alone
+/// left every table key ending in a type tag to `memcmp`: 5 % of a filtered scan.)
 #[inline]
 fn same_key(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.last() == b.last() && a == b
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if n < 8 {
+        return a == b;
+    }
+    let word = |k: &[u8], at: usize| {
+        k.get(at..at + 8)
+            .map(|w| u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])))
+    };
+    word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8) && (n <= 16 || a == b)
 }
 
 /// An iterator over `(key, value)` pairs of a column family, in key order, from either end
@@ -382,5 +396,26 @@ impl Iterator for Iter {
 impl DoubleEndedIterator for Iter {
     fn next_back(&mut self) -> Option<Self::Item> {
         self.take(false)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::same_key;
+
+    #[test]
+    fn same_key_is_byte_equality_at_every_length_and_place_of_difference() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(same_key(&a, &a.clone()), "length {n}");
+            for at in 0..n {
+                let mut b = a.clone();
+                b[at] ^= 1;
+                assert!(!same_key(&a, &b), "length {n}, differing at {at}");
+            }
+            let mut longer = a.clone();
+            longer.push(0);
+            assert!(!same_key(&a, &longer), "length {n} against {}", n + 1);
+        }
     }
 }
