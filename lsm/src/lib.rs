@@ -82,7 +82,7 @@ pub use ingest::{INGEST_THREADS, IngestRun, MIN_PART_BYTES};
 pub use iter::{Cursor, Iter};
 pub use options::{Options, ReadOptions, WriteOptions, prefix_successor};
 pub use snapshot::Snapshot;
-pub use store::{CfStats, CollectedTable, LevelStats, Store, WriteStalls};
+pub use store::{CfSizes, CfStats, CollectedTable, LevelStats, Store, WriteStalls};
 pub use strata_wal::RecoveryMode;
 
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.

@@ -248,6 +248,21 @@ pub struct CfStats {
     pub write_amplification: f64,
 }
 
+/// A column family's entries and bytes, in memtables and in tables ([`Store::sizes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CfSizes {
+    /// Entries in the memtables (active and sealed), tombstones included.
+    pub memtable_entries: u64,
+    /// Tombstones in the memtables.
+    pub memtable_deletions: u64,
+    /// Estimated memtable bytes.
+    pub memtable_bytes: u64,
+    /// Entries in the tables, tombstones and every version included.
+    pub table_entries: u64,
+    /// Total size of the tables in bytes.
+    pub table_bytes: u64,
+}
+
 /// An embedded, crash-safe key-value store: an LSM tree of column families over one write-ahead
 /// log. `Send + Sync`: share it between threads with an `Arc`.
 ///
@@ -644,6 +659,24 @@ impl Store {
             .tables()
             .map(|t| t.meta.number)
             .collect())
+    }
+
+    /// What `cf` holds, counted from one version without locks or allocation (what a query's
+    /// planning asks on every query; [`Store::stats`] gathers much more).
+    pub fn sizes(&self, cf: &ColumnFamily) -> Result<CfSizes> {
+        cf.shared.check_live()?;
+        let version = cf.shared.current();
+        let mut sizes = CfSizes::default();
+        for mem in version.memtables() {
+            sizes.memtable_entries += mem.entries();
+            sizes.memtable_deletions += mem.deletions();
+            sizes.memtable_bytes += mem.approximate_bytes() as u64;
+        }
+        for table in version.tables() {
+            sizes.table_entries += table.table.properties().entries;
+            sizes.table_bytes += table.meta.file_size;
+        }
+        Ok(sizes)
     }
 
     /// What `cf`'s memtables (the active one and those waiting for a flush) hold: entries,

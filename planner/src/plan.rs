@@ -667,15 +667,22 @@ impl<'a> Planner<'a> {
     }
 
     /// The fields an index entry carries; `None`: the whole record.
-    fn carried(&self, index: &IndexInfo) -> Option<Vec<String>> {
-        let mut fields: Vec<String> = index.fields.clone();
-        fields.extend(self.table.primary_key.iter().cloned());
-        match &index.projection {
+    fn carried<'i>(
+        &'i self,
+        index: &'i IndexInfo,
+    ) -> Option<impl Iterator<Item = &'i String> + Clone> {
+        let extra: &[String] = match &index.projection {
             Projection::All => return None,
-            Projection::Include(extra) => fields.extend(extra.iter().cloned()),
-            Projection::KeysOnly => {}
-        }
-        Some(fields)
+            Projection::Include(extra) => extra,
+            Projection::KeysOnly => &[],
+        };
+        Some(
+            index
+                .fields
+                .iter()
+                .chain(&self.table.primary_key)
+                .chain(extra),
+        )
     }
 
     fn index(&self, index: &IndexInfo, hinted: bool) -> Option<Candidate> {
@@ -704,11 +711,11 @@ impl<'a> Planner<'a> {
         };
         let seeks = (seeks * shard_seeks).min(1e12);
         let carried = self.carried(index);
-        let entry_bytes = match &carried {
+        let entry_bytes = match carried.clone() {
             None => self.row_bytes,
-            Some(fields) => fields.iter().map(|f| self.width(f)).sum::<f64>() + 8.0,
+            Some(fields) => fields.map(|f| self.width(f)).sum::<f64>() + 8.0,
         };
-        let covering = match &carried {
+        let covering = match carried {
             None => true,
             Some(fields) => {
                 let reads_all = self.query.projection.is_none();
@@ -719,7 +726,7 @@ impl<'a> Planner<'a> {
                         .iter()
                         .flatten()
                         .chain(self.query.predicates.iter().map(|p| &p.field))
-                        .all(|f| fields.contains(f))
+                        .all(|f| fields.clone().any(|c| c == f))
             }
         };
         let residual = self

@@ -193,13 +193,10 @@ impl Db {
         let merged = t.live.merged(t)?;
         let (mut mem_rows, mut bytes, mut entries) = (0i64, 0u64, 0u64);
         for shard in &t.shards {
-            let (e, deletions, b) = shard.store.store.memtable_counts(&shard.fact)?;
-            mem_rows += e as i64 - 2 * deletions as i64;
-            entries += e;
-            bytes += b;
-            let s = shard.store.store.stats(&shard.fact)?;
-            entries += s.entries.saturating_sub(e);
-            bytes += s.table_bytes;
+            let s = shard.store.store.sizes(&shard.fact)?;
+            mem_rows += s.memtable_entries as i64 - 2 * s.memtable_deletions as i64;
+            entries += s.memtable_entries + s.table_entries;
+            bytes += s.memtable_bytes + s.table_bytes;
         }
         let live =
             (merged.stats.row_count as i64 + merged.unsketched_rows + mem_rows).max(0) as u64;
@@ -260,6 +257,11 @@ impl Db {
         if query.hint.is_some() {
             return Ok(None);
         }
+        // Most queries do not name every key field: they need no constraints built.
+        let named = |f: &String| query.predicates.iter().any(|p| &p.field == f);
+        if !t.def.primary_key.iter().all(named) {
+            return Ok(None);
+        }
         let by_field = constraints(&query.predicates);
         let pinned = |f: &String| {
             by_field
@@ -271,10 +273,9 @@ impl Db {
         }
         let (mut entries, mut bytes) = (0u64, 0u64);
         for shard in &t.shards {
-            let s = shard.store.store.stats(&shard.fact)?;
-            let (e, _, b) = shard.store.store.memtable_counts(&shard.fact)?;
-            entries += s.entries.max(e);
-            bytes += s.table_bytes + b;
+            let s = shard.store.store.sizes(&shard.fact)?;
+            entries += s.memtable_entries + s.table_entries;
+            bytes += s.table_bytes + s.memtable_bytes;
         }
         let stats = TableStats {
             row_count: entries,
