@@ -161,6 +161,7 @@ impl StreamKit<'_> {
             mode,
             pending: VecDeque::new(),
             covering,
+            fetch_keys: Vec::new(),
             fetch_batch: self.query.limit.map_or(FIRST_FETCH_BATCH, |limit| {
                 usize::try_from(limit).map_or(FIRST_FETCH_BATCH, |l| l.clamp(1, FIRST_FETCH_BATCH))
             }),

@@ -72,6 +72,15 @@ pub(super) enum Mode {
 
 /// One shard's part of a query: it reads one family of one shard store and yields the rows
 /// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
+/// An entry of a fetch batch: the shard of its row, and where in the batch's buffer its key
+/// starts, its primary key starts, and both end.
+struct Target {
+    shard: usize,
+    start: usize,
+    pk: usize,
+    end: usize,
+}
+
 pub(super) struct Stream {
     pub(super) table: Arc<Table>,
     /// The query's predicates that this stream's key ranges do not answer: its re-check.
@@ -94,6 +103,8 @@ pub(super) struct Stream {
     pub(super) covering: KeyFields,
     /// How many index entries the next batch in index order fetches together.
     pub(super) fetch_batch: usize,
+    /// The entry keys of the batch being fetched, end to end (kept for the next batch).
+    pub(super) fetch_keys: Vec<u8>,
     pub(super) stats: ExecStats,
     pub(super) timed: bool,
     /// Read the source from its end backwards: the last range first, each from its upper
@@ -275,12 +286,12 @@ impl Stream {
         Ok(got)
     }
 
-    /// The stored rows of `keys` (shard, primary key, entry key), in their order: each
-    /// shard's keys fetched together.
-    fn fetch_all(&mut self, keys: &[(usize, Vec<u8>, Vec<u8>)]) -> Result<Vec<Option<Bytes>>> {
+    /// The stored rows of `keys` (shard, primary key), in their order: each shard's keys
+    /// fetched together.
+    fn fetch_all(&mut self, keys: &[(usize, &[u8])]) -> Result<Vec<Option<Bytes>>> {
         let first = keys.first().map_or(0, |k| k.0);
         if keys.iter().all(|k| k.0 == first) {
-            let pks: Vec<&[u8]> = keys.iter().map(|(_, pk, _)| &pk[..]).collect();
+            let pks: Vec<&[u8]> = keys.iter().map(|(_, pk)| *pk).collect();
             return self.fetch_many(first, &pks);
         }
         let mut out = vec![None; keys.len()];
@@ -289,7 +300,7 @@ impl Stream {
         shards.dedup();
         for shard in shards {
             let at: Vec<usize> = (0..keys.len()).filter(|&i| keys[i].0 == shard).collect();
-            let pks: Vec<&[u8]> = at.iter().map(|&i| &keys[i].1[..]).collect();
+            let pks: Vec<&[u8]> = at.iter().map(|&i| keys[i].1).collect();
             for (i, row) in at.into_iter().zip(self.fetch_many(shard, &pks)?) {
                 out[i] = row;
             }
@@ -531,30 +542,64 @@ impl Stream {
                 } else {
                     self.fetch_batch
                 };
-                let mut keys = Vec::with_capacity(want);
-                while keys.len() < want {
-                    let Some((k, v)) = self.next_pair()? else {
-                        break;
+                // The batch's entry keys, one after another in one buffer (no allocation per
+                // entry), each read where the cursor holds it.
+                let mut buf = std::mem::take(&mut self.fetch_keys);
+                buf.clear();
+                let mut batch: Vec<Target> = Vec::with_capacity(want);
+                while batch.len() < want {
+                    let cursor = self.take_cursor()?;
+                    let owned;
+                    let (k, v): (&[u8], &[u8]) = match &cursor {
+                        Some(c) => (c.key(), c.value_ref()),
+                        None => match self.next_pair()? {
+                            Some(pair) => {
+                                owned = pair;
+                                (&owned.0, &owned.1)
+                            }
+                            None => break,
+                        },
                     };
                     self.stats.rows_read += 1;
-                    let (shard, pk_at) = entry_target(&table.def, ixdef, cf_name, &k, &v)?;
-                    let shard = self.entry_shard(shard, cf_name, &k)?;
-                    keys.push((shard, k[pk_at..].to_vec(), k));
+                    let target = entry_target(&table.def, ixdef, cf_name, k, v).and_then(
+                        |(shard, pk_at)| {
+                            let shard = self.entry_shard(shard, cf_name, k)?;
+                            let start = buf.len();
+                            buf.extend_from_slice(k);
+                            Ok(Target {
+                                shard,
+                                start,
+                                pk: start + pk_at,
+                                end: buf.len(),
+                            })
+                        },
+                    );
+                    if let Some(c) = cursor {
+                        self.step(c);
+                    }
+                    batch.push(target?);
                 }
-                if keys.is_empty() {
+                if batch.is_empty() {
+                    self.fetch_keys = buf;
                     return Ok(None);
                 }
                 if sorted {
-                    keys.sort_unstable();
+                    batch.sort_unstable_by(|a, b| {
+                        (a.shard, &buf[a.pk..a.end]).cmp(&(b.shard, &buf[b.pk..b.end]))
+                    });
                 } else {
                     self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
                 }
+                let keys: Vec<(usize, &[u8])> =
+                    batch.iter().map(|t| (t.shard, &buf[t.pk..t.end])).collect();
                 let rows = self.fetch_all(&keys)?;
-                for ((shard, pk, k), bytes) in keys.iter().zip(rows) {
-                    if let Some(r) = self.fetched_match(*shard, pk, bytes, Some((ix, k)))? {
+                for (t, bytes) in batch.iter().zip(rows) {
+                    let (pk, k) = (&buf[t.pk..t.end], &buf[t.start..t.end]);
+                    if let Some(r) = self.fetched_match(t.shard, pk, bytes, Some((ix, k)))? {
                         self.pending.push_back(r);
                     }
                 }
+                self.fetch_keys = buf;
                 if let Some(r) = self.pending.pop_front() {
                     return Ok(Some(r));
                 }
