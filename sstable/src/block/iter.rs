@@ -17,6 +17,7 @@ use crate::coding::Reader;
 use crate::error::Corruption;
 use crate::format::ValueKind;
 use crate::key::{compare, unpack_trailer};
+use crate::table::prefetch;
 
 /// A validated block. Cloning is cheap (the bytes are shared).
 #[derive(Clone, Debug)]
@@ -227,6 +228,21 @@ impl BlockIter {
         }
         if self.block.restart_count == 0 {
             return self.invalidate();
+        }
+        // The entries from this restart to the next are read one after another, each found
+        // from the one before: start loading all their lines now, so that their cache misses
+        // overlap instead of following each other.
+        let (from, to) = (
+            self.block.restart(low),
+            if low + 1 < self.block.restart_count {
+                self.block.restart(low + 1)
+            } else {
+                self.block.restarts_at
+            },
+        );
+        let ahead = &self.block.data[from.min(to)..to.min(self.block.restarts_at)];
+        for byte in ahead.iter().step_by(64) {
+            prefetch(byte);
         }
         self.seek_to_restart(low);
         while self.valid() && compare(&self.key, self.seqno, user_key, seqno) == Ordering::Less {

@@ -612,7 +612,7 @@ fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Index> {
     unsafe_code,
     reason = "the prefetch intrinsic needs a target feature, so calling it is unsafe in Rust"
 )]
-fn prefetch(byte: &u8) {
+pub(crate) fn prefetch(byte: &u8) {
     use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
     // SAFETY: a prefetch is a hint that reads nothing architecturally and cannot fault, and
     // `byte` is a valid reference anyway; SSE, which it needs, is part of every x86-64.
@@ -621,4 +621,4 @@ fn prefetch(byte: &u8) {
 
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn prefetch(_byte: &u8) {}
+pub(crate) fn prefetch(_byte: &u8) {}
