@@ -12,6 +12,7 @@
 //!    after the target, and seeks in that block (or, if the target falls in the gap after its
 //!    last key, the next block's first entry).
 
+use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, OnceLock};
 
@@ -52,6 +53,11 @@ pub struct Entry {
 /// heap pointer per step.
 #[derive(Debug, Default)]
 pub(crate) struct Index {
+    /// The first eight bytes of each separator as a big-endian number (zero-padded): a step
+    /// of a search compares these, one cache line holding eight of them, and reads the key
+    /// itself only when they are equal. (Comparing the keys cost two or three cache misses
+    /// a step in a large table's index: `key_ends`, `keys`, `seqnos`.)
+    heads: Vec<u64>,
     /// Separator user keys, back to back.
     keys: Vec<u8>,
     /// `key_ends[i]` is where separator `i` ends in `keys`.
@@ -78,10 +84,11 @@ impl Index {
     /// that can hold the first entry at or after it, unless it falls after that block's last
     /// key (then it is the next block's first entry).
     pub(crate) fn search(&self, user_key: &[u8], seqno: u64) -> usize {
+        let head = head(user_key);
         let (mut low, mut high) = (0, self.len());
         while low < high {
             let mid = low + (high - low) / 2;
-            if compare(self.key(mid), self.seqnos[mid], user_key, seqno).is_lt() {
+            if self.below(mid, head, user_key, seqno) {
                 low = mid + 1;
             } else {
                 high = mid;
@@ -90,11 +97,24 @@ impl Index {
         low
     }
 
+    /// Whether separator `i` is before `(user_key, seqno)`, whose head is `head`. Heads keep
+    /// the keys' order (a zero-padded prefix of a shorter key sorts as the key does), so
+    /// unequal heads decide.
+    #[inline]
+    fn below(&self, i: usize, head: u64, user_key: &[u8], seqno: u64) -> bool {
+        match self.heads[i].cmp(&head) {
+            Ordering::Less => true,
+            Ordering::Greater => false,
+            Ordering::Equal => compare(self.key(i), self.seqnos[i], user_key, seqno).is_lt(),
+        }
+    }
+
     /// [`Index::search`] for a key known to be at or after the one whose answer was `from`
     /// (keys asked in ascending order): gallops from `from`, so a run of nearby keys costs a
     /// few comparisons each instead of a search of the whole index.
     pub(crate) fn search_from(&self, user_key: &[u8], seqno: u64, from: usize) -> usize {
-        let below = |i: usize| compare(self.key(i), self.seqnos[i], user_key, seqno).is_lt();
+        let head = head(user_key);
+        let below = |i: usize| self.below(i, head, user_key, seqno);
         let len = self.len();
         let mut low = from.min(len);
         let mut step = 1;
@@ -122,6 +142,7 @@ impl Index {
     }
 
     fn push(&mut self, key: &[u8], seqno: u64, handle: BlockHandle) {
+        self.heads.push(head(key));
         self.keys.extend_from_slice(key);
         self.key_ends.push(self.keys.len());
         self.seqnos.push(seqno);
@@ -139,6 +160,16 @@ impl Index {
         let i = self.len().checked_sub(1)?;
         Some((self.key(i), self.seqnos[i]))
     }
+}
+
+/// The first eight bytes of `key`, zero-padded, as a big-endian number: `head(a) < head(b)`
+/// implies `a < b`.
+#[inline]
+fn head(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let n = key.len().min(8);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u64::from_be_bytes(bytes)
 }
 
 /// An open table. Cloning is cheap; clones share the bytes, index and filter.
@@ -622,3 +653,77 @@ pub(crate) fn prefetch(byte: &u8) {
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
 pub(crate) fn prefetch(_byte: &u8) {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Separators in internal order: keys that share their first eight bytes or more, keys
+    /// that are prefixes of others (and so share a zero-padded head with them), short keys,
+    /// and one key at several seqnos.
+    fn index() -> (Index, Vec<(Vec<u8>, u64)>) {
+        let mut seps: Vec<(Vec<u8>, u64)> = Vec::new();
+        for i in 0..300u32 {
+            let mut k = b"prefix--".to_vec();
+            k.extend_from_slice(&(i * 7).to_be_bytes());
+            seps.push((k, 5));
+        }
+        for k in [
+            &b""[..],
+            b"a",
+            b"a\0",
+            b"a\0\0",
+            b"ab",
+            b"abcdefg",
+            b"abcdefgh",
+            b"abcdefgh\0",
+        ] {
+            seps.push((k.to_vec(), 9));
+        }
+        for seqno in [1, 4, 8] {
+            seps.push((b"same-key-here".to_vec(), seqno));
+        }
+        seps.sort_by(|a, b| compare(&a.0, a.1, &b.0, b.1));
+        let mut index = Index::default();
+        for (n, (k, seqno)) in seps.iter().enumerate() {
+            index.push(
+                k,
+                *seqno,
+                BlockHandle {
+                    offset: n as u64,
+                    size: 1,
+                },
+            );
+        }
+        (index, seps)
+    }
+
+    #[test]
+    fn searches_by_head_find_the_first_separator_not_before_the_key() {
+        let (index, seps) = index();
+        let mut probes: Vec<(Vec<u8>, u64)> = seps.clone();
+        for (k, _) in &seps {
+            let mut longer = k.clone();
+            longer.push(0);
+            probes.push((longer, 0));
+            probes.push((k.clone(), 0));
+            probes.push((k.clone(), u64::MAX >> 8));
+            if let Some((_, shorter)) = k.split_last() {
+                probes.push((shorter.to_vec(), 3));
+            }
+        }
+        probes.push((b"zzzzzzzzzz".to_vec(), 0));
+        probes.sort_by(|a, b| compare(&a.0, a.1, &b.0, b.1));
+        let mut last = 0;
+        for (key, seqno) in &probes {
+            let want = seps
+                .iter()
+                .position(|(k, s)| !compare(k, *s, key, *seqno).is_lt())
+                .unwrap_or(seps.len());
+            assert_eq!(index.search(key, *seqno), want, "{key:?} @ {seqno}");
+            let from = index.search_from(key, *seqno, last);
+            assert_eq!(from, want, "galloping: {key:?} @ {seqno}");
+            last = from;
+        }
+    }
+}
