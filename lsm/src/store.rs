@@ -259,6 +259,8 @@ pub struct CfSizes {
     pub memtable_bytes: u64,
     /// Entries in the tables, tombstones and every version included.
     pub table_entries: u64,
+    /// Tombstones in the tables.
+    pub table_deletions: u64,
     /// Total size of the tables in bytes.
     pub table_bytes: u64,
 }
@@ -673,7 +675,9 @@ impl Store {
             sizes.memtable_bytes += mem.approximate_bytes() as u64;
         }
         for table in version.tables() {
-            sizes.table_entries += table.table.properties().entries;
+            let properties = table.table.properties();
+            sizes.table_entries += properties.entries;
+            sizes.table_deletions += properties.deletions;
             sizes.table_bytes += table.meta.file_size;
         }
         Ok(sizes)

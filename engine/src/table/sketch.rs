@@ -269,6 +269,16 @@ pub(crate) struct Merged {
 
 impl LiveStats {
     /// The merged statistics of `t`'s live files, rebuilt when the files changed.
+    /// Whether the files' sketches have been merged (since open or the last change of files).
+    #[cfg(test)]
+    pub(crate) fn is_merged(&self) -> bool {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .merged
+            .is_some()
+    }
+
     pub(crate) fn merged(&self, t: &Table) -> Result<Arc<Merged>> {
         let mut files = Vec::with_capacity(t.shards.len());
         for shard in &t.shards {
@@ -322,5 +332,55 @@ impl LiveStats {
         state.sketches = sketches;
         state.merged = Some(Arc::clone(&merged));
         Ok(merged)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_planner::{Predicate, Projection, Query};
+
+    use crate::lsm::WriteOptions;
+    use crate::table::db::Db;
+    use crate::table::options::Options;
+    use crate::table::record::Record;
+    use crate::table::write::TableBatch;
+
+    #[test]
+    fn a_fresh_analysis_plans_without_merging_the_files_sketches() {
+        let dir = tempfile::tempdir().expect("dir");
+        let options = || Options {
+            auto_analyze: false,
+            ..Options::default()
+        };
+        let db = Db::open(dir.path(), options()).expect("open");
+        db.create_table("t", &["id"]).expect("table");
+        db.create_index("t", "by_k", &["k"], Projection::KeysOnly)
+            .expect("index");
+        let mut batch = TableBatch::new();
+        for id in 0..2_000i64 {
+            let mut r = Record::new();
+            r.set("id", id);
+            r.set("k", id % 50);
+            batch.insert(r);
+        }
+        db.write("t", batch, WriteOptions::default())
+            .expect("write");
+        db.flush().expect("flush");
+        let query = Query::default().filter(Predicate::eq("k", 7));
+        let count = |db: &Db| db.query("t", &query).expect("query").count();
+
+        // Never analysed: the sketches are the statistics.
+        assert_eq!(count(&db), 40);
+        assert!(db.handle("t").expect("table").live.is_merged());
+        db.analyze("t").expect("analyze");
+        db.close().expect("close");
+
+        // Analysed and unchanged since: the analysis answers, no sketch is decoded.
+        let db = Db::open(dir.path(), options()).expect("reopen");
+        assert_eq!(count(&db), 40);
+        let stats = db.planning_statistics("t").expect("statistics");
+        assert_eq!(stats.row_count, 2_000);
+        assert!(!db.handle("t").expect("table").live.is_merged());
+        db.close().expect("close");
     }
 }
