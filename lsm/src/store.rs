@@ -31,7 +31,7 @@ use crate::manifest::Manifest;
 use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::sync::lock;
-use crate::version::visible_value;
+use crate::version::{SuperVersion, visible_value};
 
 /// The log being written.
 pub(crate) struct WalState {
@@ -263,6 +263,23 @@ pub struct CfSizes {
     pub table_deletions: u64,
     /// Total size of the tables in bytes.
     pub table_bytes: u64,
+}
+
+/// What the memtables and tables of `version` hold.
+fn sizes_of(version: &SuperVersion) -> CfSizes {
+    let mut sizes = CfSizes::default();
+    for mem in version.memtables() {
+        sizes.memtable_entries += mem.entries();
+        sizes.memtable_deletions += mem.deletions();
+        sizes.memtable_bytes += mem.approximate_bytes() as u64;
+    }
+    for table in version.tables() {
+        let properties = table.table.properties();
+        sizes.table_entries += properties.entries;
+        sizes.table_deletions += properties.deletions;
+        sizes.table_bytes += table.meta.file_size;
+    }
+    sizes
 }
 
 /// An embedded, crash-safe key-value store: an LSM tree of column families over one write-ahead
@@ -583,17 +600,11 @@ impl Store {
         while stats.tables_per_level.last() == Some(&0) {
             stats.tables_per_level.pop();
         }
-        for mem in version.memtables() {
-            stats.entries += mem.entries();
-            stats.deletions += mem.deletions();
-            stats.memtable_bytes += mem.approximate_bytes() as u64;
-        }
-        for table in version.tables() {
-            let properties = table.table.properties();
-            stats.entries += properties.entries;
-            stats.deletions += properties.deletions;
-            stats.table_bytes += table.meta.file_size;
-        }
+        let sizes = sizes_of(&version);
+        stats.entries = sizes.memtable_entries + sizes.table_entries;
+        stats.deletions = sizes.memtable_deletions + sizes.table_deletions;
+        stats.memtable_bytes = sizes.memtable_bytes;
+        stats.table_bytes = sizes.table_bytes;
         let io = lock(&cf.shared.io).clone();
         let mut total_written = 0;
         for (level, tables) in version
@@ -667,20 +678,7 @@ impl Store {
     /// planning asks on every query; [`Store::stats`] gathers much more).
     pub fn sizes(&self, cf: &ColumnFamily) -> Result<CfSizes> {
         cf.shared.check_live()?;
-        let version = cf.shared.current();
-        let mut sizes = CfSizes::default();
-        for mem in version.memtables() {
-            sizes.memtable_entries += mem.entries();
-            sizes.memtable_deletions += mem.deletions();
-            sizes.memtable_bytes += mem.approximate_bytes() as u64;
-        }
-        for table in version.tables() {
-            let properties = table.table.properties();
-            sizes.table_entries += properties.entries;
-            sizes.table_deletions += properties.deletions;
-            sizes.table_bytes += table.meta.file_size;
-        }
-        Ok(sizes)
+        Ok(sizes_of(&cf.shared.current()))
     }
 
     /// What `cf`'s memtables (the active one and those waiting for a flush) hold: entries,

@@ -72,6 +72,21 @@ pub(super) enum Mode {
 
 /// One shard's part of a query: it reads one family of one shard store and yields the rows
 /// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
+/// An entry being read: at the cursor, or a pair taken from a source of pairs.
+enum Held {
+    Cursor(Box<Cursor>),
+    Pair(Vec<u8>, Bytes),
+}
+
+impl Held {
+    fn pair(&self) -> (&[u8], &[u8]) {
+        match self {
+            Held::Cursor(cursor) => (cursor.key(), cursor.value_ref()),
+            Held::Pair(key, value) => (key, value),
+        }
+    }
+}
+
 /// An entry of a fetch batch: the shard of its row, and where in the batch's buffer its key
 /// starts, its primary key starts, and both end.
 struct Target {
@@ -361,6 +376,22 @@ impl Stream {
         Ok(Some(pair))
     }
 
+    /// The next entry of an index read, where the cursor holds it (or a pair read before,
+    /// for a strong read of an async index). Give it back with [`Stream::release`].
+    fn next_held(&mut self) -> Result<Option<Held>> {
+        if let Some(cursor) = self.take_cursor()? {
+            return Ok(Some(Held::Cursor(cursor)));
+        }
+        Ok(self.next_pair()?.map(|(k, v)| Held::Pair(k, v)))
+    }
+
+    /// Done with `held`: its cursor steps on.
+    fn release(&mut self, held: Held) {
+        if let Held::Cursor(cursor) = held {
+            self.step(cursor);
+        }
+    }
+
     /// The cursor of a `Ranges` source, taken out of it, at its next pair (the next range
     /// opened when one ends); `None` at the end of the ranges or for another source. Give it
     /// back with [`Stream::step`].
@@ -495,18 +526,10 @@ impl Stream {
                 if covering {
                     // Each entry is read where the cursor holds it (pairs already read, for a
                     // strong read of an async index, are taken one by one).
-                    let cursor = self.take_cursor()?;
-                    let owned;
-                    let (k, v): (&[u8], &[u8]) = match &cursor {
-                        Some(c) => (c.key(), c.value_ref()),
-                        None => match self.next_pair()? {
-                            Some(pair) => {
-                                owned = pair;
-                                (&owned.0, &owned.1)
-                            }
-                            None => return Ok(None),
-                        },
+                    let Some(held) = self.next_held()? else {
+                        return Ok(None);
                     };
+                    let (k, v) = held.pair();
                     self.stats.rows_read += 1;
                     let start = self.timed.then(Instant::now);
                     let table = &self.table;
@@ -519,9 +542,7 @@ impl Stream {
                         &mut self.reader,
                         &self.predicates,
                     );
-                    if let Some(c) = cursor {
-                        self.step(c);
-                    }
+                    self.release(held);
                     if let Some(start) = start {
                         self.stats.filter_time += start.elapsed();
                     }
@@ -548,18 +569,10 @@ impl Stream {
                 buf.clear();
                 let mut batch: Vec<Target> = Vec::with_capacity(want);
                 while batch.len() < want {
-                    let cursor = self.take_cursor()?;
-                    let owned;
-                    let (k, v): (&[u8], &[u8]) = match &cursor {
-                        Some(c) => (c.key(), c.value_ref()),
-                        None => match self.next_pair()? {
-                            Some(pair) => {
-                                owned = pair;
-                                (&owned.0, &owned.1)
-                            }
-                            None => break,
-                        },
+                    let Some(held) = self.next_held()? else {
+                        break;
                     };
+                    let (k, v) = held.pair();
                     self.stats.rows_read += 1;
                     let target = entry_target(&table.def, ixdef, cf_name, k, v).and_then(
                         |(shard, pk_at)| {
@@ -574,9 +587,7 @@ impl Stream {
                             })
                         },
                     );
-                    if let Some(c) = cursor {
-                        self.step(c);
-                    }
+                    self.release(held);
                     batch.push(target?);
                 }
                 if batch.is_empty() {
