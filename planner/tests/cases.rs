@@ -436,3 +436,20 @@ fn a_global_index_seeks_one_shard_for_an_equality_and_every_shard_for_a_range() 
     };
     assert_eq!(cost(&range, Scope::Global), cost(&range, Scope::Local));
 }
+
+#[test]
+fn a_cost_model_stored_before_row_us_and_backward_read_existed_still_reads() {
+    let old = r#"{"seek_us": 5.2, "scan_row_us": 0.16, "scan_byte_us": 0.000064,
+        "index_entry_us": 0.114, "fetch_us": 1.08, "sorted_fetch_us": 0.79,
+        "filter_us": 0.0072, "sort_row_us": 0.06}"#;
+    let model: CostModel = serde_json::from_str(old).expect("an old stored model reads");
+    assert_eq!(
+        model.row_us, 0.0,
+        "its scan and fetch constants include the decoding"
+    );
+    assert_eq!(model.backward_read, 1.4);
+    assert!(model.is_valid());
+    let round_trip: CostModel =
+        serde_json::from_str(&serde_json::to_string(&model).expect("encodes")).expect("decodes");
+    assert_eq!(round_trip, model);
+}
