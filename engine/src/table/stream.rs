@@ -70,8 +70,6 @@ pub(super) enum Mode {
     },
 }
 
-/// One shard's part of a query: it reads one family of one shard store and yields the rows
-/// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
 /// An entry being read: at the cursor, or a pair taken from a source of pairs.
 enum Held {
     Cursor(Box<Cursor>),
@@ -96,6 +94,8 @@ struct Target {
     end: usize,
 }
 
+/// One shard's part of a query: it reads one family of one shard store and yields the rows
+/// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
 pub(super) struct Stream {
     pub(super) table: Arc<Table>,
     /// The query's predicates that this stream's key ranges do not answer: its re-check.

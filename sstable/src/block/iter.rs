@@ -240,7 +240,9 @@ impl BlockIter {
                 self.block.restarts_at
             },
         );
-        let ahead = &self.block.data[from.min(to)..to.min(self.block.restarts_at)];
+        // In bounds: `Block::new` checked that restarts increase and stay below the restart
+        // array, which lies inside the block.
+        let ahead = &self.block.data[from..to];
         for byte in ahead.iter().step_by(64) {
             prefetch(byte);
         }
