@@ -5,9 +5,9 @@
 //!    names (a crash between creating a family and recording it), counts each store's outbox,
 //!    starts the indexer, and finishes any index backfill a crash interrupted. Shard store `n`
 //!    holds shard `n` of every table with more than `n` shards.
-//! 2. DDL (`create_table`, `create_index`, the drops) is serialised by one mutex; each change
-//!    is one synced catalog write, ordered against the family's creation or removal so a
-//!    crash never leaves a definition naming a family that is not there.
+//! 2. DDL (`create_table`, `create_index`, the drops; in `schema.rs`) is serialised by one
+//!    mutex; each change is one synced catalog write, ordered against the family's creation
+//!    or removal so a crash never leaves a definition naming a family that is not there.
 //! 3. Readers and writers take the table's current definition from an `RwLock`ed map of
 //!    `Arc<Table>`s; a change publishes a new `Arc`.
 
@@ -16,19 +16,16 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
-use strata_planner::{CostModel, IndexState, Projection, Scope, StatsError, TableStats, Value};
+use strata_planner::{CostModel, IndexState, Scope, StatsError, TableStats, Value};
 
 use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
 use crate::lsm::{ColumnFamily, ReadOptions, Store, WriteBatch, WriteOptions};
 use crate::table::advice::Usage;
-use crate::table::catalog::{
-    IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
-};
+use crate::table::catalog::{IndexDef, TableDef, index_cf};
 use crate::table::entry::{encode_primary_key, record_corrupt};
 use crate::table::format::{
-    CATALOG_CF, CATALOG_COST_MODEL, CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
-    CATALOG_TABLE_PREFIX, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_INDEXES, OUTBOX_CF,
-    SHARD_DIR_PREFIX,
+    CATALOG_CF, CATALOG_COST_MODEL, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX,
+    FACT_CF_PREFIX, INDEX_CF_PREFIX, OUTBOX_CF, SHARD_DIR_PREFIX,
 };
 use crate::table::key::decode_value;
 use crate::table::options::Options;
@@ -58,7 +55,7 @@ use crate::table::write::Stripes;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct Db {
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     indexer: Option<std::thread::JoinHandle<()>>,
     analyzer: Option<std::thread::JoinHandle<()>>,
 }
@@ -72,9 +69,9 @@ pub struct Shared {
     /// Every open shard store, by number (0 is `main`).
     pub(crate) shard_stores: RwLock<Vec<Arc<ShardStore>>>,
     catalog: ColumnFamily,
-    tables: RwLock<BTreeMap<String, Arc<Table>>>,
+    pub(super) tables: RwLock<BTreeMap<String, Arc<Table>>>,
     /// Serialises DDL. Writers never take it.
-    ddl: Mutex<()>,
+    pub(super) ddl: Mutex<()>,
     /// The indexer holds it shared while it applies entries; dropping a table or an index
     /// holds it exclusively, so no family is dropped under the indexer's write.
     pub(crate) gate: RwLock<()>,
@@ -93,7 +90,7 @@ pub struct Shared {
     /// Set at close: an auto-analysis under way stops and is dropped.
     pub(crate) analyze_stop: std::sync::atomic::AtomicBool,
     /// Collects each fact table file's statistics sketch (`sketch.rs`).
-    sketches: Arc<SketchFactory>,
+    pub(super) sketches: Arc<SketchFactory>,
 }
 
 impl std::ops::Deref for Db {
@@ -146,7 +143,7 @@ pub(crate) struct TableShard {
 
 impl Table {
     /// This table with `def` (and `shards`, when given) in place of its own.
-    fn with(&self, def: TableDef, shards: Option<Vec<TableShard>>) -> Table {
+    pub(super) fn with(&self, def: TableDef, shards: Option<Vec<TableShard>>) -> Table {
         Table {
             def,
             shards: shards.unwrap_or_else(|| self.shards.clone()),
@@ -492,222 +489,6 @@ impl Db {
         result
     }
 
-    /// Creates table `name` whose rows are identified by `primary_key` (one or more fields).
-    pub fn create_table(&self, name: &str, primary_key: &[&str]) -> Result<()> {
-        self.create_sharded_table(name, primary_key, 1)
-    }
-
-    /// Creates table `name` with `shards` shards (1 to 256): each row lives in the shard its
-    /// primary key hashes to, and each shard is its own store, with its own log, in the
-    /// database directory's `shard-<n>` (or where `Options::shard_dirs` says).
-    pub fn create_sharded_table(
-        &self,
-        name: &str,
-        primary_key: &[&str],
-        shards: u32,
-    ) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        validate_name("table", name)?;
-        if self.read_tables().contains_key(name) {
-            return Err(Error::Conflict(format!("table {name:?} exists")));
-        }
-        let id = self.next_id()?;
-        let def = TableDef {
-            format: CATALOG_FORMAT,
-            id,
-            name: name.to_owned(),
-            primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
-            shards,
-            indexes: Vec::new(),
-        };
-        def.validate()?;
-        let defs = self.tables();
-        self.shared
-            .open_shard_stores(shards as usize, defs.iter())?;
-        // A family left by a crash before its table was recorded was dropped when its store
-        // was opened; one dropped by `drop_table` is gone.
-        let mut table_shards = Vec::with_capacity(shards as usize);
-        for store in &self.stores()[..shards as usize] {
-            table_shards.push(TableShard {
-                store: Arc::clone(store),
-                fact: store.store.create_column_family(&fact_cf(name))?,
-                indexes: Vec::new(),
-            });
-        }
-        self.write_catalog(
-            &[
-                (format!("{CATALOG_TABLE_PREFIX}{name}"), def.encode()?),
-                (
-                    CATALOG_NEXT_ID.to_owned(),
-                    (id + 1).to_string().into_bytes(),
-                ),
-            ],
-            &[],
-        )?;
-        self.publish(Table {
-            def,
-            shards: table_shards,
-            stats: None,
-            changed: Arc::default(),
-            live: Arc::default(),
-            usage: Arc::default(),
-            planning: OnceLock::new(),
-            row_layout: OnceLock::new(),
-        });
-        Ok(())
-    }
-
-    /// Drops table `name`, its indexes and its statistics. Its outbox entries not yet applied
-    /// are discarded by the indexer.
-    pub fn drop_table(&self, name: &str) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        let table = self.handle(name)?;
-        self.write_catalog(
-            &[],
-            &[
-                format!("{CATALOG_TABLE_PREFIX}{name}"),
-                format!("{CATALOG_STATS_PREFIX}{name}"),
-            ],
-        )?;
-        self.tables
-            .write()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(name);
-        self.sketches.forget(&table.def);
-        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
-        for shard in &table.shards {
-            shard.store.store.drop_column_family(&shard.fact)?;
-            for cf in &shard.indexes {
-                shard.store.store.drop_column_family(cf)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Creates a local, synchronously maintained index `name` on `table` over `fields` (a
-    /// composite index when several), whose entries carry `projection`. On a populated table
-    /// it backfills: new writes maintain the index from the start (`WriteOnly`), existing
-    /// rows are added (`Backfilling`), and only then is it planned (`Ready`). Returns when it
-    /// is ready.
-    pub fn create_index(
-        &self,
-        table: &str,
-        name: &str,
-        fields: &[&str],
-        projection: Projection,
-    ) -> Result<()> {
-        self.create_index_with(table, name, fields, projection, IndexOptions::local())
-    }
-
-    /// [`Db::create_index`] with a choice of scope and maintenance: a global index is
-    /// partitioned across the table's shards by the hash of its leading field, and on more
-    /// than one shard must be async.
-    pub fn create_index_with(
-        &self,
-        table: &str,
-        name: &str,
-        fields: &[&str],
-        projection: Projection,
-        options: IndexOptions,
-    ) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        let current = self.handle(table)?;
-        validate_name("index", name)?;
-        if current.def.indexes.iter().any(|ix| ix.name == name) {
-            return Err(Error::Conflict(format!(
-                "index {name:?} on table {table:?} exists"
-            )));
-        }
-        if current.def.indexes.len() >= MAX_INDEXES {
-            return Err(Error::InvalidArgument(format!(
-                "table {table:?} has {MAX_INDEXES} indexes, the most it may have"
-            )));
-        }
-        if let Projection::Include(extra) = &projection {
-            for f in extra {
-                validate_field(f)?;
-            }
-        }
-        let id = self.next_id()?;
-        let mut def = current.def.clone();
-        def.indexes.push(IndexDef {
-            id,
-            name: name.to_owned(),
-            fields: fields.iter().map(|f| f.to_string()).collect(),
-            projection,
-            state: IndexState::WriteOnly,
-            scope: options.scope,
-            maintenance: options.maintenance,
-        });
-        def.validate()?;
-        let mut shards = current.shards.clone();
-        for shard in &mut shards {
-            shard.indexes.push(
-                shard
-                    .store
-                    .store
-                    .create_column_family(&index_cf(table, name))?,
-            );
-        }
-        self.write_catalog(
-            &[
-                (format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?),
-                (
-                    CATALOG_NEXT_ID.to_owned(),
-                    (id + 1).to_string().into_bytes(),
-                ),
-            ],
-            &[],
-        )?;
-        self.publish(current.with(def, Some(shards)));
-        self.backfill(table, name)
-    }
-
-    /// Sets index `index`'s state, durably, and publishes it.
-    /// REQUIRES: the DDL lock is held.
-    pub(crate) fn set_index_state(
-        &self,
-        table: &str,
-        index: &str,
-        state: IndexState,
-    ) -> Result<()> {
-        let current = self.handle(table)?;
-        let (i, _) = current.index(index)?;
-        let mut def = current.def.clone();
-        def.indexes[i].state = state;
-        self.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
-            &[],
-        )?;
-        self.publish(current.with(def, None));
-        Ok(())
-    }
-
-    /// Drops index `index` of `table`. Its outbox entries not yet applied are discarded by
-    /// the indexer.
-    pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        let current = self.handle(table)?;
-        let (i, _) = current.index(index)?;
-        let mut def = current.def.clone();
-        def.indexes.remove(i);
-        let mut shards = current.shards.clone();
-        let dropped: Vec<(Arc<ShardStore>, ColumnFamily)> = shards
-            .iter_mut()
-            .map(|s| (Arc::clone(&s.store), s.indexes.remove(i)))
-            .collect();
-        self.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
-            &[],
-        )?;
-        self.publish(current.with(def, Some(shards)));
-        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
-        for (store, cf) in dropped {
-            store.store.drop_column_family(&cf)?;
-        }
-        Ok(())
-    }
-
     /// The row of `table` whose primary key is `key` (one value per key field).
     pub fn get(&self, table: &str, key: &[Value]) -> Result<Option<Record>> {
         let t = self.handle(table)?;
@@ -752,7 +533,7 @@ impl Shared {
     }
 
     /// Opens shard stores up to `count` (exclusive) that are not open yet.
-    fn open_shard_stores<'d>(
+    pub(super) fn open_shard_stores<'d>(
         &self,
         count: usize,
         defs: impl Iterator<Item = &'d TableDef> + Clone,
@@ -825,7 +606,7 @@ impl Shared {
         self.tables.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn publish(&self, table: Table) {
+    pub(super) fn publish(&self, table: Table) {
         self.sketches.learn(&table.def);
         let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
         tables.insert(table.def.name.clone(), Arc::new(table));
@@ -848,7 +629,11 @@ impl Shared {
     }
 
     /// Writes catalog changes, synced.
-    fn write_catalog(&self, puts: &[(String, Vec<u8>)], deletes: &[String]) -> Result<()> {
+    pub(super) fn write_catalog(
+        &self,
+        puts: &[(String, Vec<u8>)],
+        deletes: &[String],
+    ) -> Result<()> {
         let mut batch = WriteBatch::new();
         for (k, v) in puts {
             batch.put(&self.catalog, k.as_bytes(), v)?;
@@ -861,7 +646,7 @@ impl Shared {
     }
 
     /// The next table or index id.
-    fn next_id(&self) -> Result<u64> {
+    pub(super) fn next_id(&self) -> Result<u64> {
         let stored = match self
             .main
             .store

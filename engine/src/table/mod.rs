@@ -12,7 +12,8 @@
 //! - [`key`]: the order-preserving tuple code for keys.
 //! - [`catalog`]: table and index definitions, stored in a system column family.
 //! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
-//! - `db`, `write`, `load`, `indexer`, `backfill`, `query` (with `stream`), `verify`, `analyze`:
+//! - `db` (with `schema`, the DDL), `write`, `load`, `indexer`, `backfill`, `query` (with
+//!   `stream`), `verify`, `analyze`:
 //!   the `Db` API.
 
 mod access;
@@ -34,6 +35,7 @@ mod query;
 pub mod record;
 mod record_codec;
 mod row_reader;
+mod schema;
 pub mod sketch;
 mod stream;
 mod upgrade;

@@ -1,0 +1,236 @@
+//! DDL: creating and dropping tables and indexes, split from `db.rs` (point 2 there): one
+//! mutex serialises them; each change is one synced catalog write, ordered against the
+//! families' creation or removal so that a crash never leaves a definition naming a family
+//! that is not there.
+
+use std::sync::{Arc, OnceLock};
+
+use strata_planner::{IndexState, Projection};
+
+use crate::error::{Error, Result};
+use crate::lsm::ColumnFamily;
+use crate::table::catalog::{
+    IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
+};
+use crate::table::db::{Db, ShardStore, Table, TableShard, lock};
+use crate::table::format::{
+    CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
+};
+
+impl Db {
+    /// Creates table `name` whose rows are identified by `primary_key` (one or more fields).
+    pub fn create_table(&self, name: &str, primary_key: &[&str]) -> Result<()> {
+        self.create_sharded_table(name, primary_key, 1)
+    }
+
+    /// Creates table `name` with `shards` shards (1 to 256): each row lives in the shard its
+    /// primary key hashes to, and each shard is its own store, with its own log, in the
+    /// database directory's `shard-<n>` (or where `Options::shard_dirs` says).
+    pub fn create_sharded_table(
+        &self,
+        name: &str,
+        primary_key: &[&str],
+        shards: u32,
+    ) -> Result<()> {
+        let _ddl = lock(&self.ddl);
+        validate_name("table", name)?;
+        if self.read_tables().contains_key(name) {
+            return Err(Error::Conflict(format!("table {name:?} exists")));
+        }
+        let id = self.next_id()?;
+        let def = TableDef {
+            format: CATALOG_FORMAT,
+            id,
+            name: name.to_owned(),
+            primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
+            shards,
+            indexes: Vec::new(),
+        };
+        def.validate()?;
+        let defs = self.tables();
+        self.shared
+            .open_shard_stores(shards as usize, defs.iter())?;
+        // A family left by a crash before its table was recorded was dropped when its store
+        // was opened; one dropped by `drop_table` is gone.
+        let mut table_shards = Vec::with_capacity(shards as usize);
+        for store in &self.stores()[..shards as usize] {
+            table_shards.push(TableShard {
+                store: Arc::clone(store),
+                fact: store.store.create_column_family(&fact_cf(name))?,
+                indexes: Vec::new(),
+            });
+        }
+        self.write_catalog(
+            &[
+                (format!("{CATALOG_TABLE_PREFIX}{name}"), def.encode()?),
+                (
+                    CATALOG_NEXT_ID.to_owned(),
+                    (id + 1).to_string().into_bytes(),
+                ),
+            ],
+            &[],
+        )?;
+        self.publish(Table {
+            def,
+            shards: table_shards,
+            stats: None,
+            changed: Arc::default(),
+            live: Arc::default(),
+            usage: Arc::default(),
+            planning: OnceLock::new(),
+            row_layout: OnceLock::new(),
+        });
+        Ok(())
+    }
+
+    /// Drops table `name`, its indexes and its statistics. Its outbox entries not yet applied
+    /// are discarded by the indexer.
+    pub fn drop_table(&self, name: &str) -> Result<()> {
+        let _ddl = lock(&self.ddl);
+        let table = self.handle(name)?;
+        self.write_catalog(
+            &[],
+            &[
+                format!("{CATALOG_TABLE_PREFIX}{name}"),
+                format!("{CATALOG_STATS_PREFIX}{name}"),
+            ],
+        )?;
+        self.tables
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(name);
+        self.sketches.forget(&table.def);
+        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        for shard in &table.shards {
+            shard.store.store.drop_column_family(&shard.fact)?;
+            for cf in &shard.indexes {
+                shard.store.store.drop_column_family(cf)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Creates a local, synchronously maintained index `name` on `table` over `fields` (a
+    /// composite index when several), whose entries carry `projection`. On a populated table
+    /// it backfills: new writes maintain the index from the start (`WriteOnly`), existing
+    /// rows are added (`Backfilling`), and only then is it planned (`Ready`). Returns when it
+    /// is ready.
+    pub fn create_index(
+        &self,
+        table: &str,
+        name: &str,
+        fields: &[&str],
+        projection: Projection,
+    ) -> Result<()> {
+        self.create_index_with(table, name, fields, projection, IndexOptions::local())
+    }
+
+    /// [`Db::create_index`] with a choice of scope and maintenance: a global index is
+    /// partitioned across the table's shards by the hash of its leading field, and on more
+    /// than one shard must be async.
+    pub fn create_index_with(
+        &self,
+        table: &str,
+        name: &str,
+        fields: &[&str],
+        projection: Projection,
+        options: IndexOptions,
+    ) -> Result<()> {
+        let _ddl = lock(&self.ddl);
+        let current = self.handle(table)?;
+        validate_name("index", name)?;
+        if current.def.indexes.iter().any(|ix| ix.name == name) {
+            return Err(Error::Conflict(format!(
+                "index {name:?} on table {table:?} exists"
+            )));
+        }
+        if current.def.indexes.len() >= MAX_INDEXES {
+            return Err(Error::InvalidArgument(format!(
+                "table {table:?} has {MAX_INDEXES} indexes, the most it may have"
+            )));
+        }
+        if let Projection::Include(extra) = &projection {
+            for f in extra {
+                validate_field(f)?;
+            }
+        }
+        let id = self.next_id()?;
+        let mut def = current.def.clone();
+        def.indexes.push(IndexDef {
+            id,
+            name: name.to_owned(),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            projection,
+            state: IndexState::WriteOnly,
+            scope: options.scope,
+            maintenance: options.maintenance,
+        });
+        def.validate()?;
+        let mut shards = current.shards.clone();
+        for shard in &mut shards {
+            shard.indexes.push(
+                shard
+                    .store
+                    .store
+                    .create_column_family(&index_cf(table, name))?,
+            );
+        }
+        self.write_catalog(
+            &[
+                (format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?),
+                (
+                    CATALOG_NEXT_ID.to_owned(),
+                    (id + 1).to_string().into_bytes(),
+                ),
+            ],
+            &[],
+        )?;
+        self.publish(current.with(def, Some(shards)));
+        self.backfill(table, name)
+    }
+
+    /// Sets index `index`'s state, durably, and publishes it.
+    /// REQUIRES: the DDL lock is held.
+    pub(crate) fn set_index_state(
+        &self,
+        table: &str,
+        index: &str,
+        state: IndexState,
+    ) -> Result<()> {
+        let current = self.handle(table)?;
+        let (i, _) = current.index(index)?;
+        let mut def = current.def.clone();
+        def.indexes[i].state = state;
+        self.write_catalog(
+            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
+            &[],
+        )?;
+        self.publish(current.with(def, None));
+        Ok(())
+    }
+
+    /// Drops index `index` of `table`. Its outbox entries not yet applied are discarded by
+    /// the indexer.
+    pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
+        let _ddl = lock(&self.ddl);
+        let current = self.handle(table)?;
+        let (i, _) = current.index(index)?;
+        let mut def = current.def.clone();
+        def.indexes.remove(i);
+        let mut shards = current.shards.clone();
+        let dropped: Vec<(Arc<ShardStore>, ColumnFamily)> = shards
+            .iter_mut()
+            .map(|s| (Arc::clone(&s.store), s.indexes.remove(i)))
+            .collect();
+        self.write_catalog(
+            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
+            &[],
+        )?;
+        self.publish(current.with(def, Some(shards)));
+        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        for (store, cf) in dropped {
+            store.store.drop_column_family(&cf)?;
+        }
+        Ok(())
+    }
+}
