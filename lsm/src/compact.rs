@@ -47,7 +47,7 @@ use crate::flush::{Retention, open_table_at};
 use crate::format::FileKind;
 use crate::fs::WritableFile;
 use crate::iter::merge::MergingIter;
-use crate::iter::source::{LevelSource, Source, TableSource};
+use crate::iter::source::{AnySource, LevelSource, TableSource};
 use crate::manifest::file_path;
 use crate::store::{Shared, Versions};
 use crate::sync::lock;
@@ -380,18 +380,22 @@ fn write_outputs(
     shared: &Shared,
     compaction: &Compaction,
 ) -> std::result::Result<Vec<TableFile>, (Error, Vec<u64>)> {
-    let mut sources: Vec<Box<dyn Source + Send>> = Vec::new();
+    let mut sources: Vec<AnySource> = Vec::new();
     if compaction.level == 0 {
         for table in &compaction.inputs {
-            sources.push(Box::new(TableSource::new(
+            sources.push(AnySource::Table(TableSource::new(
                 table.table.iter(),
                 table.path.clone(),
             )));
         }
     } else {
-        sources.push(Box::new(LevelSource::new(compaction.inputs.clone())));
+        sources.push(AnySource::Level(LevelSource::new(
+            compaction.inputs.clone(),
+        )));
     }
-    sources.push(Box::new(LevelSource::new(compaction.overlapping.clone())));
+    sources.push(AnySource::Level(LevelSource::new(
+        compaction.overlapping.clone(),
+    )));
     let mut merged = MergingIter::new(sources);
     merged.seek_to_first();
 

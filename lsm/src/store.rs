@@ -25,7 +25,7 @@ use crate::format::DEFAULT_CF_ID;
 use crate::fs::{FileLock, FileSystem, WritableFile};
 use crate::ingest::IngestRun;
 use crate::iter::merge::MergingIter;
-use crate::iter::source::{LevelSource, MemSource, Source, TableSource};
+use crate::iter::source::{AnySource, LevelSource, MemSource, TableSource};
 use crate::iter::{Cursor, Iter};
 use crate::manifest::Manifest;
 use crate::options::{Options, ReadOptions, WriteOptions};
@@ -489,9 +489,9 @@ impl Store {
             .map_or_else(|| self.shared.seq.visible(), Snapshot::seqno);
         cf.shared.check_live()?;
         let version = cf.shared.current();
-        let mut sources: Vec<Box<dyn Source + Send>> = Vec::new();
+        let mut sources: Vec<AnySource> = Vec::new();
         for mem in version.memtables() {
-            sources.push(Box::new(MemSource::new(Arc::clone(mem))));
+            sources.push(AnySource::Mem(MemSource::new(Arc::clone(mem))));
         }
         // Level 0 tables one by one (they overlap); each deeper level as one source.
         let lower = options.lower.as_deref();
@@ -502,7 +502,7 @@ impl Store {
             let tables = tables.iter().filter(|t| t.overlaps(lower, upper));
             if level == 0 {
                 for table in tables {
-                    sources.push(Box::new(TableSource::new(
+                    sources.push(AnySource::Table(TableSource::new(
                         table.table.iter(),
                         table.path.clone(),
                     )));
@@ -510,7 +510,7 @@ impl Store {
             } else {
                 let tables: Vec<_> = tables.cloned().collect();
                 if !tables.is_empty() {
-                    sources.push(Box::new(LevelSource::new(tables)));
+                    sources.push(AnySource::Level(LevelSource::new(tables)));
                 }
             }
         }

@@ -34,8 +34,11 @@ pub struct Cursor {
     upper: Option<Bytes>,
     direction: Direction,
     valid: bool,
-    /// Backward: the current key and value.
+    /// The current key, either way (forward, copied when the cursor stops at it: the merged
+    /// stream's key would cost a walk down the sources each time it is asked for); while
+    /// `find_next` passes deleted keys, the last one passed.
     saved_key: Vec<u8>,
+    /// Backward: the current value.
     saved_value: Bytes,
     error: Option<Error>,
     /// Keeps the versions this cursor reads registered for as long as it lives.
@@ -89,10 +92,7 @@ impl Cursor {
     /// The current key. REQUIRES: `valid()`.
     pub fn key(&self) -> &[u8] {
         assert!(self.valid, "Cursor::key on an invalid cursor");
-        match self.direction {
-            Direction::Forward => self.iter.user_key(),
-            Direction::Backward => &self.saved_key,
-        }
+        &self.saved_key
     }
 
     /// The current value. REQUIRES: `valid()`.
@@ -169,8 +169,7 @@ impl Cursor {
                 self.iter.seek_to_first();
             }
         } else {
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(self.iter.user_key());
+            // `saved_key` holds the current key: its older versions are skipped.
             self.iter.next();
         }
         self.find_next(true);
@@ -203,21 +202,24 @@ impl Cursor {
         let mut hiding = skip;
         self.valid = false;
         while self.iter.valid() {
-            if self.check_sources() {
+            if self.iter.failed() {
+                self.check_sources();
                 return;
             }
-            let key = self.iter.user_key();
+            let (key, seqno, kind) = self.iter.entry();
             if self.upper.as_deref().is_some_and(|upper| key >= upper) {
                 return;
             }
-            if self.iter.seqno() <= self.snapshot && !(hiding && same_key(&self.saved_key, key)) {
-                match self.iter.kind() {
+            if seqno <= self.snapshot && !(hiding && same_key(&self.saved_key, key)) {
+                match kind {
                     ValueKind::Delete => {
                         hiding = true;
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(key);
                     }
                     ValueKind::Put => {
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(key);
                         self.valid = true;
                         return;
                     }

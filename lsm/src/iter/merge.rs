@@ -21,7 +21,7 @@ use strata_sstable::ValueKind;
 
 use crate::SeqNo;
 use crate::error::{Error, Result};
-use crate::iter::source::Source;
+use crate::iter::source::{AnySource, Source};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Direction {
@@ -31,7 +31,7 @@ enum Direction {
 
 /// The merged view of several sources.
 pub(crate) struct MergingIter {
-    sources: Vec<Box<dyn Source + Send>>,
+    sources: Vec<AnySource>,
     current: Option<usize>,
     /// The best valid source other than `current`, as of the last scan.
     runner_up: Option<usize>,
@@ -41,14 +41,15 @@ pub(crate) struct MergingIter {
 }
 
 /// Internal-key order: user key ascending, then seqno descending.
-fn compare(a: &dyn Source, b: &dyn Source) -> Ordering {
+#[inline]
+fn compare(a: &AnySource, b: &AnySource) -> Ordering {
     a.user_key()
         .cmp(b.user_key())
         .then_with(|| b.seqno().cmp(&a.seqno()))
 }
 
 impl MergingIter {
-    pub(crate) fn new(sources: Vec<Box<dyn Source + Send>>) -> Self {
+    pub(crate) fn new(sources: Vec<AnySource>) -> Self {
         MergingIter {
             sources,
             current: None,
@@ -58,6 +59,7 @@ impl MergingIter {
         }
     }
 
+    #[inline]
     pub(crate) fn valid(&self) -> bool {
         self.current.is_some()
     }
@@ -103,7 +105,12 @@ impl MergingIter {
             // Every other source moved too.
             return self.find_smallest();
         }
-        self.sources[current].next();
+        let moved = &mut self.sources[current];
+        moved.next();
+        // One source, or one far ahead of the rest: nothing to compare.
+        if self.runner_up.is_none() && moved.valid() {
+            return;
+        }
         self.after_step(current, Ordering::Less);
     }
 
@@ -133,12 +140,13 @@ impl MergingIter {
 
     /// After source `current` alone moved: it stays current while it is valid and still
     /// comes (`wanted`: `Less` forward, `Greater` backward) before the runner-up.
+    #[inline(never)]
     fn after_step(&mut self, current: usize, wanted: Ordering) {
-        let moved = self.sources[current].as_ref();
+        let moved = &self.sources[current];
         if moved.valid() {
             match self.runner_up {
                 None => return,
-                Some(r) if compare(moved, self.sources[r].as_ref()) == wanted => return,
+                Some(r) if compare(moved, &self.sources[r]) == wanted => return,
                 Some(_) => {}
             }
         }
@@ -168,7 +176,7 @@ impl MergingIter {
                 continue;
             }
             let before = |other: Option<usize>| {
-                other.is_none_or(|o| compare(source.as_ref(), self.sources[o].as_ref()) == wanted)
+                other.is_none_or(|o| compare(source, &self.sources[o]) == wanted)
             };
             if before(best) {
                 runner_up = best;
@@ -181,8 +189,9 @@ impl MergingIter {
         self.runner_up = runner_up;
     }
 
-    fn source(&self) -> &dyn Source {
-        self.sources[self.current.expect("REQUIRES: valid()")].as_ref()
+    #[inline]
+    fn source(&self) -> &AnySource {
+        &self.sources[self.current.expect("REQUIRES: valid()")]
     }
 
     pub(crate) fn user_key(&self) -> &[u8] {
@@ -197,10 +206,23 @@ impl MergingIter {
         self.source().kind()
     }
 
+    /// The current entry's user key, seqno and kind. REQUIRES: `valid()`.
+    #[inline]
+    pub(crate) fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
+        self.source().entry()
+    }
+
+    /// Whether a source has failed: the merged stream must stop there.
+    #[inline]
+    pub(crate) fn failed(&self) -> bool {
+        self.error.is_some()
+    }
+
     pub(crate) fn value(&self) -> Bytes {
         self.source().value()
     }
 
+    #[inline]
     pub(crate) fn value_ref(&self) -> &[u8] {
         self.source().value_ref()
     }

@@ -28,12 +28,105 @@ pub(crate) trait Source {
     fn user_key(&self) -> &[u8];
     fn seqno(&self) -> SeqNo;
     fn kind(&self) -> ValueKind;
+    /// The user key, seqno and kind together: what a merge step asks of every entry, in one
+    /// call rather than three. REQUIRES: `valid()`.
+    fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
+        (self.user_key(), self.seqno(), self.kind())
+    }
     fn value(&self) -> Bytes;
     /// The value, borrowed: what a reader that only looks at it takes, without the reference
     /// count a [`Bytes`] costs.
     fn value_ref(&self) -> &[u8];
     /// The error that stopped the source, if any.
     fn status(&self) -> Result<()>;
+}
+
+/// Any of the three sources, dispatched by a `match` rather than through a vtable, so that
+/// a merge step and the cursor's loop can inline what they call for every entry they pass
+/// (`next`, `valid`, `entry`). With `entry` and the short forward steps of the table and
+/// merge iterators, a scan of a table's 1M rows went from 678 to 465 instructions an entry
+/// (callgrind, issue 25).
+pub(crate) enum AnySource {
+    Mem(MemSource),
+    Table(TableSource),
+    Level(LevelSource),
+}
+
+/// `$self.$method($args)` on whichever source `$self` holds.
+macro_rules! each {
+    ($self:expr, $s:ident => $call:expr) => {
+        match $self {
+            AnySource::Mem($s) => $call,
+            AnySource::Table($s) => $call,
+            AnySource::Level($s) => $call,
+        }
+    };
+}
+
+impl Source for AnySource {
+    #[inline]
+    fn valid(&self) -> bool {
+        each!(self, s => s.valid())
+    }
+
+    fn seek_to_first(&mut self) {
+        each!(self, s => s.seek_to_first())
+    }
+
+    fn seek_to_last(&mut self) {
+        each!(self, s => s.seek_to_last())
+    }
+
+    fn seek(&mut self, key: &[u8], seqno: SeqNo) {
+        each!(self, s => s.seek(key, seqno))
+    }
+
+    fn seek_for_prev(&mut self, key: &[u8]) {
+        each!(self, s => s.seek_for_prev(key))
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        each!(self, s => s.next())
+    }
+
+    #[inline]
+    fn prev(&mut self) {
+        each!(self, s => s.prev())
+    }
+
+    #[inline]
+    fn user_key(&self) -> &[u8] {
+        each!(self, s => s.user_key())
+    }
+
+    #[inline]
+    fn seqno(&self) -> SeqNo {
+        each!(self, s => s.seqno())
+    }
+
+    #[inline]
+    fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
+        each!(self, s => s.entry())
+    }
+
+    #[inline]
+    fn kind(&self) -> ValueKind {
+        each!(self, s => s.kind())
+    }
+
+    fn value(&self) -> Bytes {
+        each!(self, s => s.value())
+    }
+
+    #[inline]
+    fn value_ref(&self) -> &[u8] {
+        each!(self, s => s.value_ref())
+    }
+
+    fn status(&self) -> Result<()> {
+        each!(self, s => s.status())
+    }
 }
 
 /// A memtable source: a position in the memtable's skip list. Stepping forward follows a
@@ -107,6 +200,11 @@ impl Source for MemSource {
         self.current().1
     }
 
+    fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
+        let (key, kind, _) = self.current();
+        (&key.user_key, key.seqno, kind)
+    }
+
     fn value(&self) -> Bytes {
         self.current().2.clone()
     }
@@ -133,6 +231,7 @@ impl TableSource {
 }
 
 impl Source for TableSource {
+    #[inline]
     fn valid(&self) -> bool {
         self.iter.valid()
     }
@@ -166,6 +265,7 @@ impl Source for TableSource {
         }
     }
 
+    #[inline]
     fn next(&mut self) {
         self.iter.next();
     }
@@ -174,8 +274,14 @@ impl Source for TableSource {
         self.iter.prev();
     }
 
+    #[inline]
     fn user_key(&self) -> &[u8] {
         self.iter.user_key()
+    }
+
+    #[inline]
+    fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
+        self.iter.entry()
     }
 
     fn seqno(&self) -> SeqNo {
@@ -190,6 +296,7 @@ impl Source for TableSource {
         self.iter.value_bytes()
     }
 
+    #[inline]
     fn value_ref(&self) -> &[u8] {
         self.iter.value()
     }
@@ -255,12 +362,14 @@ impl LevelSource {
         }
     }
 
+    #[inline]
     fn current(&self) -> &TableSource {
         self.current.as_ref().expect("REQUIRES: valid()")
     }
 }
 
 impl Source for LevelSource {
+    #[inline]
     fn valid(&self) -> bool {
         self.current.as_ref().is_some_and(TableSource::valid)
     }
@@ -304,9 +413,13 @@ impl Source for LevelSource {
         }
     }
 
+    #[inline]
     fn next(&mut self) {
         if let Some(current) = &mut self.current {
             current.next();
+            if current.valid() {
+                return; // still in this table: nothing to skip
+            }
         }
         self.skip_forward();
     }
@@ -318,8 +431,14 @@ impl Source for LevelSource {
         self.skip_backward();
     }
 
+    #[inline]
     fn user_key(&self) -> &[u8] {
         self.current().user_key()
+    }
+
+    #[inline]
+    fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
+        self.current().entry()
     }
 
     fn seqno(&self) -> SeqNo {
@@ -334,6 +453,7 @@ impl Source for LevelSource {
         self.current().value()
     }
 
+    #[inline]
     fn value_ref(&self) -> &[u8] {
         self.current().value_ref()
     }

@@ -50,10 +50,12 @@ impl TableIter {
     }
 
     /// Works out [`TableIter::valid`] after a move.
+    #[inline]
     fn settle(&mut self) {
         self.valid = self.at_entry();
     }
 
+    #[inline]
     fn at_entry(&self) -> bool {
         let Some(block) = self.block.as_ref().filter(|b| b.valid()) else {
             return false;
@@ -65,31 +67,45 @@ impl TableIter {
     }
 
     /// The error that stopped the iterator, if any. Check it when `valid()` turns false.
+    #[inline]
     pub fn status(&self) -> Option<&Error> {
         self.error.as_ref()
     }
 
     /// The current entry's user key. REQUIRES: `valid()`.
+    #[inline]
     pub fn user_key(&self) -> &[u8] {
         self.current().user_key()
     }
 
+    /// The current entry's user key, sequence number and kind, in one call. REQUIRES:
+    /// `valid()`.
+    #[inline]
+    pub fn entry(&self) -> (&[u8], u64, ValueKind) {
+        let block = self.current();
+        (block.user_key(), block.seqno(), block.kind())
+    }
+
     /// The current entry's sequence number. REQUIRES: `valid()`.
+    #[inline]
     pub fn seqno(&self) -> u64 {
         self.current().seqno()
     }
 
     /// The current entry's kind. REQUIRES: `valid()`.
+    #[inline]
     pub fn kind(&self) -> ValueKind {
         self.current().kind()
     }
 
     /// The current entry's value. REQUIRES: `valid()`.
+    #[inline]
     pub fn value(&self) -> &[u8] {
         self.current().value()
     }
 
     /// The current value as shared bytes (no copy for an uncompressed block).
+    #[inline]
     pub fn value_bytes(&self) -> bytes::Bytes {
         self.current().value_bytes()
     }
@@ -153,10 +169,18 @@ impl TableIter {
     }
 
     /// Moves to the next entry. REQUIRES: `valid()`.
+    #[inline]
     pub fn next(&mut self) {
         debug_assert!(self.valid());
         if let Some(block) = self.block.as_mut() {
             block.next();
+            // The common step, to the next entry of the same block with no upper bound to
+            // pass, settled here (a forward step from an entry at or above `lower` stays
+            // there): a scan takes it for nearly every entry.
+            if block.valid() && self.upper.is_none() && self.error.is_none() {
+                self.valid = true;
+                return;
+            }
         }
         self.skip_forward();
         self.settle();
@@ -176,6 +200,7 @@ impl TableIter {
         self.skip_backward();
     }
 
+    #[inline]
     fn current(&self) -> &BlockIter {
         assert!(self.valid(), "TableIter used while not valid");
         self.block.as_ref().expect("valid implies a block")
