@@ -352,7 +352,35 @@ impl<'a> Reader<'a> {
         Ok(slice)
     }
 
+    #[inline]
     pub(crate) fn varint(&mut self) -> Result<u64, RecordError> {
+        // One byte (lengths, small numbers), then two to eight read as one word where eight
+        // are there: a filtered scan reads one or two numbers a row.
+        if let Some(&b) = self.bytes.get(self.at)
+            && b < 0x80
+        {
+            self.at += 1;
+            return Ok(u64::from(b));
+        }
+        if let Some(word) = self.bytes.get(self.at..self.at + 8) {
+            let word = u64::from_le_bytes(word.try_into().map_err(|_| RecordError::Truncated)?);
+            let stops = !word & 0x8080_8080_8080_8080;
+            if stops != 0 {
+                let used = (stops.trailing_zeros() / 8 + 1) as usize;
+                // Shortest form only: a final zero byte after the first is padding.
+                if (word >> (8 * (used - 1))) & 0xff == 0 {
+                    return Err(RecordError::Varint);
+                }
+                self.at += used;
+                return Ok(strata_sstable::coding::gather_7bit(word, used));
+            }
+        }
+        self.varint_bytewise()
+    }
+
+    /// [`Reader::varint`] a byte at a time: near the end of the bytes, or over eight bytes.
+    #[inline(never)]
+    fn varint_bytewise(&mut self) -> Result<u64, RecordError> {
         let mut v = 0u64;
         for i in 0..10 {
             let b = self.byte()?;
@@ -453,5 +481,54 @@ impl<'a> Reader<'a> {
             }
             other => Err(RecordError::UnknownTag(other)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(bytes: &[u8]) -> Result<(u64, usize), RecordError> {
+        let mut r = Reader { bytes, at: 0 };
+        let v = r.varint()?;
+        Ok((v, r.at))
+    }
+
+    #[test]
+    fn varints_read_alike_with_or_without_eight_bytes_to_read() {
+        // The word path (eight bytes there) and the bytewise one (fewer) agree on every
+        // width, whatever follows.
+        let mut values = vec![0u64, 1, 127, 128, 300, 16_383, 16_384, u64::MAX];
+        values.extend((0..64).map(|shift| 1u64 << shift));
+        values.extend((1..64).map(|shift| (1u64 << shift) - 1));
+        for value in values {
+            let mut encoded = Vec::new();
+            put_varint(&mut encoded, value);
+            for tail in 0..10 {
+                for filler in [0x00u8, 0x80, 0xff] {
+                    let mut bytes = encoded.clone();
+                    bytes.extend(std::iter::repeat_n(filler, tail));
+                    assert_eq!(read(&bytes), Ok((value, encoded.len())), "{value} + {tail}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn padded_and_cut_varints_are_refused_on_both_paths() {
+        for tail in [0usize, 10] {
+            let with_tail = |mut bytes: Vec<u8>| {
+                bytes.extend(std::iter::repeat_n(0x01, tail));
+                bytes
+            };
+            // 5 padded to two and to four bytes.
+            assert_eq!(read(&with_tail(vec![0x85, 0x00])), Err(RecordError::Varint));
+            assert_eq!(
+                read(&with_tail(vec![0x85, 0x80, 0x80, 0x00])),
+                Err(RecordError::Varint)
+            );
+        }
+        assert!(read(&[0x85, 0x80]).is_err(), "cut short");
+        assert!(read(&[0x80; 16]).is_err(), "over ten bytes");
     }
 }

@@ -439,6 +439,11 @@ impl Stream {
         } else {
             c.next();
         }
+        self.give_back(c);
+    }
+
+    /// Gives `c` (from [`Stream::take_cursor`]) back to the source where it was.
+    fn give_back(&mut self, c: Box<Cursor>) {
         if let Source::Ranges { cursor, .. } = &mut self.source {
             *cursor = Some(c);
         }
@@ -500,22 +505,32 @@ impl Stream {
         }
         match self.mode {
             Mode::Fact => loop {
-                // Each row is tested where the cursor holds it, neither key nor value copied.
-                let Some(cursor) = self.take_cursor()? else {
+                // Each row is tested where the cursor holds it, neither key nor value copied,
+                // and the cursor is held until a row passes or its range ends (taking it
+                // from the source and giving it back was a tenth of a rejected row's cost).
+                let Some(mut cursor) = self.take_cursor()? else {
                     return Ok(None);
                 };
-                self.stats.rows_read += 1;
-                let (key, bytes) = (cursor.key(), cursor.value_ref());
-                // Most rows of a scan fail the re-check: that path builds nothing.
-                let found = match self.passes_row(self.shard, key, bytes) {
-                    Ok(true) => self.build_row(self.shard, key, bytes).map(Some),
-                    Ok(false) => Ok(None),
-                    Err(e) => Err(e),
-                };
-                self.step(cursor);
-                if let Some(r) = found? {
-                    return Ok(Some(r));
+                while cursor.valid() {
+                    self.stats.rows_read += 1;
+                    let (key, bytes) = (cursor.key(), cursor.value_ref());
+                    // Most rows of a scan fail the re-check: that path builds nothing.
+                    let found = match self.passes_row(self.shard, key, bytes) {
+                        Ok(true) => self.build_row(self.shard, key, bytes).map(Some),
+                        Ok(false) => Ok(None),
+                        Err(e) => Err(e),
+                    };
+                    if !matches!(found, Ok(None)) {
+                        self.step(cursor);
+                        return found;
+                    }
+                    if self.reverse {
+                        cursor.prev();
+                    } else {
+                        cursor.next();
+                    }
                 }
+                self.give_back(cursor);
             },
             Mode::Index {
                 ix,
