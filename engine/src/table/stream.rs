@@ -173,12 +173,24 @@ impl Stream {
     /// Adds up to `want` matching rows to `out`; marks the stream done at its end.
     pub(super) fn fill(&mut self, want: usize, out: &mut VecDeque<Record>) -> Result<()> {
         while out.len() < want && !self.done {
-            match self.next_match()? {
+            match self.next_row()? {
                 Some(r) => out.push_back(r),
-                None => self.done = true,
+                None => break,
             }
         }
         Ok(())
+    }
+
+    /// The next row that passes the re-check; `None` (and the stream done) at the end.
+    pub(super) fn next_row(&mut self) -> Result<Option<Record>> {
+        if self.done {
+            return Ok(None);
+        }
+        let found = self.next_match()?;
+        if found.is_none() {
+            self.done = true;
+        }
+        Ok(found)
     }
 
     /// The next row that passes the re-check.
@@ -539,8 +551,41 @@ impl Stream {
                 ..
             } => loop {
                 if covering {
-                    // Each entry is read where the cursor holds it (pairs already read, for a
-                    // strong read of an async index, are taken one by one).
+                    // The common step: the range's cursor is at an entry. It is read where the
+                    // cursor holds it, in place in the source (taking the cursor out and
+                    // giving it back cost about a twentieth of a covering row).
+                    if let Source::Ranges {
+                        cursor: Some(c), ..
+                    } = &mut self.source
+                        && c.valid()
+                    {
+                        self.stats.rows_read += 1;
+                        let start = self.timed.then(Instant::now);
+                        let table = &self.table;
+                        let record = covering_row(
+                            &table.def,
+                            &table.def.indexes[ix],
+                            table.shards[self.shard].indexes[ix].name(),
+                            (c.key(), c.value_ref()),
+                            &mut self.covering,
+                            &mut self.reader,
+                            &self.predicates,
+                        );
+                        if self.reverse {
+                            c.prev();
+                        } else {
+                            c.next();
+                        }
+                        if let Some(start) = start {
+                            self.stats.filter_time += start.elapsed();
+                        }
+                        match record? {
+                            Some(r) => return Ok(Some(r)),
+                            None => continue,
+                        }
+                    }
+                    // Otherwise the next range's cursor, or the pairs already read for a
+                    // strong read of an async index, one by one.
                     let Some(held) = self.next_held()? else {
                         return Ok(None);
                     };
