@@ -252,7 +252,11 @@ fn a_crash_during_compaction_loses_nothing_and_leaves_no_stray_file() {
 #[test]
 fn writes_stop_while_flushes_fall_behind_and_resume_by_themselves() {
     let fs = SimFs::new();
-    // Writes stop whenever one memtable waits for the flush thread; every stop must end.
+    // Writes stop whenever one memtable waits for the flush thread; every stop must end. A
+    // table's sync takes 5 ms, while the writer fills an 8 KiB memtable in well under one:
+    // the flush thread falls behind on any machine, under any scheduling. (Without the slow
+    // syncs the test depended on the scheduler: about half of its runs saw no stop.)
+    fs.set_slow_syncs(Some((".sst", Duration::from_millis(5))));
     let store = open_with(Options {
         max_sealed_memtables: 1,
         ..sim_options(&fs)

@@ -69,6 +69,8 @@ struct State {
     read_only: bool,
     /// The bytes all files may hold together; a write past it fails as on a full disk.
     capacity: Option<u64>,
+    /// `(suffix, delay)`: a sync of a file whose name ends in `suffix` takes `delay`.
+    slow_syncs: Option<(String, std::time::Duration)>,
 }
 
 #[derive(Clone, Default)]
@@ -222,6 +224,14 @@ impl SimFs {
         self.state().capacity = bytes;
     }
 
+    /// Makes every sync of a file whose name ends in `suffix` take `delay` (the caller's
+    /// thread sleeps, holding nothing of the file system), as on a slow disk; `None` lifts
+    /// it. For tests that need background work to fall behind the writer, whatever the
+    /// scheduling: slow table syncs (`".sst"`) slow flushes and compactions and nothing else.
+    pub fn set_slow_syncs(&self, slow: Option<(&str, std::time::Duration)>) {
+        self.state().slow_syncs = slow.map(|(suffix, delay)| (suffix.to_string(), delay));
+    }
+
     /// How many operations of `kind` ran (or were failed) so far.
     pub fn op_count(&self, kind: OpKind) -> u64 {
         self.state().counts.get(&kind).copied().unwrap_or(0)
@@ -311,6 +321,18 @@ impl Write for SimFile {
 
 impl WritableFile for SimFile {
     fn sync_data(&mut self) -> io::Result<()> {
+        let delay = self
+            .fs
+            .state()
+            .slow_syncs
+            .as_ref()
+            .and_then(|(suffix, delay)| {
+                let name = self.path.file_name()?.to_str()?;
+                name.ends_with(suffix.as_str()).then_some(*delay)
+            });
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
         self.with_inode(OpKind::Sync, |inode| inode.durable_len = inode.data.len())
     }
 }
