@@ -551,58 +551,61 @@ impl Stream {
                 ..
             } => loop {
                 if covering {
-                    // The common step: the range's cursor is at an entry. It is read where the
-                    // cursor holds it, in place in the source (taking the cursor out and
-                    // giving it back cost about a twentieth of a covering row).
-                    if let Source::Ranges {
-                        cursor: Some(c), ..
-                    } = &mut self.source
-                        && c.valid()
-                    {
-                        self.stats.rows_read += 1;
-                        let start = self.timed.then(Instant::now);
-                        let table = &self.table;
-                        let record = covering_row(
-                            &table.def,
-                            &table.def.indexes[ix],
-                            table.shards[self.shard].indexes[ix].name(),
-                            (c.key(), c.value_ref()),
-                            &mut self.covering,
-                            &mut self.reader,
-                            &self.predicates,
-                        );
-                        if self.reverse {
-                            c.prev();
-                        } else {
-                            c.next();
+                    // Each entry is read where the range's cursor holds it, in place in the
+                    // source (taking the cursor out and giving it back cost about a
+                    // twentieth of a covering row); pairs already read, for a strong read of
+                    // an async index, are taken one by one.
+                    let in_place = matches!(
+                        &self.source,
+                        Source::Ranges { cursor: Some(c), .. } if c.valid()
+                    );
+                    let pair = if in_place {
+                        None
+                    } else {
+                        match self.next_held()? {
+                            None => return Ok(None),
+                            // The next range's cursor: back in its place, read as above.
+                            Some(Held::Cursor(c)) => {
+                                self.give_back(c);
+                                continue;
+                            }
+                            Some(pair) => Some(pair),
                         }
-                        if let Some(start) = start {
-                            self.stats.filter_time += start.elapsed();
-                        }
-                        match record? {
-                            Some(r) => return Ok(Some(r)),
-                            None => continue,
-                        }
-                    }
-                    // Otherwise the next range's cursor, or the pairs already read for a
-                    // strong read of an async index, one by one.
-                    let Some(held) = self.next_held()? else {
-                        return Ok(None);
                     };
-                    let (k, v) = held.pair();
                     self.stats.rows_read += 1;
                     let start = self.timed.then(Instant::now);
                     let table = &self.table;
-                    let record = covering_row(
-                        &table.def,
-                        &table.def.indexes[ix],
-                        table.shards[self.shard].indexes[ix].name(),
-                        (k, v),
-                        &mut self.covering,
-                        &mut self.reader,
-                        &self.predicates,
-                    );
-                    self.release(held);
+                    let shard = self.shard;
+                    let mut row_of = |entry| {
+                        covering_row(
+                            &table.def,
+                            &table.def.indexes[ix],
+                            table.shards[shard].indexes[ix].name(),
+                            entry,
+                            &mut self.covering,
+                            &mut self.reader,
+                            &self.predicates,
+                        )
+                    };
+                    let record = match (&pair, &mut self.source) {
+                        (Some(pair), _) => row_of(pair.pair()),
+                        (
+                            None,
+                            Source::Ranges {
+                                cursor: Some(c), ..
+                            },
+                        ) => {
+                            let record = row_of((c.key(), c.value_ref()));
+                            if self.reverse {
+                                c.prev();
+                            } else {
+                                c.next();
+                            }
+                            record
+                        }
+                        // `in_place` said the source holds a cursor.
+                        (None, _) => continue,
+                    };
                     if let Some(start) = start {
                         self.stats.filter_time += start.elapsed();
                     }
