@@ -181,9 +181,7 @@ impl Cursor {
             return;
         }
         if self.direction == Direction::Forward {
-            // Back past every version of the current key.
-            self.saved_key.clear();
-            self.saved_key.extend_from_slice(self.iter.user_key());
+            // Back past every version of the current key (in `saved_key`).
             loop {
                 self.iter.prev();
                 if !self.iter.valid() || self.iter.user_key() < &self.saved_key[..] {
