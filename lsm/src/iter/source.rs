@@ -30,9 +30,7 @@ pub(crate) trait Source {
     fn kind(&self) -> ValueKind;
     /// The user key, seqno and kind together: what a merge step asks of every entry, in one
     /// call rather than three. REQUIRES: `valid()`.
-    fn entry(&self) -> (&[u8], SeqNo, ValueKind) {
-        (self.user_key(), self.seqno(), self.kind())
-    }
+    fn entry(&self) -> (&[u8], SeqNo, ValueKind);
     fn value(&self) -> Bytes;
     /// The value, borrowed: what a reader that only looks at it takes, without the reference
     /// count a [`Bytes`] costs.
