@@ -17,6 +17,7 @@ use crate::table::format::{
 use crate::table::key::{
     KeyError, decode_key, decode_value_into, encode_key, encode_value, value_len,
 };
+use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Record, RecordError};
 use crate::table::record_codec::{Reader, put_varint};
 use crate::table::row_reader::{Kept, RowReader};
@@ -283,7 +284,7 @@ pub(crate) struct KeyFields {
     /// The key values of the entry being read.
     values: Vec<Value>,
     /// The names of an entry without a payload.
-    no_payload: Arc<[Arc<str>]>,
+    no_payload: NameList,
     /// How the rows of the payload layouts and key fields seen last are put together.
     plans: Vec<RowPlan>,
 }
@@ -292,10 +293,11 @@ pub(crate) struct KeyFields {
 /// are kept and not `NULL`: the row's names, shared by every row of the plan, and where each
 /// value comes from.
 struct RowPlan {
-    payload: Arc<[Arc<str>]>,
+    payload: NameList,
     /// Bit `j`: key field `j` is in the row.
     key_mask: u64,
-    names: Arc<[Arc<str>]>,
+    /// Interned: a row copies a pointer to them.
+    names: NameList,
     from: Vec<Part>,
 }
 
@@ -326,7 +328,7 @@ impl KeyFields {
             kept,
             need,
             names,
-            no_payload: Arc::from([]),
+            no_payload: NameList::EMPTY,
             plans: Vec::new(),
         }
     }
@@ -337,11 +339,11 @@ impl KeyFields {
 fn plan<'p>(
     plans: &'p mut Vec<RowPlan>,
     names: &[Arc<str>],
-    payload: &Arc<[Arc<str>]>,
+    payload: &NameList,
     key_mask: u64,
 ) -> &'p RowPlan {
-    // The names of a payload layout are one `Arc` while the reader remembers the layout.
-    let same = |p: &RowPlan| Arc::ptr_eq(&p.payload, payload) || *p.payload == **payload;
+    // The names of a payload layout are one list while the reader remembers the layout.
+    let same = |p: &RowPlan| p.payload.same_list(payload) || p.payload == *payload;
     let at = match plans.iter().position(|p| p.key_mask == key_mask && same(p)) {
         Some(at) => at,
         None => {
@@ -362,9 +364,14 @@ fn plan<'p>(
                 plans.clear();
             }
             plans.push(RowPlan {
-                payload: Arc::clone(payload),
+                payload: payload.clone(),
                 key_mask,
-                names: merged.iter().map(|(n, _)| Arc::clone(n)).collect(),
+                names: interned(
+                    &merged
+                        .iter()
+                        .map(|(n, _)| Arc::clone(n))
+                        .collect::<Vec<_>>(),
+                ),
                 from: merged.into_iter().map(|(_, f)| f).collect(),
             });
             plans.len() - 1
@@ -466,5 +473,5 @@ fn covering_values(
             (Part::Key(j), _) => row.push(std::mem::replace(&mut values[j], Value::Null)),
         }
     }
-    Ok(Some(Record::from_names(Arc::clone(&plan.names), row)))
+    Ok(Some(Record::from_names(plan.names.clone(), row)))
 }

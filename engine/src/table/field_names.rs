@@ -2,15 +2,14 @@
 //! ([`Record::with_names`](crate::Record::with_names)), so a loader making many rows of the
 //! same fields pays for the names once, not once a row.
 
-use std::sync::Arc;
-
+use crate::table::name_list::NameList;
 use crate::table::record::Name;
 
 /// Field names checked once — each a valid field name, none twice, at most
 /// [`MAX_FIELDS`](crate::table::format::MAX_FIELDS) — and held in ascending order, for
 /// [`Record::with_names`](crate::Record::with_names): the rows built from one list share it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FieldNames(Arc<[Name]>);
+pub struct FieldNames(NameList);
 
 impl FieldNames {
     /// The list of `names`, sorted; an error for an invalid name, a name given twice or too
@@ -55,12 +54,12 @@ impl FieldNames {
     }
 
     /// The shared list itself, for the records that hold it.
-    pub(crate) fn list(&self) -> &Arc<[Name]> {
+    pub(crate) fn list(&self) -> &NameList {
         &self.0
     }
 
     /// A list already checked: a record's own names (sorted, unique, valid when stored).
-    pub(crate) fn from_list(list: Arc<[Name]>) -> FieldNames {
+    pub(crate) fn from_list(list: NameList) -> FieldNames {
         FieldNames(list)
     }
 }

@@ -29,6 +29,7 @@ pub mod format;
 mod indexer;
 pub mod key;
 mod load;
+mod name_list;
 mod options;
 pub mod outbox;
 mod query;

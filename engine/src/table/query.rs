@@ -559,6 +559,7 @@ impl<'a> Rows<'a> {
         Ok(())
     }
 
+    #[inline(always)]
     fn project(&self, record: Record) -> Record {
         match &self.query.projection {
             None => record,
@@ -650,6 +651,7 @@ impl<'a> Rows<'a> {
     }
 
     /// The next row that passes the re-check (not projected), from whichever stream is next.
+    #[inline(always)]
     fn next_match(&mut self) -> Result<Option<Record>> {
         // One stream, read a row at a time: its rows are handed straight over, not through a
         // read-ahead of one (the refill's bookkeeping was 153 of a covering row's 2,340

@@ -24,6 +24,7 @@ use strata_planner::Value;
 
 use crate::table::field_names::FieldNames;
 use crate::table::format::RECORD_VERSION;
+use crate::table::name_list::NameList;
 use crate::table::record_codec::{
     encode_value, end_width, put_varint, value_len, varint_len, walk,
 };
@@ -39,17 +40,18 @@ pub(crate) type Name = Arc<str>;
 /// dozen fields is one vector, looked up by binary search. The names are shared: the rows a
 /// query reads from stored rows of one layout share one list of names, so a row costs one
 /// reference count for its names, not one a field (which was a sixth of a scan returning
-/// half a table). Changing a record's set of fields gives it its own list.
+/// half a table), and a row read from storage holds an interned list (`name_list.rs`) and
+/// costs none. Changing a record's set of fields gives it its own list.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Record {
-    names: Arc<[Name]>,
+    names: NameList,
     values: Vec<Value>,
 }
 
 impl Default for Record {
     fn default() -> Self {
         Record {
-            names: Arc::from([]),
+            names: NameList::EMPTY,
             values: Vec::new(),
         }
     }
@@ -85,7 +87,7 @@ impl Record {
             Err(i) => {
                 let mut names = self.names.to_vec();
                 names.insert(i, Name::from(name));
-                self.names = names.into();
+                self.names = NameList::from(names);
                 self.values.insert(i, value.into());
                 None
             }
@@ -130,24 +132,24 @@ impl Record {
             )));
         }
         Ok(Record {
-            names: Arc::clone(names.list()),
+            names: names.list().clone(),
             values,
         })
     }
 
     /// Whether this record's names are `names`' own list (not an equal copy).
     pub(crate) fn shares_names(&self, names: &FieldNames) -> bool {
-        Arc::ptr_eq(&self.names, names.list())
+        self.names.same_list(names.list())
     }
 
     /// Whether another holder (a [`FieldNames`], other records) shares this record's names.
     pub(crate) fn names_are_shared(&self) -> bool {
-        Arc::strong_count(&self.names) > 1
+        self.names.is_shared()
     }
 
     /// The names list, for a caller that remembers which lists it has checked.
     pub(crate) fn field_names(&self) -> FieldNames {
-        FieldNames::from_list(Arc::clone(&self.names))
+        FieldNames::from_list(self.names.clone())
     }
 
     /// A record of `fields`, which the caller has checked are in strictly ascending name
@@ -156,14 +158,14 @@ impl Record {
         debug_assert!(fields.windows(2).all(|w| w[0].0 < w[1].0));
         let (names, values): (Vec<Name>, Vec<Value>) = fields.into_iter().unzip();
         Record {
-            names: names.into(),
+            names: NameList::from(names),
             values,
         }
     }
 
     /// A record of `names` (strictly ascending, checked by the caller) and their `values`,
     /// the names shared with every other record of them.
-    pub(crate) fn from_names(names: Arc<[Name]>, values: Vec<Value>) -> Record {
+    pub(crate) fn from_names(names: NameList, values: Vec<Value>) -> Record {
         debug_assert_eq!(names.len(), values.len());
         debug_assert!(names.windows(2).all(|w| w[0] < w[1]));
         Record { names, values }
@@ -191,7 +193,7 @@ impl Record {
         let i = self.position(name).ok()?;
         let mut names = self.names.to_vec();
         names.remove(i);
-        self.names = names.into();
+        self.names = NameList::from(names);
         Some(self.values.remove(i))
     }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use strata_planner::{Predicate, Value};
 
 use crate::table::format::RECORD_VERSION;
+use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Name, Record, RecordError};
 use crate::table::record_codec::{View, put_varint, walk};
 
@@ -44,28 +45,26 @@ struct Layout {
     tested_at: Vec<(usize, usize)>,
     /// The positions of the fields built.
     kept_at: Vec<usize>,
-    /// Their names, shared by the records built from rows of this layout.
-    kept_names: Arc<[Name]>,
+    /// Their names, shared by the records built from rows of this layout (interned: a row
+    /// copies a pointer to them).
+    kept_names: NameList,
 }
 
 /// A row's kept fields, from [`RowReader::kept`].
 pub(crate) enum Kept<'r, 'b> {
     /// A version-2 row: the layout's kept names, their positions and the row's view.
     InPlace {
-        names: &'r Arc<[Name]>,
+        names: &'r NameList,
         at: &'r [usize],
         view: View<'b>,
     },
     /// A version-1 row, its kept fields built.
-    Built {
-        names: Arc<[Name]>,
-        values: Vec<Value>,
-    },
+    Built { names: NameList, values: Vec<Value> },
 }
 
 impl Kept<'_, '_> {
     /// The kept fields' names, in order.
-    pub(crate) fn names(&self) -> &Arc<[Name]> {
+    pub(crate) fn names(&self) -> &NameList {
         match self {
             Kept::InPlace { names, .. } => names,
             Kept::Built { names, .. } => names,
@@ -194,7 +193,8 @@ impl RowReader {
                 kept_at.push(i);
             }
         }
-        let kept_names = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
+        let kept: Vec<Name> = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
+        let kept_names = interned(&kept);
         Layout {
             head,
             names_at,
@@ -395,7 +395,7 @@ impl RowReader {
     pub(crate) fn build_parts(
         &mut self,
         bytes: &[u8],
-    ) -> Result<(Arc<[Name]>, Vec<Value>), RecordError> {
+    ) -> Result<(NameList, Vec<Value>), RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
             let (at, view) = self.view(bytes)?;
             let layout = &self.layouts[at];
@@ -406,11 +406,11 @@ impl RowReader {
                     view.value_into(i, slot)?;
                 }
             }
-            return Ok((Arc::clone(&layout.kept_names), values));
+            return Ok((layout.kept_names.clone(), values));
         }
         let (names, values): (Vec<Name>, Vec<Value>) =
             self.build_fields(bytes)?.into_iter().unzip();
-        Ok((names.into(), values))
+        Ok((NameList::from(names), values))
     }
 
     /// The fields of a version-1 row that [`RowReader::build`] builds, in name order.

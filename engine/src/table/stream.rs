@@ -182,6 +182,7 @@ impl Stream {
     }
 
     /// The next row that passes the re-check; `None` (and the stream done) at the end.
+    #[inline(always)]
     pub(super) fn next_row(&mut self) -> Result<Option<Record>> {
         if self.done {
             return Ok(None);
@@ -194,6 +195,7 @@ impl Stream {
     }
 
     /// The next row that passes the re-check.
+    #[inline(always)]
     fn next_match(&mut self) -> Result<Option<Record>> {
         let start = self.timed.then(Instant::now);
         let (fetch_before, filter_before) = (self.stats.fetch_time, self.stats.filter_time);
@@ -492,6 +494,7 @@ impl Stream {
     }
 
     /// The next record that passes the re-check.
+    #[inline(always)]
     fn pull(&mut self) -> Result<Option<Record>> {
         if let Some(r) = self.pending.pop_front() {
             return Ok(Some(r));
