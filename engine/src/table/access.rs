@@ -162,6 +162,7 @@ impl StreamKit<'_> {
             pending: VecDeque::new(),
             covering,
             fetch_keys: Vec::new(),
+            range_prefix: (0, 0),
             fetch_batch: self.query.limit.map_or(FIRST_FETCH_BATCH, |limit| {
                 usize::try_from(limit).map_or(FIRST_FETCH_BATCH, |l| l.clamp(1, FIRST_FETCH_BATCH))
             }),

@@ -163,7 +163,15 @@ pub fn decode_entry(
     value: &[u8],
 ) -> Result<Entry> {
     let mut values = Vec::with_capacity(index.fields.len() + def.primary_key.len());
-    let parts = entry_parts(def, index, cf, (key, value), ALL_FIELDS, &mut values)?;
+    let parts = entry_parts(
+        def,
+        index,
+        cf,
+        (key, value),
+        (0, 0),
+        ALL_FIELDS,
+        &mut values,
+    )?;
     let payload = match parts.payload {
         Some(bytes) => Some(Record::decode(bytes).map_err(|e| record_corrupt(cf, key, e))?),
         None => None,
@@ -194,34 +202,42 @@ const ALL_FIELDS: u64 = u64::MAX;
 const _: () = assert!(2 * MAX_KEY_FIELDS <= 64);
 
 /// Where the row an entry of `index` (read from family `cf`) names is: its fact shard and
-/// where its primary key starts in `key`. The key's values are stepped over, not built.
+/// where its primary key starts in `key`. The key's values are stepped over, not built
+/// (the first `skip.0`, `skip.1` bytes, at once: see [`entry_parts`]).
 pub(crate) fn entry_target(
     def: &TableDef,
     index: &IndexDef,
     cf: &str,
-    key: &[u8],
-    value: &[u8],
+    (key, value): (&[u8], &[u8]),
+    skip: (usize, usize),
 ) -> Result<(u64, usize)> {
-    let parts = entry_parts(def, index, cf, (key, value), 0, &mut Vec::new())?;
+    let parts = entry_parts(def, index, cf, (key, value), skip, 0, &mut Vec::new())?;
     Ok((parts.shard, parts.pk_at))
 }
 
 /// The parts of the entry `key`, `value` of `index`. Its key's values — the index's, then
 /// the primary key's — go to `values`: those of `need` (bit `j` for the `j`-th) decoded, the
-/// others stepped over and `NULL`.
+/// others stepped over and `NULL`. The first `skip.0` values, `skip.1` bytes, are the ones
+/// every key of the range read starts with (checked when the range was opened,
+/// [`shared_prefix`](crate::table::key::shared_prefix)), none of them needed: they are
+/// stepped over at once.
 fn entry_parts<'a>(
     def: &TableDef,
     index: &IndexDef,
     cf: &str,
     (key, value): (&[u8], &'a [u8]),
+    (skip, skip_bytes): (usize, usize),
     need: u64,
     values: &mut Vec<Value>,
 ) -> Result<EntryParts<'a>> {
     let (n, m) = (index.fields.len(), def.primary_key.len());
-    // The vector is the last entry's: written over, not rebuilt.
+    debug_assert!(skip <= n);
+    debug_assert!(need & ((1 << skip) - 1) == 0);
+    // The vector is the last entry's: written over, not rebuilt. The skipped values are
+    // neither needed nor read: whatever an earlier entry left there stays.
     values.resize_with(n + m, || Value::Null);
-    let (mut at, mut used) = (0, 0);
-    for (i, slot) in values.iter_mut().enumerate() {
+    let (mut at, mut used) = (skip_bytes.min(key.len()), 0);
+    for (i, slot) in values.iter_mut().enumerate().skip(skip) {
         if i == n {
             used = at;
         }
@@ -313,6 +329,11 @@ enum Part {
 const ROW_PLANS: usize = 8;
 
 impl KeyFields {
+    /// The first key field a read needs (the number of fields when it needs none).
+    pub(crate) fn first_needed(&self) -> usize {
+        (self.need.trailing_zeros() as usize).min(self.names.len())
+    }
+
     /// The key fields of index `ix` of `def`, for a query read through `reader`.
     pub(crate) fn new(def: &TableDef, ix: usize, reader: &RowReader) -> KeyFields {
         let fields = def.indexes[ix].fields.iter().chain(&def.primary_key);
@@ -388,6 +409,7 @@ pub(crate) fn covering_row(
     index: &IndexDef,
     cf: &str,
     (key, value): (&[u8], &[u8]),
+    skip: (usize, usize),
     fixed: &mut KeyFields,
     reader: &mut RowReader,
     predicates: &[Predicate],
@@ -398,6 +420,7 @@ pub(crate) fn covering_row(
         index,
         cf,
         (key, value),
+        skip,
         fixed,
         reader,
         predicates,
@@ -416,12 +439,13 @@ fn covering_values(
     index: &IndexDef,
     cf: &str,
     (key, value): (&[u8], &[u8]),
+    skip: (usize, usize),
     fixed: &mut KeyFields,
     reader: &mut RowReader,
     predicates: &[Predicate],
     values: &mut Vec<Value>,
 ) -> Result<Option<Record>> {
-    let parts = entry_parts(def, index, cf, (key, value), fixed.need, values)?;
+    let parts = entry_parts(def, index, cf, (key, value), skip, fixed.need, values)?;
     // Stored records hold no NULL fields: NULL is how a missing field reads.
     let mut key_mask = 0u64;
     for (j, (kept, v)) in fixed.kept.iter().zip(values.iter()).enumerate() {

@@ -334,8 +334,70 @@ pub fn compare_tuples(a: &[Value], b: &[Value]) -> Ordering {
 /// own helper, which its prefix bounds use); `None` when there is none.
 pub use crate::lsm::prefix_successor;
 
+/// The whole values, at most `max_values` of them, that every key in `[lower, upper)` starts
+/// with: how many and the bytes they take. A reader of the range steps over those bytes
+/// instead of walking them in each key (they are the range's, checked here once: the values
+/// of `lower` that form a prefix `p` with `upper <= successor(p)`).
+pub(crate) fn shared_prefix(
+    lower: &[u8],
+    upper: Option<&[u8]>,
+    max_values: usize,
+) -> (usize, usize) {
+    let Some(upper) = upper else {
+        return (0, 0);
+    };
+    let (mut shared, mut at) = ((0, 0), 0);
+    for values in 1..=max_values {
+        let Some(len) = lower.get(at..).and_then(|rest| value_len(rest).ok()) else {
+            break;
+        };
+        at += len;
+        match prefix_successor(&lower[..at]) {
+            Some(after) if upper <= after.as_slice() => shared = (values, at),
+            _ => break,
+        }
+    }
+    shared
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_range_shares_the_values_its_bounds_fix() {
+        let key = |values: &[Value]| encode_key(values.iter());
+        let town = Value::from("Ely");
+        let p = key(&[town.clone()]);
+        // `town = 'Ely'`: every key starts with the town.
+        let upper = prefix_successor(&p);
+        assert_eq!(shared_prefix(&p, upper.as_deref(), 4), (1, p.len()));
+        assert_eq!(shared_prefix(&p, upper.as_deref(), 0), (0, 0));
+        // `town = 'Ely' AND age BETWEEN 30 AND 40`: the town, not the age.
+        let lower = key(&[town.clone(), Value::Int(30)]);
+        let upper = prefix_successor(&key(&[town.clone(), Value::Int(40)]));
+        assert_eq!(shared_prefix(&lower, upper.as_deref(), 4), (1, p.len()));
+        // Both fields fixed.
+        let both = key(&[town.clone(), Value::Int(30)]);
+        let upper = prefix_successor(&both);
+        assert_eq!(shared_prefix(&both, upper.as_deref(), 4), (2, both.len()));
+        // No upper bound, or one past the prefix's successor: nothing is shared.
+        assert_eq!(shared_prefix(&p, None, 4), (0, 0));
+        let wider = prefix_successor(&key(&[Value::from("Elz")]));
+        assert_eq!(shared_prefix(&p, wider.as_deref(), 4), (0, 0));
+        // A lower bound that is not whole values shares only its whole ones.
+        let mut cut = key(&[town.clone(), Value::from("x")]);
+        cut.pop();
+        let upper = prefix_successor(&p);
+        assert_eq!(shared_prefix(&cut, upper.as_deref(), 4), (1, p.len()));
+        assert_eq!(shared_prefix(&[0xee], Some(&[0xef]), 4), (0, 0));
+        // Every key of the range starts with the shared bytes.
+        for k in [
+            key(&[town.clone(), Value::Int(-5)]),
+            key(&[town, Value::from("zz")]),
+        ] {
+            assert!(k.starts_with(&p) && k.as_slice() < upper.as_deref().unwrap_or_default());
+        }
+    }
+
     use super::*;
     use proptest::prelude::*;
 

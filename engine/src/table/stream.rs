@@ -22,7 +22,7 @@ use crate::table::db::{ShardStore, Table};
 use crate::table::entry::{
     KeyFields, covering_row, entry_target, index_entry, key_corrupt, record_corrupt,
 };
-use crate::table::key::decode_prefix;
+use crate::table::key::{decode_prefix, shared_prefix};
 use crate::table::query::ExecStats;
 use crate::table::record::{Record, RecordError};
 use crate::table::row_reader::RowReader;
@@ -120,6 +120,10 @@ pub(super) struct Stream {
     pub(super) fetch_batch: usize,
     /// The entry keys of the batch being fetched, end to end (kept for the next batch).
     pub(super) fetch_keys: Vec<u8>,
+    /// The whole key values every key of the range being read starts with (how many and
+    /// their bytes; see [`shared_prefix`]), up to the first one a covering read needs:
+    /// stepped over, not walked, in each entry.
+    pub(super) range_prefix: (usize, usize),
     pub(super) stats: ExecStats,
     pub(super) timed: bool,
     /// Read the source from its end backwards: the last range first, each from its upper
@@ -435,6 +439,19 @@ impl Stream {
             if let Some(upper) = &upper {
                 options = options.upper_bound(upper);
             }
+            self.range_prefix = match self.mode {
+                Mode::Index { ix, covering, .. } => {
+                    // A fetch needs only the entry's primary key.
+                    let fields = self.table.def.indexes[ix].fields.len();
+                    let needed = if covering {
+                        self.covering.first_needed().min(fields)
+                    } else {
+                        fields
+                    };
+                    shared_prefix(&lower, upper.as_deref(), needed)
+                }
+                Mode::Fact => (0, 0),
+            };
             let mut c = self.store.store.cursor(cf, options)?;
             if self.reverse {
                 c.seek_to_last();
@@ -580,26 +597,27 @@ impl Stream {
                     let start = self.timed.then(Instant::now);
                     let table = &self.table;
                     let shard = self.shard;
-                    let mut row_of = |entry| {
+                    let mut row_of = |entry, skip| {
                         covering_row(
                             &table.def,
                             &table.def.indexes[ix],
                             table.shards[shard].indexes[ix].name(),
                             entry,
+                            skip,
                             &mut self.covering,
                             &mut self.reader,
                             &self.predicates,
                         )
                     };
                     let record = match (&pair, &mut self.source) {
-                        (Some(pair), _) => row_of(pair.pair()),
+                        (Some(pair), _) => row_of(pair.pair(), (0, 0)),
                         (
                             None,
                             Source::Ranges {
                                 cursor: Some(c), ..
                             },
                         ) => {
-                            let record = row_of((c.key(), c.value_ref()));
+                            let record = row_of((c.key(), c.value_ref()), self.range_prefix);
                             if self.reverse {
                                 c.prev();
                             } else {
@@ -640,8 +658,12 @@ impl Stream {
                         break;
                     };
                     let (k, v) = held.pair();
+                    let skip = match held {
+                        Held::Cursor(_) => self.range_prefix,
+                        Held::Pair(..) => (0, 0),
+                    };
                     self.stats.rows_read += 1;
-                    let target = entry_target(&table.def, ixdef, cf_name, k, v).and_then(
+                    let target = entry_target(&table.def, ixdef, cf_name, (k, v), skip).and_then(
                         |(shard, pk_at)| {
                             let shard = self.entry_shard(shard, cf_name, k)?;
                             let start = buf.len();
