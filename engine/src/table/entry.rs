@@ -404,6 +404,10 @@ fn plan<'p>(
 /// The record a covering entry of `index` (read from family `cf`) gives a query, if it passes
 /// `predicates`: its carried fields, its index fields and its primary key, only those the
 /// `reader` keeps. The predicates are tested on the values before anything is built.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the read's parts are borrowed from disjoint fields of the stream"
+)]
 pub(crate) fn covering_row(
     def: &TableDef,
     index: &IndexDef,

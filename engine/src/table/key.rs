@@ -366,7 +366,7 @@ mod tests {
     fn a_range_shares_the_values_its_bounds_fix() {
         let key = |values: &[Value]| encode_key(values.iter());
         let town = Value::from("Ely");
-        let p = key(&[town.clone()]);
+        let p = key(std::slice::from_ref(&town));
         // `town = 'Ely'`: every key starts with the town.
         let upper = prefix_successor(&p);
         assert_eq!(shared_prefix(&p, upper.as_deref(), 4), (1, p.len()));
