@@ -19,7 +19,7 @@ use crate::table::key::{
 };
 use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Record, RecordError};
-use crate::table::record_codec::{Reader, put_varint};
+use crate::table::record_codec::{Reader, View, put_varint};
 use crate::table::row_reader::{Kept, RowReader};
 
 /// The error for damaged bytes in column family `cf`.
@@ -303,7 +303,35 @@ pub(crate) struct KeyFields {
     no_payload: NameList,
     /// How the rows of the payload layouts and key fields seen last are put together.
     plans: Vec<RowPlan>,
+    /// Bit `j`: the query returns key field `j`.
+    kept_mask: u64,
+    /// The rows of one payload layout, put together without the general path's steps.
+    fast: Option<FastRows>,
+    /// Entries in a row the fast rows did not fit; at [`FAST_MISSES`] they are rebuilt.
+    fast_misses: u32,
 }
+
+/// A covering read's rows of one payload layout, for a query with nothing to re-check and
+/// entries whose returned key fields are not `NULL`: each value is decoded straight into its
+/// place in the row — no lent key values, no plan search, no [`Kept`]. Any entry it does not
+/// fit (another layout, a `NULL` key field, damage) goes the general way, which also gives
+/// the error.
+struct FastRows {
+    /// The payload's head (version, count and names section) byte for byte, where its names
+    /// start, and its field count; `None` for entries without a payload.
+    head: Option<(Box<[u8]>, usize, usize)>,
+    /// For each key field, its place in the row (`None`: stepped over).
+    key_at: Vec<Option<usize>>,
+    /// `(position in the payload, place in the row)` of each payload field returned.
+    payload_at: Vec<(usize, usize)>,
+    names: NameList,
+}
+
+/// How many entries in a row may miss the fast rows before they are built again (for the
+/// layout the entries now have).
+/// TUNING: a table whose rows alternate between layouts keeps the general path's cost; one
+/// whose layout changed after a run of rows pays a rebuild.
+const FAST_MISSES: u32 = 16;
 
 /// How a covering row is put together from a payload of one layout and the key fields that
 /// are kept and not `NULL`: the row's names, shared by every row of the plan, and where each
@@ -343,7 +371,13 @@ impl KeyFields {
         let need = (0..names.len())
             .filter(|&j| tested[j].is_some() || kept[j])
             .fold(0, |need, j| need | 1 << j);
+        let kept_mask = (0..names.len())
+            .filter(|&j| kept[j])
+            .fold(0, |mask, j| mask | 1 << j);
         KeyFields {
+            kept_mask,
+            fast: None,
+            fast_misses: 0,
             values: Vec::with_capacity(names.len()),
             tested,
             kept,
@@ -408,7 +442,48 @@ fn plan<'p>(
     clippy::too_many_arguments,
     reason = "the read's parts are borrowed from disjoint fields of the stream"
 )]
+#[inline]
 pub(crate) fn covering_row(
+    def: &TableDef,
+    index: &IndexDef,
+    cf: &str,
+    (key, value): (&[u8], &[u8]),
+    skip: (usize, usize),
+    fixed: &mut KeyFields,
+    reader: &mut RowReader,
+    predicates: &[Predicate],
+) -> Result<Option<Record>> {
+    if let Some(fast) = &fixed.fast
+        && predicates.is_empty()
+    {
+        if let Some(row) = fast_row(fast, (key, value), skip) {
+            fixed.fast_misses = 0;
+            return Ok(Some(row));
+        }
+        fixed.fast_misses += 1;
+        if fixed.fast_misses >= FAST_MISSES {
+            fixed.fast = None;
+        }
+    }
+    covering_general(
+        def,
+        index,
+        cf,
+        (key, value),
+        skip,
+        fixed,
+        reader,
+        predicates,
+    )
+}
+
+/// [`covering_row`] the general way, out of line: the fast rows' caller keeps a small frame.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the read's parts are borrowed from disjoint fields of the stream"
+)]
+#[inline(never)]
+fn covering_general(
     def: &TableDef,
     index: &IndexDef,
     cf: &str,
@@ -501,5 +576,81 @@ fn covering_values(
             (Part::Key(j), _) => row.push(std::mem::replace(&mut values[j], Value::Null)),
         }
     }
+    if fixed.fast.is_none() && predicates.is_empty() && key_mask == fixed.kept_mask {
+        let head = match &payload {
+            Some(Kept::InPlace { at, view, .. }) => {
+                let (names_at, head) = view.head();
+                Some((view.bytes()[..head].into(), names_at, view.count(), &at[..]))
+            }
+            Some(Kept::Built { .. }) => None,
+            None => Some((Box::default(), 0, 0, &[][..])),
+        };
+        if let Some((head, names_at, count, at)) = head {
+            let mut key_at = vec![None; fixed.names.len()];
+            let mut payload_at = Vec::new();
+            for (place, from) in plan.from.iter().enumerate() {
+                match *from {
+                    Part::Key(j) => key_at[j] = Some(place),
+                    Part::Payload(i) => payload_at.push((at[i], place)),
+                }
+            }
+            fixed.fast = Some(FastRows {
+                head: payload.is_some().then_some((head, names_at, count)),
+                key_at,
+                payload_at,
+                names: plan.names.clone(),
+            });
+        }
+    }
     Ok(Some(Record::from_names(plan.names.clone(), row)))
+}
+
+/// The row `fast` builds from the entry `key`, `value` (whose first `skip.0` key values,
+/// `skip.1` bytes, are the range's: see [`entry_parts`]); `None` if the entry does not fit it
+/// — another payload layout, a returned key field that is `NULL` — or does not decode.
+#[inline]
+fn fast_row(fast: &FastRows, (key, value): (&[u8], &[u8]), skip: (usize, usize)) -> Option<Record> {
+    let mut row = Vec::with_capacity(fast.names.len());
+    row.resize_with(fast.names.len(), || Value::Null);
+    let mut at = skip.1;
+    for place in fast.key_at.get(skip.0..)? {
+        let rest = key.get(at..)?;
+        at += match *place {
+            Some(p) => {
+                let slot = row.get_mut(p)?;
+                let used = decode_value_into(rest, slot).ok()?;
+                if slot.is_null() {
+                    return None;
+                }
+                used
+            }
+            None => value_len(rest).ok()?,
+        };
+    }
+    if at != key.len() {
+        return None;
+    }
+    let mut r = Reader {
+        bytes: value,
+        at: 0,
+    };
+    if r.byte().ok()? != ENTRY_VERSION {
+        return None;
+    }
+    r.varint().ok()?;
+    let payload = &value[r.at..];
+    match &fast.head {
+        None if payload.is_empty() => {}
+        None => return None,
+        Some((head, names_at, count)) => {
+            if !payload.starts_with(head) {
+                return None;
+            }
+            let view = View::checked(payload, *names_at, head.len(), *count)?;
+            for &(i, p) in &fast.payload_at {
+                view.value_into(i, row.get_mut(p)?).ok()?;
+            }
+        }
+    }
+    Some(Record::from_names(fast.names.clone(), row))
 }

@@ -189,6 +189,11 @@ impl<'a> View<'a> {
         (self.names_at as usize, self.head as usize)
     }
 
+    /// The record's bytes.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
     /// How many fields the record has.
     pub(crate) fn count(&self) -> usize {
         self.count as usize
