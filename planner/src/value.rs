@@ -237,9 +237,23 @@ impl PartialOrd for Value {
     }
 }
 
+/// Equality as [`Ord`] has it, without ordering: values of two variants are never equal (an
+/// integer sorts just before the equal float), and two floats are equal when `total_cmp` says
+/// so, that is when their bits are. A string compares its length first — most of the
+/// planner's comparisons are a value looked up in a list of most common values, which was
+/// ~40 % of planning an equality on a text field through `cmp` (callgrind, 2026-11-24).
 impl PartialEq for Value {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
+        match (self, other) {
+            (Value::Null, Value::Null) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
@@ -448,6 +462,38 @@ mod tests {
         assert_eq!(map.len(), values.len());
         for (i, v) in values.iter().enumerate() {
             assert_eq!(map[v], i, "{v:?}");
+        }
+    }
+
+    #[test]
+    fn equality_is_the_order_saying_equal() {
+        let values = [
+            Value::Null,
+            Value::Bool(false),
+            Value::Bool(true),
+            Value::Int(0),
+            Value::Int(1),
+            Value::Int(i64::MAX),
+            Value::Int(9_007_199_254_740_993),
+            Value::Float(0.0),
+            Value::Float(-0.0),
+            Value::Float(1.0),
+            Value::Float(9_007_199_254_740_992.0),
+            Value::Float(9_223_372_036_854_775_807.0),
+            Value::Float(f64::NAN),
+            Value::Float(-f64::NAN),
+            Value::Float(f64::INFINITY),
+            Value::Str(String::new()),
+            Value::Str("a".into()),
+            Value::Str("ab".into()),
+            Value::Bytes(vec![]),
+            Value::Bytes(b"a".to_vec()),
+        ];
+        for a in &values {
+            for b in &values {
+                assert_eq!(a == b, a.cmp(b) == Ordering::Equal, "{a:?} == {b:?}");
+                assert_eq!(a == &b.clone(), a.cmp(b).is_eq());
+            }
         }
     }
 
