@@ -146,7 +146,7 @@ impl StreamKit<'_> {
         let covering = match mode {
             Mode::Index {
                 ix, covering: true, ..
-            } => KeyFields::new(&self.table.def, ix, &reader),
+            } => KeyFields::new(&self.table.def, ix, &reader, &self.table.fast_rows),
             _ => KeyFields::default(),
         };
         Stream {

@@ -22,7 +22,7 @@ use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Resul
 use crate::lsm::{ColumnFamily, ReadOptions, Store, WriteBatch, WriteOptions};
 use crate::table::advice::Usage;
 use crate::table::catalog::{IndexDef, TableDef, index_cf};
-use crate::table::entry::{encode_primary_key, record_corrupt};
+use crate::table::entry::{FastRowsCache, encode_primary_key, record_corrupt};
 use crate::table::format::{
     CATALOG_CF, CATALOG_COST_MODEL, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX,
     FACT_CF_PREFIX, INDEX_CF_PREFIX, OUTBOX_CF, SHARD_DIR_PREFIX,
@@ -129,6 +129,8 @@ pub(crate) struct Table {
     /// start from them, so a query of one row allocates no names (rows mostly have the
     /// same fields).
     pub(crate) row_layout: OnceLock<Arc<[Arc<str>]>>,
+    /// The fast rows of this definition's last covering reads (see [`FastRowsCache`]).
+    pub(crate) fast_rows: Arc<FastRowsCache>,
 }
 
 /// A table's families in one shard store.
@@ -153,6 +155,7 @@ impl Table {
             usage: Arc::clone(&self.usage),
             planning: OnceLock::new(),
             row_layout: OnceLock::new(),
+            fast_rows: Arc::default(),
         }
     }
 
@@ -341,6 +344,7 @@ impl Db {
                 usage: Arc::default(),
                 planning: OnceLock::new(),
                 row_layout: OnceLock::new(),
+                fast_rows: Arc::default(),
             };
             tables.insert(name, Arc::new(table));
         }

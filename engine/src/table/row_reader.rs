@@ -267,6 +267,11 @@ impl RowReader {
         self.builds_tested
     }
 
+    /// The fields it builds, sorted (`None`: every field).
+    pub(crate) fn kept_list(&self) -> Option<&[String]> {
+        self.kept.as_deref()
+    }
+
     /// Whether every field this reader builds is one of `fields`.
     pub(crate) fn keeps_only(&self, fields: &[String]) -> bool {
         self.kept

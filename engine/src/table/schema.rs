@@ -79,6 +79,7 @@ impl Db {
             usage: Arc::default(),
             planning: OnceLock::new(),
             row_layout: OnceLock::new(),
+            fast_rows: Arc::default(),
         });
         Ok(())
     }

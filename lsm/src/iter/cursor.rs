@@ -70,7 +70,8 @@ impl Cursor {
             upper,
             direction: Direction::Forward,
             valid: false,
-            saved_key: Vec::new(),
+            // Most keys fit: no growing from 8 to 16 to 32 bytes.
+            saved_key: Vec::with_capacity(64),
             saved_value: Bytes::new(),
             error: None,
         }

@@ -108,11 +108,23 @@ impl Block {
     }
 
     pub(crate) fn iter(&self) -> BlockIter {
+        self.iter_with(Vec::new())
+    }
+
+    /// [`Block::iter`], building its keys in `buffer` (another iterator's, from
+    /// [`BlockIter::into_key_buffer`]): a table read that crosses blocks allocates its key
+    /// buffer once, not once a block (growing it each time).
+    pub(crate) fn iter_with(&self, mut buffer: Vec<u8>) -> BlockIter {
+        buffer.clear();
+        if buffer.capacity() == 0 {
+            // Most keys fit: no growing from 8 to 16 to 32 bytes.
+            buffer.reserve(KEY_BUFFER);
+        }
         BlockIter {
             block: self.clone(),
             current: self.restarts_at,
             next: self.restarts_at,
-            key: Vec::new(),
+            key: buffer,
             seqno: 0,
             kind: ValueKind::Put,
             value: (0, 0),
@@ -120,6 +132,10 @@ impl Block {
         }
     }
 }
+
+/// The key buffer a block iterator starts with.
+/// TUNING: index and fact keys are mostly tens of bytes.
+const KEY_BUFFER: usize = 64;
 
 fn read_u32(data: &[u8], at: usize) -> u32 {
     let mut word = [0u8; 4];
@@ -143,6 +159,11 @@ pub(crate) struct BlockIter {
 }
 
 impl BlockIter {
+    /// This iterator's key buffer, for the next block's ([`Block::iter_with`]).
+    pub(crate) fn into_key_buffer(self) -> Vec<u8> {
+        self.key
+    }
+
     #[inline]
     pub(crate) fn valid(&self) -> bool {
         self.current < self.block.restarts_at && self.status.is_none()

@@ -236,13 +236,14 @@ impl TableIter {
 
     /// Loads data block `number` and positions within it with `position`.
     fn load_block(&mut self, number: usize, position: impl FnOnce(&mut BlockIter)) {
-        self.block = None;
+        // The key buffer of the block left is the next one's: a scan allocates it once.
+        let buffer = self.block.take().map(BlockIter::into_key_buffer);
         if self.error.is_some() || number >= self.blocks() {
             return;
         }
         match self.table.data_block(number) {
             Ok(block) => {
-                let mut iter = block.iter();
+                let mut iter = block.iter_with(buffer.unwrap_or_default());
                 position(&mut iter);
                 self.block_number = number;
                 self.block = Some(iter);
