@@ -625,14 +625,7 @@ impl<'a> Rows<'a> {
     /// The streams' statistics summed into the query's.
     fn gather_stats(&mut self) {
         if let [s] = &self.streams[..] {
-            // One stream: its figures, copied (summing durations checks for overflow).
-            let stats = &mut self.stats;
-            stats.rows_read = s.stats.rows_read;
-            stats.fetches = s.stats.fetches;
-            stats.rows_matched = s.stats.rows_matched;
-            stats.read_time = s.stats.read_time;
-            stats.fetch_time = s.stats.fetch_time;
-            stats.filter_time = s.stats.filter_time;
+            copy_stats(&mut self.stats, &s.stats);
             return;
         }
         let (returned, sort) = (self.stats.rows_returned, self.stats.sort_time);
@@ -663,7 +656,7 @@ impl<'a> Rows<'a> {
                 return Ok(Some(r));
             }
             let found = stream.next_row();
-            self.gather_stats();
+            copy_stats(&mut self.stats, &stream.stats);
             return found;
         }
         loop {
@@ -708,6 +701,17 @@ impl<'a> Rows<'a> {
     pub fn db(&self) -> &'a Db {
         self.db
     }
+}
+
+/// One stream's figures, as the query's (summing durations would check for overflow).
+#[inline(always)]
+fn copy_stats(stats: &mut ExecStats, stream: &ExecStats) {
+    stats.rows_read = stream.rows_read;
+    stats.fetches = stream.fetches;
+    stats.rows_matched = stream.rows_matched;
+    stats.read_time = stream.read_time;
+    stats.fetch_time = stream.fetch_time;
+    stats.filter_time = stream.filter_time;
 }
 
 impl Iterator for Rows<'_> {

@@ -191,27 +191,27 @@ impl Stream {
         if self.done {
             return Ok(None);
         }
-        let found = self.next_match()?;
-        if found.is_none() {
-            self.done = true;
+        let found = if self.timed {
+            self.pull_timed()?
+        } else {
+            self.pull()?
+        };
+        match &found {
+            Some(_) => self.stats.rows_matched += 1,
+            None => self.done = true,
         }
         Ok(found)
     }
 
-    /// The next row that passes the re-check.
-    #[inline(always)]
-    fn next_match(&mut self) -> Result<Option<Record>> {
-        let start = self.timed.then(Instant::now);
+    /// [`Stream::pull`], its reading time (less fetching and filtering) added up.
+    #[inline(never)]
+    fn pull_timed(&mut self) -> Result<Option<Record>> {
+        let start = Instant::now();
         let (fetch_before, filter_before) = (self.stats.fetch_time, self.stats.filter_time);
         let found = self.pull()?;
-        if let Some(start) = start {
-            let elsewhere =
-                (self.stats.fetch_time - fetch_before) + (self.stats.filter_time - filter_before);
-            self.stats.read_time += start.elapsed().saturating_sub(elsewhere);
-        }
-        if found.is_some() {
-            self.stats.rows_matched += 1;
-        }
+        let elsewhere =
+            (self.stats.fetch_time - fetch_before) + (self.stats.filter_time - filter_before);
+        self.stats.read_time += start.elapsed().saturating_sub(elsewhere);
         Ok(found)
     }
 
@@ -574,60 +574,61 @@ impl Stream {
                 if covering {
                     // Each entry is read where the range's cursor holds it, in place in the
                     // source (taking the cursor out and giving it back was 146 of a covering
-                    // row's 2,187 instructions); pairs already read, for a strong read of
-                    // an async index, are taken one by one.
-                    let in_place = matches!(
-                        &self.source,
-                        Source::Ranges { cursor: Some(c), .. } if c.valid()
-                    );
-                    let pair = if in_place {
-                        None
-                    } else {
-                        match self.next_held()? {
-                            None => return Ok(None),
-                            // The next range's cursor: back in its place, read as above.
-                            Some(Held::Cursor(c)) => {
-                                self.give_back(c);
-                                continue;
-                            }
-                            Some(pair) => Some(pair),
-                        }
-                    };
-                    self.stats.rows_read += 1;
-                    let start = self.timed.then(Instant::now);
-                    let table = &self.table;
-                    let shard = self.shard;
-                    let mut row_of = |entry, skip| {
-                        covering_row(
+                    // row's 2,187 instructions).
+                    if let Source::Ranges {
+                        cursor: Some(c), ..
+                    } = &mut self.source
+                        && c.valid()
+                    {
+                        self.stats.rows_read += 1;
+                        let start = self.timed.then(Instant::now);
+                        let table = &*self.table;
+                        let record = covering_row(
                             &table.def,
                             &table.def.indexes[ix],
-                            table.shards[shard].indexes[ix].name(),
-                            entry,
-                            skip,
+                            table.shards[self.shard].indexes[ix].name(),
+                            (c.key(), c.value_ref()),
+                            self.range_prefix,
                             &mut self.covering,
                             &mut self.reader,
                             &self.predicates,
-                        )
-                    };
-                    let record = match (&pair, &mut self.source) {
-                        (Some(pair), _) => row_of(pair.pair(), (0, 0)),
-                        (
-                            None,
-                            Source::Ranges {
-                                cursor: Some(c), ..
-                            },
-                        ) => {
-                            let record = row_of((c.key(), c.value_ref()), self.range_prefix);
-                            if self.reverse {
-                                c.prev();
-                            } else {
-                                c.next();
-                            }
-                            record
+                        );
+                        if self.reverse {
+                            c.prev();
+                        } else {
+                            c.next();
                         }
-                        // `in_place` said the source holds a cursor.
-                        (None, _) => continue,
+                        if let Some(start) = start {
+                            self.stats.filter_time += start.elapsed();
+                        }
+                        match record? {
+                            Some(r) => return Ok(Some(r)),
+                            None => continue,
+                        }
+                    }
+                    // The next range's cursor goes back in its place, read as above; pairs
+                    // already read, for a strong read of an async index, are taken one by one.
+                    let pair = match self.next_held()? {
+                        None => return Ok(None),
+                        Some(Held::Cursor(c)) => {
+                            self.give_back(c);
+                            continue;
+                        }
+                        Some(Held::Pair(k, v)) => (k, v),
                     };
+                    self.stats.rows_read += 1;
+                    let start = self.timed.then(Instant::now);
+                    let table = &*self.table;
+                    let record = covering_row(
+                        &table.def,
+                        &table.def.indexes[ix],
+                        table.shards[self.shard].indexes[ix].name(),
+                        (&pair.0, &pair.1),
+                        (0, 0),
+                        &mut self.covering,
+                        &mut self.reader,
+                        &self.predicates,
+                    );
                     if let Some(start) = start {
                         self.stats.filter_time += start.elapsed();
                     }
