@@ -147,6 +147,12 @@ impl Record {
         self.names.is_shared()
     }
 
+    /// Whether this record's names are an interned list (`name_list.rs`).
+    #[cfg(test)]
+    pub(crate) fn names_are_interned(&self) -> bool {
+        matches!(self.names, NameList::Interned(_))
+    }
+
     /// The names list, for a caller that remembers which lists it has checked.
     pub(crate) fn field_names(&self) -> FieldNames {
         FieldNames::from_list(self.names.clone())

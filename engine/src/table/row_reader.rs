@@ -45,9 +45,30 @@ struct Layout {
     tested_at: Vec<(usize, usize)>,
     /// The positions of the fields built.
     kept_at: Vec<usize>,
-    /// Their names, shared by the records built from rows of this layout (interned: a row
-    /// copies a pointer to them).
+    /// Their names, shared by the records built from rows of this layout: counted at first,
+    /// interned once the layout has served [`INTERN_AFTER`] rows (then a row copies a
+    /// pointer to them).
     kept_names: NameList,
+    /// Rows built from this layout, counted up to [`INTERN_AFTER`].
+    served: u32,
+}
+
+/// How many rows a layout serves before its kept names are interned.
+/// TUNING: interning a list (a lock and a hash of its names) costs about as much as the
+/// reference counts of a few dozen rows; a query of a handful of rows never pays it.
+const INTERN_AFTER: u32 = 32;
+
+impl Layout {
+    /// Counts a row built from this layout, interning its kept names at [`INTERN_AFTER`].
+    #[inline]
+    fn serve(&mut self) {
+        if self.served < INTERN_AFTER {
+            self.served += 1;
+            if self.served == INTERN_AFTER {
+                self.kept_names = interned(&self.kept_names);
+            }
+        }
+    }
 }
 
 /// A row's kept fields, from [`RowReader::kept`].
@@ -194,7 +215,7 @@ impl RowReader {
             }
         }
         let kept: Vec<Name> = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
-        let kept_names = interned(&kept);
+        let kept_names = NameList::from(kept);
         Layout {
             head,
             names_at,
@@ -202,6 +223,7 @@ impl RowReader {
             tested_at,
             kept_at,
             kept_names,
+            served: 0,
         }
     }
 
@@ -384,7 +406,8 @@ impl RowReader {
     pub(crate) fn kept<'r, 'b>(&'r mut self, bytes: &'b [u8]) -> Result<Kept<'r, 'b>, RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
             let (at, view) = self.view(bytes)?;
-            let layout = &self.layouts[at];
+            let layout = &mut self.layouts[at];
+            layout.serve();
             return Ok(Kept::InPlace {
                 names: &layout.kept_names,
                 at: &layout.kept_at,
@@ -403,7 +426,8 @@ impl RowReader {
     ) -> Result<(NameList, Vec<Value>), RecordError> {
         if bytes.first() == Some(&RECORD_VERSION) {
             let (at, view) = self.view(bytes)?;
-            let layout = &self.layouts[at];
+            let layout = &mut self.layouts[at];
+            layout.serve();
             let mut values = Vec::with_capacity(layout.kept_at.len());
             for &i in &layout.kept_at {
                 values.push(Value::Null);
@@ -478,4 +502,31 @@ fn slot<'s>(
 #[inline]
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record;
+
+    #[test]
+    fn a_layout_interns_its_names_after_serving_a_few_dozen_rows() {
+        let mut reader = RowReader::new(&[], Some(vec!["a".into(), "b".into()]));
+        let bytes = record! { "a" => 1, "b" => "x", "c" => 2.5 }.encode();
+        for row in 1..=INTERN_AFTER + 3 {
+            let record = reader.build(&bytes).unwrap();
+            assert_eq!(record, record! { "a" => 1, "b" => "x" });
+            // Counted for the rows of a short query, interned from the INTERN_AFTER-th on.
+            assert_eq!(
+                record.names_are_interned(),
+                row >= INTERN_AFTER,
+                "row {row}"
+            );
+        }
+        // The covering path's view of the same layout hands out the interned list too.
+        match reader.kept(&bytes).unwrap() {
+            Kept::InPlace { names, .. } => assert!(matches!(names, NameList::Interned(_))),
+            Kept::Built { .. } => panic!("a version-2 row is read in place"),
+        }
+    }
 }
