@@ -81,6 +81,18 @@ impl IngestRun {
         }
     }
 
+    /// An empty run for `cf` with room for `bytes` of keys and values in `entries` entries
+    /// (a loader that fills runs of one size reserves the last one's: no buffer grows and is
+    /// copied, and fewer fresh pages are touched).
+    pub fn with_capacity(cf: ColumnFamily, bytes: usize, entries: usize) -> Self {
+        IngestRun {
+            cf,
+            bytes: Vec::with_capacity(bytes),
+            spans: Vec::with_capacity(entries),
+            ascending: true,
+        }
+    }
+
     /// The family it goes to.
     pub fn cf(&self) -> &ColumnFamily {
         &self.cf

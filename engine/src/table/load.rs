@@ -170,11 +170,15 @@ impl BulkLoad<'_> {
     /// the first ones in the order they were added when it went through ordinary inserts.
     /// The rest of the run is dropped.
     pub fn commit(&mut self) -> Result<()> {
-        let fresh = IngestRun::new(self.facts.cf().clone());
+        // The next run is likely the size of this one: its buffers are reserved at once
+        // rather than grown (and copied) from nothing.
+        let next =
+            |run: &IngestRun| IngestRun::with_capacity(run.cf().clone(), run.bytes(), run.len());
+        let fresh = next(&self.facts);
         let facts = std::mem::replace(&mut self.facts, fresh);
         let mut entries = Vec::with_capacity(self.entries.len());
         for run in &mut self.entries {
-            let fresh = IngestRun::new(run.cf().clone());
+            let fresh = next(run);
             entries.push(std::mem::replace(run, fresh));
         }
         if facts.is_empty() {

@@ -292,7 +292,12 @@ impl Record {
         let mut end = 0;
         for value in &self.values {
             end += value_len(value);
-            out.extend(&(end as u32).to_le_bytes()[..width]);
+            // Fixed-size copies: a slice of a run-time width was a `memmove` call per field.
+            match width {
+                1 => out.push(end as u8),
+                2 => out.extend_from_slice(&(end as u16).to_le_bytes()),
+                _ => out.extend_from_slice(&(end as u32).to_le_bytes()),
+            }
         }
         for value in &self.values {
             encode_value(value, out);
