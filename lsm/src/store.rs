@@ -489,7 +489,12 @@ impl Store {
             .map_or_else(|| self.shared.seq.visible(), Snapshot::seqno);
         cf.shared.check_live()?;
         let version = cf.shared.current();
-        let mut sources: Vec<AnySource> = Vec::new();
+        // At most a source per memtable, level-0 table and deeper level: one allocation
+        // (growing it source by source was ~1,300 instructions of a short query).
+        let most = version.memtables().count()
+            + version.levels.first().map_or(0, Vec::len)
+            + version.levels.len().saturating_sub(1);
+        let mut sources: Vec<AnySource> = Vec::with_capacity(most);
         for mem in version.memtables() {
             sources.push(AnySource::Mem(MemSource::new(Arc::clone(mem))));
         }

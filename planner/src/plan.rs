@@ -101,20 +101,29 @@ enum Term {
     Scientific(f64),
 }
 
+/// Terms a formula makes room for at its first: a plan's formula has up to a dozen or so, and
+/// growing from four then eight was ~2,000 instructions of planning a query (callgrind).
+const FORMULA_TERMS: usize = 16;
+
 impl Formula {
-    fn text(mut self, text: &'static str) -> Self {
-        self.0.push(Term::Text(text));
+    fn push(mut self, term: Term) -> Self {
+        if self.0.capacity() == 0 {
+            self.0.reserve(FORMULA_TERMS);
+        }
+        self.0.push(term);
         self
     }
 
-    fn number(mut self, x: f64, decimals: usize) -> Self {
-        self.0.push(Term::Number(x, decimals));
-        self
+    fn text(self, text: &'static str) -> Self {
+        self.push(Term::Text(text))
     }
 
-    fn scientific(mut self, x: f64) -> Self {
-        self.0.push(Term::Scientific(x));
-        self
+    fn number(self, x: f64, decimals: usize) -> Self {
+        self.push(Term::Number(x, decimals))
+    }
+
+    fn scientific(self, x: f64) -> Self {
+        self.push(Term::Scientific(x))
     }
 
     /// `seeks × seek + n what × per`: the part every reading plan shares.
@@ -130,6 +139,9 @@ impl Formula {
     }
 
     fn then(mut self, rest: Formula) -> Self {
+        if self.0.capacity() == 0 {
+            self.0.reserve(FORMULA_TERMS.max(rest.0.len()));
+        }
         self.0.extend(rest.0);
         self
     }
