@@ -43,7 +43,8 @@ pub mod value;
 pub use cost::CostModel;
 pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted};
 pub use plan::{
-    Access, Candidate, Fetch, Formula, Plan, PlanError, choose, choose_observed, explain,
+    Access, Candidate, Fetch, Formula, Plan, PlanError, choose, choose_observed, choose_to_run,
+    explain,
 };
 pub use query::{
     Consistency, Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope,

@@ -453,3 +453,26 @@ fn a_cost_model_stored_before_row_us_and_backward_read_existed_still_reads() {
         serde_json::from_str(&serde_json::to_string(&model).expect("encodes")).expect("decodes");
     assert_eq!(round_trip, model);
 }
+
+#[test]
+fn a_plan_to_run_is_the_plan_to_show_without_its_reason() {
+    let stats = stats_with(
+        vec![(
+            "status",
+            categorical(&[("done", 0.9), ("failed", 0.099), ("pending", 0.001)]),
+        )],
+        120.0,
+    );
+    let table = people("status", Projection::KeysOnly);
+    for value in ["done", "failed", "pending", "unheard-of"] {
+        let query = where_eq("status", value);
+        let shown =
+            choose_observed(&query, &table, &stats, &model(), &Observations::default()).unwrap();
+        let run =
+            choose_to_run(&query, &table, &stats, &model(), &Observations::default()).unwrap();
+        assert!(!shown.reason.is_empty());
+        assert!(run.reason.is_empty(), "{value}: {}", run.reason);
+        assert_eq!(run.chosen, shown.chosen, "{value}");
+        assert_eq!(run.candidates, shown.candidates, "{value}");
+    }
+}

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use strata_planner::selectivity::constraints;
 use strata_planner::{
     Access, Candidate, CostModel, DIVE_LIMIT, Dive, Formula, Observations, Op, Plan, Predicate,
-    Query, TableInfo, TableStats, Value, Wanted, choose_observed, wanted,
+    Query, TableInfo, TableStats, Value, Wanted, choose_observed, choose_to_run, wanted,
 };
 
 use crate::error::{Error, Result};
@@ -244,8 +244,10 @@ impl Db {
         Ok(stats)
     }
 
-    fn plan_for(&self, t: &Table, query: &Query) -> Result<Plan> {
-        if let Some(plan) = self.point_plan(t, query)? {
+    /// The plan for `query`: with its reason when it is `shown` (`explain`), without when it
+    /// is only run.
+    fn plan_for(&self, t: &Table, query: &Query, shown: bool) -> Result<Plan> {
+        if let Some(plan) = self.point_plan(t, query, shown)? {
             return Ok(plan);
         }
         let (stats, live) = self.planning_stats(t)?;
@@ -257,7 +259,12 @@ impl Db {
             self.observe(t, query, &wanted)?
         };
         observed.rows = Some(live);
-        choose_observed(query, info, &stats, &self.cost_model(), &observed)
+        let choose = if shown {
+            choose_observed
+        } else {
+            choose_to_run
+        };
+        choose(query, info, &stats, &self.cost_model(), &observed)
             .map_err(|e| Error::InvalidArgument(e.to_string()))
     }
 
@@ -266,7 +273,7 @@ impl Db {
     /// it, and what the statistics would say cannot change the choice. Its candidates are
     /// the lookup and the scan; the row count is the store's entry count (no sketches
     /// merged, no dives). `None` for any other query, or one with a hint.
-    fn point_plan(&self, t: &Table, query: &Query) -> Result<Option<Plan>> {
+    fn point_plan(&self, t: &Table, query: &Query, shown: bool) -> Result<Option<Plan>> {
         if query.hint.is_some() {
             return Ok(None);
         }
@@ -300,7 +307,12 @@ impl Db {
             ..TableStats::default()
         };
         let info = &t.planning().key_only;
-        let plan = choose_observed(
+        let choose = if shown {
+            choose_observed
+        } else {
+            choose_to_run
+        };
+        let plan = choose(
             query,
             info,
             &stats,
@@ -378,7 +390,7 @@ impl Db {
     /// The planner's choice for `query` on `table`, with every candidate and its cost.
     pub fn explain(&self, table: &str, query: &Query) -> Result<Plan> {
         let t = self.handle(table)?;
-        self.plan_for(&t, query)
+        self.plan_for(&t, query, true)
     }
 
     /// Runs `query` on `table`: its rows, through the plan the planner chose (or the hint).
@@ -386,7 +398,7 @@ impl Db {
         let t = self.handle(table)?;
         let plan = match lookup_plan(&t, query, &self.cost_model()) {
             Some(plan) => plan,
-            None => self.plan_for(&t, query)?,
+            None => self.plan_for(&t, query, false)?,
         };
         t.usage.planned(&t.def, query, &plan);
         Rows::new(self, t, query.clone(), &plan, false)
@@ -398,7 +410,7 @@ impl Db {
     pub fn explain_analyze(&self, table: &str, query: &Query) -> Result<Analysis> {
         let start = Instant::now();
         let t = self.handle(table)?;
-        let plan = self.plan_for(&t, query)?;
+        let plan = self.plan_for(&t, query, true)?;
         let plan_time = start.elapsed();
         t.usage.planned(&t.def, query, &plan);
         let mut rows = Rows::new(self, t, query.clone(), &plan, true)?;
