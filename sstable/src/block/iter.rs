@@ -363,9 +363,14 @@ impl BlockIter {
             .ok_or(BAD)?;
         let (seqno, kind) =
             unpack_trailer(trailer).ok_or(Corruption::MalformedBlock("unknown value kind"))?;
-        // The keys agree on the shared prefix: the rest decides.
+        // The keys agree on the shared prefix: the rest decides, most often its first byte
+        // (a `memcmp` call per entry was a fifth of checking a block).
         let order = if ORDERED {
-            self.key[shared..].cmp(suffix)
+            let rest = &self.key[shared..];
+            match (rest.first(), suffix.first()) {
+                (Some(a), Some(b)) if a != b => a.cmp(b),
+                _ => rest.cmp(suffix),
+            }
         } else {
             Ordering::Equal
         };
