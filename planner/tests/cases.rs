@@ -100,16 +100,20 @@ fn case2_the_rare_value_of_a_999_to_1_field_uses_the_index_and_the_common_one_sc
     assert_eq!(common.chosen.plan, "scan", "{common}");
 }
 
-#[test]
-fn case3_a_status_field_scans_for_done_and_uses_the_index_for_pending() {
-    // done 90 %, failed 9.9 %, pending 0.1 %.
-    let stats = stats_with(
+/// A status field: done 90 %, failed 9.9 %, pending 0.1 %.
+fn status_stats() -> TableStats {
+    stats_with(
         vec![(
             "status",
             categorical(&[("done", 0.9), ("failed", 0.099), ("pending", 0.001)]),
         )],
         120.0,
-    );
+    )
+}
+
+#[test]
+fn case3_a_status_field_scans_for_done_and_uses_the_index_for_pending() {
+    let stats = status_stats();
     let table = people("status", Projection::KeysOnly);
     let done = plan(&where_eq("status", "done"), &table, &stats);
     assert_eq!(done.chosen.plan, "scan", "{done}");
@@ -456,13 +460,7 @@ fn a_cost_model_stored_before_row_us_and_backward_read_existed_still_reads() {
 
 #[test]
 fn a_plan_to_run_is_the_plan_to_show_without_its_reason() {
-    let stats = stats_with(
-        vec![(
-            "status",
-            categorical(&[("done", 0.9), ("failed", 0.099), ("pending", 0.001)]),
-        )],
-        120.0,
-    );
+    let stats = status_stats();
     let table = people("status", Projection::KeysOnly);
     for value in ["done", "failed", "pending", "unheard-of"] {
         let query = where_eq("status", value);
