@@ -548,7 +548,14 @@ impl Store {
     /// where nothing above it meets its range. Writers of the store wait while the tables are
     /// written. Fails, adding nothing, on a key twice in a run, two runs of one family that
     /// meet, an entry over its limit, or a dropped family. See `ingest.rs`.
-    pub fn ingest(&self, runs: Vec<IngestRun>) -> Result<SeqNo> {
+    pub fn ingest(&self, mut runs: Vec<IngestRun>) -> Result<SeqNo> {
+        self.shared.ingest(&mut runs)
+    }
+
+    /// [`Store::ingest`], leaving `runs` with the runs it was given that were not empty —
+    /// written when it succeeds — so their buffers can be reused
+    /// ([`IngestRun::recycle`]).
+    pub fn ingest_reusing(&self, runs: &mut Vec<IngestRun>) -> Result<SeqNo> {
         self.shared.ingest(runs)
     }
 

@@ -311,3 +311,48 @@ fn a_large_run_is_written_in_parts_that_read_as_one() {
         assert!(scan(&store, "a").is_empty(), "sync {n}");
     }
 }
+
+#[test]
+fn runs_ingested_for_reuse_come_back_whole_and_recycle_empty() {
+    let fs = SimFs::new();
+    let store = open(&fs);
+    let (a, default) = (store.cf("a").expect("family"), store.default_cf());
+    let mut runs = vec![
+        run(&store, "a", 0..200, "first"),
+        IngestRun::new(a.clone()),
+        run(&store, "default", 0..100, "first"),
+    ];
+    store.ingest_reusing(&mut runs).expect("ingest");
+    // The two runs that held entries are left, written; the empty one is gone.
+    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.iter().map(IngestRun::len).sum::<usize>(), 300);
+    assert_eq!(value(&store, "a", 150).as_deref(), Some("first150"));
+    // A recycled run is empty, for the family it is given, with its buffer kept; filled
+    // again (out of order this time), it loads like a new one.
+    let capacity = runs[0].capacity();
+    let mut recycled: Vec<IngestRun> = runs
+        .into_iter()
+        .zip([a.clone(), default.clone()])
+        .map(|(run, cf)| run.recycle(cf))
+        .collect();
+    assert!(recycled.iter().all(IngestRun::is_empty));
+    assert_eq!(recycled[0].capacity(), capacity);
+    for i in (1000..1100).rev() {
+        recycled[0].push(&key(i), format!("second{i}").as_bytes());
+    }
+    recycled[1].push(&key(5000), b"second5000");
+    store.ingest_reusing(&mut recycled).expect("ingest again");
+    assert_eq!(value(&store, "a", 1042).as_deref(), Some("second1042"));
+    assert_eq!(
+        value(&store, "default", 5000).as_deref(),
+        Some("second5000")
+    );
+    assert_eq!(value(&store, "a", 150).as_deref(), Some("first150"));
+    // A failed ingestion leaves its runs too: a key twice in a run.
+    let mut twice = vec![IngestRun::new(a)];
+    twice[0].push(&key(7000), b"x");
+    twice[0].push(&key(7000), b"y");
+    assert!(store.ingest_reusing(&mut twice).is_err());
+    assert_eq!(twice.len(), 1);
+    assert_eq!(value(&store, "a", 7000), None);
+}
