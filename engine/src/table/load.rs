@@ -174,6 +174,10 @@ impl BulkLoad<'_> {
     /// the first ones in the order they were added when it went through ordinary inserts.
     /// The rest of the run is dropped.
     pub fn commit(&mut self) -> Result<()> {
+        if self.facts.is_empty() {
+            // Nothing added since the last run: its buffers stay for the next.
+            return Ok(());
+        }
         let sizes: Vec<(usize, usize)> = std::iter::once(&self.facts)
             .chain(&self.entries)
             .map(|run| (run.bytes(), run.len()))
@@ -184,9 +188,6 @@ impl BulkLoad<'_> {
         };
         let facts = emptied(&mut self.facts);
         let entries: Vec<IngestRun> = self.entries.iter_mut().map(emptied).collect();
-        if facts.is_empty() {
-            return Ok(());
-        }
         let loaded = self.load_run(facts, entries);
         // The next runs: in the buffers of the run just ingested (largest first, to the
         // facts), else reserved at this run's sizes (the next is likely as large) rather
