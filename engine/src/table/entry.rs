@@ -122,13 +122,7 @@ pub(crate) fn same_entry_value(stored: &[u8], expected: &[u8]) -> bool {
     if stored == expected {
         return true;
     }
-    let head = |bytes: &[u8]| -> Option<(u8, u64, usize)> {
-        let mut r = Reader { bytes, at: 0 };
-        let version = r.byte().ok()?;
-        let shard = r.varint().ok()?;
-        Some((version, shard, r.at))
-    };
-    match (head(stored), head(expected)) {
+    match (entry_head(stored), entry_head(expected)) {
         (Some((v1, s1, a1)), Some((v2, s2, a2))) if v1 == v2 && s1 == s2 => {
             let (p1, p2) = (&stored[a1..], &expected[a2..]);
             !p1.is_empty()
@@ -137,6 +131,18 @@ pub(crate) fn same_entry_value(stored: &[u8], expected: &[u8]) -> bool {
         }
         _ => false,
     }
+}
+
+/// The head of an index entry's value: its version, its fact shard and where its payload
+/// starts; `None` if the head does not decode.
+pub(crate) fn entry_head(value: &[u8]) -> Option<(u8, u64, usize)> {
+    let mut r = Reader {
+        bytes: value,
+        at: 0,
+    };
+    let version = r.byte().ok()?;
+    let shard = r.varint().ok()?;
+    Some((version, shard, r.at))
 }
 
 /// A decoded index entry.
@@ -686,15 +692,11 @@ fn fast_row(fast: &FastRows, (key, value): (&[u8], &[u8]), skip: (usize, usize))
     if at != key.len() {
         return None;
     }
-    let mut r = Reader {
-        bytes: value,
-        at: 0,
-    };
-    if r.byte().ok()? != ENTRY_VERSION {
+    let (version, _, at) = entry_head(value)?;
+    if version != ENTRY_VERSION {
         return None;
     }
-    r.varint().ok()?;
-    let payload = &value[r.at..];
+    let payload = &value[at..];
     match &fast.head {
         None if payload.is_empty() => {}
         None => return None,

@@ -3,9 +3,9 @@
 //! as its files are compacted, with no pass of its own (`docs/formats/records.md`).
 
 use crate::lsm::collect::ValueUpgrade;
+use crate::table::entry::entry_head;
 use crate::table::format::{ENTRY_VERSION, FACT_CF_PREFIX, INDEX_CF_PREFIX, RECORD_V1};
 use crate::table::record::Record;
-use crate::table::record_codec::Reader;
 
 /// Rewrites version-1 fact rows and version-1 payloads of index entries in the current record
 /// version. Anything else — current records, keys-only entries, other families, and bytes that
@@ -20,16 +20,11 @@ impl ValueUpgrade for RecordUpgrade {
         }
         if cf.starts_with(INDEX_CF_PREFIX) {
             // version, shard, then the payload (none for a keys-only index).
-            let mut r = Reader {
-                bytes: value,
-                at: 0,
-            };
-            if r.byte().ok()? != ENTRY_VERSION {
+            let (version, _, at) = entry_head(value)?;
+            if version != ENTRY_VERSION {
                 return None;
             }
-            r.varint().ok()?;
-            let payload = &value[r.at..];
-            return upgrade_record(payload, value[..r.at].to_vec());
+            return upgrade_record(&value[at..], value[..at].to_vec());
         }
         None
     }
