@@ -11,26 +11,26 @@ use crate::format::ValueKind;
 /// One decoded entry: `(user_key, seqno, kind, value)`.
 pub type DecodedEntry = (Vec<u8>, u64, ValueKind, Vec<u8>);
 
-/// Decodes and validates a raw (uncompressed, trailer-less) block, then reads its entries
-/// forwards, backwards, and by a seek to each. Asserts the three agree, and returns the
+/// Decodes a raw (uncompressed, trailer-less) block as a table's first read does (restart
+/// points checked, entries checked as they are read), then reads its entries forwards,
+/// backwards, and by a seek to each. Asserts that what a read yields ascends, that the three
+/// agree, and that a whole-block validation agrees with the forward read; returns the
 /// entries or the first corruption.
 pub fn decode_block(raw: &[u8]) -> Result<Vec<DecodedEntry>, Corruption> {
     let block = Block::new(Bytes::copy_from_slice(raw))?;
-    block.validate()?;
-    let mut iter = block.iter();
-    iter.seek_to_first();
-    let mut forward = Vec::new();
-    while iter.valid() {
-        forward.push((
-            iter.user_key().to_vec(),
-            iter.seqno(),
-            iter.kind(),
-            iter.value().to_vec(),
-        ));
-        iter.next();
-    }
-    if let Some(what) = iter.status() {
-        return Err(what.clone());
+    block.check_restarts()?;
+    let forward = read_forward(&block);
+    assert_eq!(
+        forward.as_ref().err(),
+        block.validate().err().as_ref(),
+        "validation and a forward read disagree"
+    );
+    let forward = forward?;
+    for pair in forward.windows(2) {
+        assert!(
+            crate::key::compare(&pair[0].0, pair[0].1, &pair[1].0, pair[1].1).is_lt(),
+            "a read yielded entries out of order"
+        );
     }
     let mut iter = block.iter();
     iter.seek_to_last();
@@ -47,7 +47,7 @@ pub fn decode_block(raw: &[u8]) -> Result<Vec<DecodedEntry>, Corruption> {
     backward.reverse();
     assert!(
         iter.status().is_none(),
-        "a validated block iterates backwards"
+        "a block read whole forwards reads backwards"
     );
     assert_eq!(
         backward, forward,
@@ -56,10 +56,34 @@ pub fn decode_block(raw: &[u8]) -> Result<Vec<DecodedEntry>, Corruption> {
     for (key, seqno, _, _) in &forward {
         let mut iter = block.iter();
         iter.seek(key, *seqno);
-        assert!(iter.valid(), "a validated block finds each of its entries");
+        assert!(
+            iter.valid(),
+            "a block read whole forwards finds each of its entries"
+        );
         assert_eq!((iter.user_key(), iter.seqno()), (key.as_slice(), *seqno));
     }
     Ok(forward)
+}
+
+/// Every entry of `block`, read forwards from the first, or the corruption that stopped the
+/// read.
+fn read_forward(block: &Block) -> Result<Vec<DecodedEntry>, Corruption> {
+    let mut iter = block.iter();
+    iter.seek_to_first();
+    let mut forward = Vec::new();
+    while iter.valid() {
+        forward.push((
+            iter.user_key().to_vec(),
+            iter.seqno(),
+            iter.kind(),
+            iter.value().to_vec(),
+        ));
+        iter.next();
+    }
+    match iter.status() {
+        Some(what) => Err(what.clone()),
+        None => Ok(forward),
+    }
 }
 
 /// Encodes entries as a raw block with the given restart interval: seeds for the block

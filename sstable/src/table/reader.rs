@@ -462,8 +462,9 @@ impl Table {
         self.loaded().map(|loaded| &loaded.index)
     }
 
-    /// Data block `number`: on first read its checksum is verified and its structure
-    /// validated; compressed blocks are decompressed (and validated) on each cache miss.
+    /// Data block `number`: on first read its checksum is verified and its restart points
+    /// checked (its entries are checked as they are read); compressed blocks are
+    /// decompressed (and their restart points checked) on each cache miss.
     pub(crate) fn data_block(&self, number: usize) -> Result<Block> {
         let inner = &*self.inner;
         let loaded = self.loaded()?;
@@ -473,9 +474,10 @@ impl Table {
         let (stored, kind) = stored_block(&inner.data, handle, Region::Data)?;
         let to_block =
             |bytes| Block::new(bytes).map_err(|what| corruption(Region::Data, handle.offset, what));
-        let validated = |block: Block| {
+        // The checks of a first read: the entries themselves are checked as they are read.
+        let checked = |block: Block| {
             block
-                .validate()
+                .check_restarts()
                 .map_err(|what| corruption(Region::Data, handle.offset, what))?;
             Ok::<Block, Error>(block)
         };
@@ -484,16 +486,16 @@ impl Table {
         }
         let block = match kind {
             CompressionType::None if verified => to_block(stored)?,
-            CompressionType::None => validated(to_block(stored)?)?,
+            CompressionType::None => checked(to_block(stored)?)?,
             CompressionType::Zstd => match inner
                 .cache
                 .as_ref()
                 .and_then(|c| c.get(inner.id, handle.offset))
             {
-                // Only validated blocks enter the cache.
+                // Only checked blocks enter the cache.
                 Some(bytes) => to_block(bytes)?,
                 None => {
-                    let block = validated(to_block(decompress(&stored, handle, Region::Data)?)?)?;
+                    let block = checked(to_block(decompress(&stored, handle, Region::Data)?)?)?;
                     if let Some(cache) = &inner.cache {
                         cache.insert(inner.id, handle.offset, block.bytes().clone());
                     }
