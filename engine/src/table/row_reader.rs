@@ -126,6 +126,11 @@ pub(crate) struct RowReader {
     builds_tested: bool,
     /// The tested field after the one [`RowReader::value_of`] found last.
     next_asked: std::cell::Cell<usize>,
+    /// The fields the table's rows were last seen to have ([`RowReader::with_layout`]),
+    /// learnt as a layout and slots when the first row is read, not before: a covering read
+    /// that builds its rows from index entries never reads one, and learning them was a
+    /// twentieth of a 30-row covering query.
+    primer: Option<Arc<[Name]>>,
 }
 
 impl RowReader {
@@ -159,13 +164,25 @@ impl RowReader {
             kept,
             builds_tested,
             next_asked: std::cell::Cell::new(0),
+            primer: None,
         }
     }
 
     /// This reader, knowing `names` as the fields of the rows it will read, in order (one
     /// row's names, as [`RowReader::layout`] gave them): a row of those fields then costs no
-    /// name allocation.
-    pub(crate) fn with_layout(mut self, names: &[Arc<str>]) -> RowReader {
+    /// name allocation. Learnt when the first row is read ([`RowReader::prime`]).
+    pub(crate) fn with_layout(mut self, names: &Arc<[Name]>) -> RowReader {
+        self.primer = Some(Arc::clone(names));
+        self
+    }
+
+    /// Learns the fields [`RowReader::with_layout`] gave, if not yet learnt: as the slots of
+    /// version-1 rows and as the layout of version-2 rows of those fields.
+    #[cold]
+    fn prime(&mut self) {
+        let Some(names) = self.primer.take() else {
+            return;
+        };
         let (tested, kept) = (&self.tested, &self.kept);
         self.slots = names
             .iter()
@@ -178,7 +195,7 @@ impl RowReader {
             })
             .collect();
         let mut section = Vec::new();
-        for name in names {
+        for name in names.iter() {
             put_varint(&mut section, name.len() as u64);
             section.extend(name.as_bytes());
         }
@@ -188,16 +205,18 @@ impl RowReader {
         let names_at = head.len();
         head.extend(section);
         let layout = self.layout_of_names(head.into(), names_at, names.to_vec());
-        self.layouts = vec![layout];
-        self
+        self.layouts.insert(0, layout);
+        self.layouts.truncate(LAYOUTS);
+        self.current = 0;
     }
 
     /// The field names this reader knows, by position: those of the rows it read last, in
     /// strictly ascending order.
     pub(crate) fn layout(&self) -> Vec<Arc<str>> {
-        match self.layouts.get(self.current) {
-            Some(layout) => layout.names.clone(),
-            None => self.slots.iter().map(|s| Arc::clone(&s.name)).collect(),
+        match (self.layouts.get(self.current), &self.primer) {
+            (Some(layout), _) => layout.names.clone(),
+            (None, Some(names)) => names.to_vec(),
+            (None, None) => self.slots.iter().map(|s| Arc::clone(&s.name)).collect(),
         }
     }
 
@@ -239,6 +258,27 @@ impl RowReader {
             _ => self.layouts.iter().position(known),
         };
         if let Some(at) = at {
+            return self.view_known(at, bytes);
+        }
+        if self.primer.is_some() {
+            self.prime();
+            if bytes.starts_with(&self.layouts[0].head) {
+                return self.view_known(0, bytes);
+            }
+        }
+        let view = View::parse(bytes)?;
+        let at = self.learn(bytes, &view)?;
+        Ok((at, view))
+    }
+
+    /// The view of `bytes`, a row of layout `at` (its head is the layout's).
+    #[inline(always)]
+    fn view_known<'a>(
+        &mut self,
+        at: usize,
+        bytes: &'a [u8],
+    ) -> Result<(usize, View<'a>), RecordError> {
+        {
             self.current = at;
             let l = &self.layouts[at];
             let (names_at, head, count) = (l.names_at, l.head.len(), l.names.len());
@@ -247,9 +287,6 @@ impl RowReader {
                 None => Err(View::head_error(bytes, head, count)),
             };
         }
-        let view = View::parse(bytes)?;
-        let at = self.learn(bytes, &view)?;
-        Ok((at, view))
     }
 
     /// Learns the layout of `view` (of `bytes`), a version-2 row whose head no known layout
@@ -374,6 +411,9 @@ impl RowReader {
             return Ok(());
         }
         self.clear_tested();
+        if self.primer.is_some() {
+            self.prime();
+        }
         let (slots, tested, kept, values) =
             (&mut self.slots, &self.tested, &self.kept, &mut self.values);
         let mut i = 0;
@@ -444,6 +484,9 @@ impl RowReader {
 
     /// The fields of a version-1 row that [`RowReader::build`] builds, in name order.
     fn build_fields(&mut self, bytes: &[u8]) -> Result<Vec<(Name, Value)>, RecordError> {
+        if self.primer.is_some() {
+            self.prime();
+        }
         let (slots, tested, kept) = (&mut self.slots, &self.tested, &self.kept);
         let mut fields = Vec::with_capacity(slots.len().max(4));
         let mut i = 0;
@@ -508,6 +551,42 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::record;
+
+    #[test]
+    fn a_primed_reader_learns_its_layout_from_the_first_row_and_shares_the_primed_names() {
+        let primer: Arc<[Name]> = ["id", "town"].map(Name::from).into();
+        // Version 2 and version 1 of `{ id: 7, town: "Redmond" }` (docs/formats/records.md).
+        let v2 = b"\x02\x02\x08\x02id\x04town\x02\x0b\x03\x0e\x05\x07Redmond";
+        let v1 = b"\x01\x02\x02id\x03\x0e\x04town\x05\x07Redmond";
+        let expected = record! { "id" => 7, "town" => "Redmond" };
+        for bytes in [&v2[..], &v1[..]] {
+            let mut reader = RowReader::new(&["town"], None).with_layout(&primer);
+            // Nothing is learnt until a row is read (a covering read never reads one).
+            assert!(reader.layouts.is_empty() && reader.slots.is_empty());
+            assert_eq!(
+                reader.layout(),
+                primer.to_vec(),
+                "the primed fields, before a row"
+            );
+            reader.test(bytes).unwrap();
+            assert_eq!(reader.value_of("town"), &Value::from("Redmond"));
+            assert_eq!(reader.build(bytes).unwrap(), expected);
+            // The names read are the primed ones, not new allocations.
+            let names = reader.layout();
+            assert!(
+                names
+                    .iter()
+                    .zip(primer.iter())
+                    .all(|(a, b)| Arc::ptr_eq(a, b))
+            );
+        }
+        // A row of other fields is learnt as before, after the primed layout.
+        let mut reader = RowReader::new(&[], None).with_layout(&primer);
+        let other = record! { "id" => 8, "zip" => "98052" };
+        assert_eq!(reader.build(&other.encode()).unwrap(), other);
+        assert_eq!(reader.build(v2).unwrap(), expected);
+        assert_eq!(reader.layouts.len(), 2);
+    }
 
     #[test]
     fn a_layout_interns_its_names_after_serving_a_few_dozen_rows() {

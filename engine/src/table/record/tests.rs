@@ -86,7 +86,7 @@ proptest! {
         layout in proptest::collection::btree_set(prop_oneof!["a", "b", "c", "d"], 0..4),
     ) {
         // Starting from another row's names, as a query's reader does.
-        let layout: Vec<Arc<str>> = layout.iter().map(|n| Arc::from(n.as_str())).collect();
+        let layout: Arc<[Arc<str>]> = layout.iter().map(|n| Arc::from(n.as_str())).collect();
         let mut reader = RowReader::new(&["b"], None).with_layout(&layout);
         for ((names, test), v2) in rows.iter().zip(tests).zip(versions) {
             let names: Vec<&str> = names.iter().map(String::as_str).collect();
