@@ -9,6 +9,7 @@
 //!   mergeable, so per-shard or per-table-file statistics combine.
 //! - [`stats`]: `TableStats` and `ColumnStats`, their builders, and their stored form.
 //! - [`selectivity`]: the fraction of rows a predicate or conjunction keeps.
+//! - [`field_map`]: what the planner knows of each field a query names.
 //! - [`cost`]: the cost model, formulas written out beside the constants.
 //! - [`plan`]: candidates, [`choose`], [`explain`].
 //!
@@ -32,6 +33,7 @@
 //! ```
 
 pub mod cost;
+pub mod field_map;
 pub mod observe;
 pub mod plan;
 pub mod query;
@@ -41,6 +43,7 @@ pub mod stats;
 pub mod value;
 
 pub use cost::CostModel;
+pub use field_map::FieldMap;
 pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted};
 pub use plan::{
     Access, Candidate, Fetch, Formula, Plan, PlanError, choose, choose_observed, choose_to_run,

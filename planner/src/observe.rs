@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 
 use crate::query::{IndexState, Query, TableInfo};
-use crate::selectivity::{Constraint, Estimator, constraints};
+use crate::selectivity::{Constraint, Constraints, Estimator, constraints};
 use crate::sketch::Histogram;
 use crate::stats::{ColumnStats, TableStats};
 use crate::value::Value;
@@ -82,10 +82,7 @@ impl Wanted {
 
 /// The leading index fields bound by equalities, then one with a range (as the planner binds
 /// an index).
-pub(crate) fn bound_fields(
-    fields: &[String],
-    by_field: &BTreeMap<String, Constraint>,
-) -> Vec<String> {
+pub(crate) fn bound_fields(fields: &[String], by_field: &Constraints<'_>) -> Vec<String> {
     let mut bound = Vec::new();
     for field in fields {
         let Some(c) = by_field.get(field) else {

@@ -20,9 +20,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::cost::CostModel;
+use crate::field_map::FieldMap;
 use crate::observe::{Dive, Observations, bound_fields, with_extremes};
 use crate::query::{Hint, IndexInfo, IndexState, Projection, Query, Scope, TableInfo};
-use crate::selectivity::{Constraint, Estimator, constraints};
+use crate::selectivity::{Constraints, Estimator, constraints};
 use crate::stats::TableStats;
 
 /// How a candidate reaches the rows.
@@ -396,7 +397,7 @@ struct Planner<'a> {
     table: &'a TableInfo,
     model: &'a CostModel,
     estimator: Estimator<'a>,
-    by_field: BTreeMap<String, Constraint>,
+    by_field: Constraints<'a>,
     rows: f64,
     row_bytes: f64,
     shards: f64,
@@ -404,7 +405,7 @@ struct Planner<'a> {
     result: f64,
     stats: &'a TableStats,
     /// Each constrained field's own selectivity.
-    single: BTreeMap<String, f64>,
+    single: FieldMap<'a, f64>,
     /// Dives, by index.
     dives: BTreeMap<String, Dive>,
 }
@@ -425,12 +426,8 @@ impl<'a> Planner<'a> {
         let estimator = Estimator::new(stats);
         let by_field = constraints(&query.predicates);
         let rows = rows as f64;
-        let singles = estimator.singles(&by_field);
-        let result = rows * estimator.combine(&by_field, &singles);
-        let single = singles
-            .into_iter()
-            .map(|(f, s)| (f.to_owned(), s))
-            .collect();
+        let single = estimator.singles(&by_field);
+        let result = rows * estimator.combine(&by_field, &single);
         Planner {
             query,
             table,
@@ -645,11 +642,11 @@ impl<'a> Planner<'a> {
 
     /// The selectivity of the constraints on `fields` alone.
     fn selectivity_of(&self, fields: &[String]) -> f64 {
-        let subset: BTreeMap<&str, f64> = self
+        let subset: FieldMap<'_, f64> = self
             .single
             .iter()
-            .filter(|(f, _)| fields.contains(f))
-            .map(|(f, s)| (f.as_str(), *s))
+            .filter(|(f, _)| fields.iter().any(|b| b == f))
+            .map(|(f, s)| (f, *s))
             .collect();
         self.estimator.combine(&self.by_field, &subset)
     }

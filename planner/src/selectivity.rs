@@ -19,9 +19,9 @@
 //!   D(town) · D(zip)` and the chain gives the product. Every other field multiplies in as
 //!   independent. The result never exceeds the most selective single field.
 
-use std::collections::BTreeMap;
 use std::ops::Bound;
 
+use crate::field_map::FieldMap;
 use crate::query::{Op, Predicate};
 use crate::stats::{ColumnStats, TableStats};
 use crate::value::Value;
@@ -171,15 +171,16 @@ impl Constraint {
     }
 }
 
+/// What a query's predicates require of each field they name, by field (names borrowed
+/// from the predicates).
+pub type Constraints<'q> = FieldMap<'q, Constraint>;
+
 /// The constraint on each field the predicates name.
-pub fn constraints<'a>(
-    predicates: impl IntoIterator<Item = &'a Predicate>,
-) -> BTreeMap<String, Constraint> {
-    let mut by_field: BTreeMap<String, Constraint> = BTreeMap::new();
+pub fn constraints<'a>(predicates: impl IntoIterator<Item = &'a Predicate>) -> Constraints<'a> {
+    let mut by_field = Constraints::new();
     for p in predicates {
         by_field
-            .entry(p.field.clone())
-            .or_insert_with(Constraint::any)
+            .get_or_insert_with(&p.field, Constraint::any)
             .add(&p.op);
     }
     by_field
@@ -341,19 +342,16 @@ impl<'a> Estimator<'a> {
     }
 
     /// A conjunction already grouped by field.
-    pub fn constraints(&self, by_field: &BTreeMap<String, Constraint>) -> f64 {
+    pub fn constraints(&self, by_field: &Constraints<'_>) -> f64 {
         let single = self.singles(by_field);
         self.combine(by_field, &single)
     }
 
     /// Each field's own selectivity.
-    pub fn singles<'f>(
-        &self,
-        by_field: &'f BTreeMap<String, Constraint>,
-    ) -> BTreeMap<&'f str, f64> {
+    pub fn singles<'f>(&self, by_field: &Constraints<'f>) -> FieldMap<'f, f64> {
         by_field
             .iter()
-            .map(|(f, c)| (f.as_str(), self.constraint(f, c)))
+            .map(|(f, c)| (f, self.constraint(f, c)))
             .collect()
     }
 
@@ -366,11 +364,7 @@ impl<'a> Estimator<'a> {
     /// estimate is also capped, for each chained field, by the conjunction without the field
     /// times what the field's constraint keeps besides its values (1 for a plain `=` or
     /// `IN`): a narrower query is never estimated above a wider one.
-    pub fn combine(
-        &self,
-        by_field: &BTreeMap<String, Constraint>,
-        single: &BTreeMap<&str, f64>,
-    ) -> f64 {
+    pub fn combine(&self, by_field: &Constraints<'_>, single: &FieldMap<'_, f64>) -> f64 {
         let (mut sel, chained) = self.chained(by_field, single);
         for field in chained {
             let mut without = single.clone();
@@ -392,8 +386,8 @@ impl<'a> Estimator<'a> {
     /// [`Estimator::combine`] through the longest chain alone, and the chain's fields.
     fn chained<'s>(
         &self,
-        by_field: &BTreeMap<String, Constraint>,
-        single: &BTreeMap<&'s str, f64>,
+        by_field: &Constraints<'_>,
+        single: &FieldMap<'s, f64>,
     ) -> (f64, Vec<&'s str>) {
         let Some(least) = single.values().copied().reduce(f64::min) else {
             return (1.0, Vec::new());
@@ -402,7 +396,7 @@ impl<'a> Estimator<'a> {
         let values_of = |f: &String| {
             by_field
                 .get(f)
-                .filter(|c| !c.is_null && single.contains_key(f.as_str()))
+                .filter(|c| !c.is_null && single.contains_key(f))
                 .and_then(|c| c.values.as_ref())
                 .map_or(0, Vec::len)
         };
@@ -417,7 +411,7 @@ impl<'a> Estimator<'a> {
         let mut chained: Vec<&'s str> = Vec::new();
         if let Some(prefix) = chain {
             // The chain's fields, as `single` names them (every one is there: bound above).
-            let named = |f: &String| single.get_key_value(f.as_str()).map(|(k, _)| *k);
+            let named = |f: &String| single.get_key_value(f).map(|(k, _)| k);
             if let Some(first) = named(&prefix.fields[0]) {
                 sel = single[first];
                 chained.push(first);
@@ -439,8 +433,8 @@ impl<'a> Estimator<'a> {
                 chained.push(field);
             }
         }
-        for (field, s) in single {
-            if !chained.contains(field) {
+        for (field, s) in single.iter() {
+            if !chained.contains(&field) {
                 sel *= s;
             }
         }

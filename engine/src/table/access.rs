@@ -18,11 +18,11 @@
 //!    (`docs/formats/keys.md`). So a covering read of `town = ?` neither decodes nor compares
 //!    the town of each entry ([`residual`]).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use strata_planner::selectivity::Constraint;
+use strata_planner::selectivity::{Constraint, Constraints};
 use strata_planner::{Access, Consistency, Fetch, Op, Predicate, Query, Scope, Value};
 
 use crate::error::Result;
@@ -75,7 +75,7 @@ pub(super) fn access_order(table: &Table, access: &Access) -> Result<Option<Vec<
 /// the planner's `provides_order` does.
 pub(super) fn direction(
     query: &Query,
-    by_field: &BTreeMap<String, Constraint>,
+    by_field: &Constraints<'_>,
     order_fields: Option<&[String]>,
 ) -> Direction {
     let Some(order) = &query.order else {
@@ -107,7 +107,7 @@ pub(super) struct StreamKit<'q> {
     pub(super) query: &'q Arc<Query>,
     /// The query's snapshot of every fact shard.
     pub(super) facts: &'q Arc<[Snapshot]>,
-    pub(super) by_field: &'q BTreeMap<String, Constraint>,
+    pub(super) by_field: &'q Constraints<'q>,
     pub(super) timed: bool,
     pub(super) reverse: bool,
 }
@@ -298,7 +298,7 @@ fn whole() -> KeyRanges {
 
 /// The key ranges for `fields` bound as the plan says: the equality sets' product, in
 /// ascending order, each optionally narrowed by a range on the last bound field.
-pub(super) fn ranges(bound: &[String], by_field: &BTreeMap<String, Constraint>) -> KeyRanges {
+pub(super) fn ranges(bound: &[String], by_field: &Constraints<'_>) -> KeyRanges {
     key_ranges(bound, by_field).0
 }
 
@@ -314,10 +314,7 @@ pub(super) struct Exact<'a> {
 }
 
 /// [`ranges`], and which fields they bind exactly.
-fn key_ranges<'a>(
-    bound: &'a [String],
-    by_field: &BTreeMap<String, Constraint>,
-) -> (KeyRanges, Exact<'a>) {
+fn key_ranges<'a>(bound: &'a [String], by_field: &Constraints<'_>) -> (KeyRanges, Exact<'a>) {
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut range: Option<&Constraint> = None;
     let mut exact = Exact::default();
@@ -400,7 +397,7 @@ fn key_ranges<'a>(
 /// could not bind, any comparison with `NULL` — is tested.
 pub(super) fn residual(
     predicates: &[Predicate],
-    by_field: &BTreeMap<String, Constraint>,
+    by_field: &Constraints<'_>,
     exact: &Exact<'_>,
 ) -> Arc<[Predicate]> {
     let answered = |p: &Predicate| {
@@ -442,10 +439,7 @@ pub(super) fn residual(
 }
 
 /// All primary keys an equality-bound key names, ascending.
-fn point_keys(
-    fields: &[String],
-    by_field: &BTreeMap<String, Constraint>,
-) -> Option<VecDeque<Vec<u8>>> {
+fn point_keys(fields: &[String], by_field: &Constraints<'_>) -> Option<VecDeque<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
     for field in fields {
         let values = by_field.get(field)?.key_values()?;

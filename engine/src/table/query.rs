@@ -482,6 +482,7 @@ fn compare_by(fields: &[String], a: &Record, b: &Record) -> std::cmp::Ordering {
 
 impl<'a> Rows<'a> {
     fn new(db: &'a Db, table: Arc<Table>, query: Query, plan: &Plan, timed: bool) -> Result<Self> {
+        let query = Arc::new(query);
         let by_field = constraints(&query.predicates);
         let access = &plan.chosen.access;
         let order_fields = access_order(&table, access)?;
@@ -497,7 +498,6 @@ impl<'a> Rows<'a> {
             .iter()
             .map(|s| s.store.store.snapshot())
             .collect();
-        let query = Arc::new(query);
         let kit = StreamKit {
             table: &table,
             query: &query,
