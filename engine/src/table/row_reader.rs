@@ -278,14 +278,12 @@ impl RowReader {
         at: usize,
         bytes: &'a [u8],
     ) -> Result<(usize, View<'a>), RecordError> {
-        {
-            self.current = at;
-            let l = &self.layouts[at];
-            let (names_at, head, count) = (l.names_at, l.head.len(), l.names.len());
-            return match View::checked(bytes, names_at, head, count) {
-                Some(view) => Ok((at, view)),
-                None => Err(View::head_error(bytes, head, count)),
-            };
+        self.current = at;
+        let l = &self.layouts[at];
+        let (names_at, head, count) = (l.names_at, l.head.len(), l.names.len());
+        match View::checked(bytes, names_at, head, count) {
+            Some(view) => Ok((at, view)),
+            None => Err(View::head_error(bytes, head, count)),
         }
     }
 
