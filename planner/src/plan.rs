@@ -89,9 +89,14 @@ pub struct Candidate {
 }
 
 /// A cost formula with its numbers, rendered only when shown (formatting floats would cost
-/// more than planning).
+/// more than planning). A plan made only to run ([`choose_to_run`]) records none: its
+/// formulas are empty (their terms were ~9 allocations of a short query's planning).
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Formula(Vec<Term>);
+pub struct Formula {
+    terms: Vec<Term>,
+    /// Terms are dropped, not recorded.
+    unrecorded: bool,
+}
 
 #[derive(Clone, Debug, PartialEq)]
 enum Term {
@@ -107,11 +112,22 @@ enum Term {
 const FORMULA_TERMS: usize = 16;
 
 impl Formula {
-    fn push(mut self, term: Term) -> Self {
-        if self.0.capacity() == 0 {
-            self.0.reserve(FORMULA_TERMS);
+    /// A formula that records nothing: for plans that are run, not shown.
+    fn unrecorded() -> Self {
+        Formula {
+            terms: Vec::new(),
+            unrecorded: true,
         }
-        self.0.push(term);
+    }
+
+    fn push(mut self, term: Term) -> Self {
+        if self.unrecorded {
+            return self;
+        }
+        if self.terms.capacity() == 0 {
+            self.terms.reserve(FORMULA_TERMS);
+        }
+        self.terms.push(term);
         self
     }
 
@@ -128,9 +144,8 @@ impl Formula {
     }
 
     /// `seeks × seek + n what × per`: the part every reading plan shares.
-    fn reads(seeks: f64, seek_us: f64, n: f64, what: &'static str, per: f64) -> Self {
-        Formula::default()
-            .number(seeks, 0)
+    fn reads(self, seeks: f64, seek_us: f64, n: f64, what: &'static str, per: f64) -> Self {
+        self.number(seeks, 0)
             .text(" seeks × ")
             .number(seek_us, 1)
             .text(" + ")
@@ -140,17 +155,20 @@ impl Formula {
     }
 
     fn then(mut self, rest: Formula) -> Self {
-        if self.0.capacity() == 0 {
-            self.0.reserve(FORMULA_TERMS.max(rest.0.len()));
+        if self.unrecorded {
+            return self;
         }
-        self.0.extend(rest.0);
+        if self.terms.capacity() == 0 {
+            self.terms.reserve(FORMULA_TERMS.max(rest.terms.len()));
+        }
+        self.terms.extend(rest.terms);
         self
     }
 }
 
 impl std::fmt::Display for Formula {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        for term in &self.0 {
+        for term in &self.terms {
             match term {
                 Term::Text(t) => f.write_str(t)?,
                 Term::Number(x, decimals) => write!(f, "{x:.decimals$}")?,
@@ -233,8 +251,9 @@ pub fn choose_observed(
 }
 
 /// [`choose_observed`] for a plan that is run, not shown: the same choice, with an empty
-/// [`Plan::reason`] (formatting the reason's numbers was ~7,000 of the ~105,000 instructions
-/// of a covering query of ~30 rows).
+/// [`Plan::reason`] and empty cost formulas (formatting the reason's numbers was ~7,000 of
+/// the ~105,000 instructions of a covering query of ~30 rows, and recording the formulas'
+/// terms ~9 allocations).
 pub fn choose_to_run(
     query: &Query,
     table: &TableInfo,
@@ -266,7 +285,7 @@ fn plan_with(
         extended = with_extremes(&counted, &observed.extremes);
         &extended
     };
-    let mut planner = Planner::new(query, table, stats, rows, model);
+    let mut planner = Planner::new(query, table, stats, rows, model, reasoned);
     planner.apply_dives(&observed.dives);
     let planner = planner;
     let mut candidates = Vec::with_capacity(table.indexes.len() + 2);
@@ -408,6 +427,8 @@ struct Planner<'a> {
     single: FieldMap<'a, f64>,
     /// Dives, by index.
     dives: BTreeMap<String, Dive>,
+    /// Whether candidates record their cost formulas (a plan that is shown).
+    reasoned: bool,
 }
 
 /// A finite, non-negative number (statistics written by hand may hold anything).
@@ -422,6 +443,7 @@ impl<'a> Planner<'a> {
         stats: &'a TableStats,
         rows: u64,
         model: &'a CostModel,
+        reasoned: bool,
     ) -> Self {
         let estimator = Estimator::new(stats);
         let by_field = constraints(&query.predicates);
@@ -441,6 +463,16 @@ impl<'a> Planner<'a> {
             stats,
             single,
             dives: BTreeMap::new(),
+            reasoned,
+        }
+    }
+
+    /// An empty formula: recording its terms when the plan is shown.
+    fn formula(&self) -> Formula {
+        if self.reasoned {
+            Formula::default()
+        } else {
+            Formula::unrecorded()
         }
     }
 
@@ -531,14 +563,14 @@ impl<'a> Planner<'a> {
         let (run, produced) = if row_us > 0.0 {
             (
                 run + self.result * row_us,
-                Formula::default()
+                self.formula()
                     .text(" + ")
                     .number(self.result, 0)
                     .text(" rows out × ")
                     .number(row_us, 3),
             )
         } else {
-            (run, Formula::default())
+            (run, self.formula())
         };
         let (cost, stops_early, tail) = self.limit_and_order(setup, run, ordered, can_stop);
         (cost, stops_early, produced.then(tail))
@@ -556,7 +588,7 @@ impl<'a> Planner<'a> {
             return (
                 sane(setup + run + sort),
                 false,
-                Formula::default()
+                self.formula()
                     .text(" + sort(")
                     .number(self.result, 0)
                     .text(") ")
@@ -567,9 +599,9 @@ impl<'a> Planner<'a> {
             Some(f) if can_stop && f < 1.0 => (
                 sane(setup + run * f),
                 true,
-                Formula::default().text(", run × LIMIT/rows ").scientific(f),
+                self.formula().text(", run × LIMIT/rows ").scientific(f),
             ),
-            _ => (sane(setup + run), false, Formula::default()),
+            _ => (sane(setup + run), false, self.formula()),
         }
     }
 
@@ -605,14 +637,16 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: Formula::reads(
-                self.shards,
-                self.model.seek_us,
-                self.rows,
-                " rows × ",
-                per_row,
-            )
-            .then(tail),
+            formula: self
+                .formula()
+                .reads(
+                    self.shards,
+                    self.model.seek_us,
+                    self.rows,
+                    " rows × ",
+                    per_row,
+                )
+                .then(tail),
         }
     }
 
@@ -675,7 +709,8 @@ impl<'a> Planner<'a> {
                 estimated_rows: self.result,
                 cost,
                 stops_early,
-                formula: Formula::default()
+                formula: self
+                    .formula()
                     .number(keys, 0)
                     .text(" keys × fetch ")
                     .number(m.fetch_us, 1)
@@ -698,7 +733,10 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: Formula::reads(seeks, m.seek_us, read, " rows × ", per_row).then(tail),
+            formula: self
+                .formula()
+                .reads(seeks, m.seek_us, read, " rows × ", per_row)
+                .then(tail),
         })
     }
 
@@ -796,7 +834,8 @@ impl<'a> Planner<'a> {
                 false,
             );
             if in_order.0 <= sorted.0 {
-                let formula = Formula::default()
+                let formula = self
+                    .formula()
                     .text(" + ")
                     .number(entries, 0)
                     .text(" fetches × ")
@@ -804,7 +843,8 @@ impl<'a> Planner<'a> {
                     .then(in_order.2);
                 (in_order.0, in_order.1, Fetch::InIndexOrder, formula)
             } else {
-                let formula = Formula::default()
+                let formula = self
+                    .formula()
                     .text(" + sort keys ")
                     .number(sort_keys, 1)
                     .text(" + ")
@@ -833,7 +873,9 @@ impl<'a> Planner<'a> {
             estimated_rows: self.result,
             cost,
             stops_early,
-            formula: Formula::reads(seeks, m.seek_us, entries, " entries × ", per_entry)
+            formula: self
+                .formula()
+                .reads(seeks, m.seek_us, entries, " entries × ", per_entry)
                 .text(" (")
                 .number(entry_bytes, 0)
                 .text(if covering { " B), covering" } else { " B)" })

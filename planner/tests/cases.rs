@@ -459,17 +459,25 @@ fn a_cost_model_stored_before_row_us_and_backward_read_existed_still_reads() {
 }
 
 #[test]
-fn a_plan_to_run_is_the_plan_to_show_without_its_reason() {
+fn a_plan_to_run_is_the_plan_to_show_without_its_reason_and_formulas() {
     let stats = status_stats();
     let table = people("status", Projection::KeysOnly);
     for value in ["done", "failed", "pending", "unheard-of"] {
         let query = where_eq("status", value);
-        let shown =
+        let mut shown =
             choose_observed(&query, &table, &stats, &model(), &Observations::default()).unwrap();
-        let run =
+        let mut run =
             choose_to_run(&query, &table, &stats, &model(), &Observations::default()).unwrap();
         assert!(!shown.reason.is_empty());
         assert!(run.reason.is_empty(), "{value}: {}", run.reason);
+        // Everything else is the same: the formulas aside, the same candidates and choice.
+        for plan in [&mut shown, &mut run] {
+            let shown = !plan.reason.is_empty();
+            for c in std::iter::once(&mut plan.chosen).chain(&mut plan.candidates) {
+                let text = std::mem::take(&mut c.formula).to_string();
+                assert_eq!(text.is_empty(), !shown, "{value}: {text:?}");
+            }
+        }
         assert_eq!(run.chosen, shown.chosen, "{value}");
         assert_eq!(run.candidates, shown.candidates, "{value}");
     }
