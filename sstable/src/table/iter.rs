@@ -264,6 +264,11 @@ impl TableIter {
     fn skip_forward(&mut self) {
         self.check_block_status();
         while self.block.as_ref().is_some_and(|b| !b.valid()) {
+            if self.block.as_ref().is_some_and(BlockIter::read_whole) {
+                // Read from its first entry past its last, each step checked: the block's
+                // later reads need check nothing.
+                self.table.mark_whole(self.block_number);
+            }
             let next = self.block_number + 1;
             if next >= self.blocks() {
                 self.block = None;

@@ -526,6 +526,16 @@ impl Table {
         Ok(block)
     }
 
+    /// Remembers that data block `number` passed a check of all its entries (a read of
+    /// all of them, each step checked): its reads from now on check none.
+    pub(crate) fn mark_whole(&self, number: usize) {
+        if let Ok(loaded) = self.loaded()
+            && let Some(word) = loaded.whole.get(number / 64)
+        {
+            word.fetch_or(1u64 << (number % 64), AtomicOrdering::Relaxed);
+        }
+    }
+
     pub(crate) fn block_corruption(&self, number: usize, what: Corruption) -> Error {
         let offset = self.loaded().map_or(self.inner.index_handle.offset, |l| {
             l.index.handle(number).offset
@@ -817,6 +827,54 @@ mod tests {
             let key = format!("key{i:03}");
             assert!(table.get(key.as_bytes(), 9).unwrap().is_some(), "{key}");
         }
+    }
+
+    #[test]
+    fn a_scan_marks_each_block_it_reads_whole_and_a_failed_one_marks_none() {
+        let mut file = Vec::new();
+        let mut builder = crate::TableBuilder::new(&mut file, crate::TableOptions::default());
+        for i in 0..3_000u32 {
+            let key = format!("key{i:05}");
+            builder
+                .add(key.as_bytes(), 1, crate::ValueKind::Put, b"value")
+                .unwrap();
+        }
+        builder.finish().unwrap();
+        let table = Table::open(Bytes::from(file), 1, None).unwrap();
+        let blocks = table.loaded().unwrap().index.len();
+        assert!(blocks > 3, "{blocks} blocks");
+        let whole = |t: &Table, n: usize| {
+            t.loaded().unwrap().whole[n / 64].load(AtomicOrdering::Relaxed) & (1 << (n % 64)) != 0
+        };
+        // A seek into the middle of block 1 does not read it whole; the scan on from there
+        // reads blocks 2.. whole (block 1 from its middle: not).
+        let mut iter = table.iter();
+        iter.seek(b"key01000");
+        let mut n = 0;
+        while iter.valid() {
+            n += 1;
+            iter.next();
+        }
+        assert_eq!(n, 2_000);
+        let first = table
+            .loaded()
+            .unwrap()
+            .index
+            .search(b"key01000", u64::MAX >> 8);
+        for b in 0..blocks {
+            assert_eq!(whole(&table, b), b > first, "block {b} of {blocks}");
+        }
+        // Their later reads check nothing, without a second whole check.
+        assert!(table.data_block(blocks - 1).unwrap().is_entries_checked());
+        // A scan that stops at a fault marks nothing.
+        let forged = forged_table();
+        let mut iter = forged.iter();
+        iter.seek_to_first();
+        while iter.valid() {
+            iter.next();
+        }
+        assert!(iter.status().is_some());
+        assert!(!whole(&forged, 0));
     }
 
     #[test]
