@@ -1,6 +1,6 @@
 //! The key-value benchmark, side by side: the same workloads (after RocksDB's `db_bench`) on
 //! Strata, RocksDB and fjall, one engine after another in one run, and a table of ops/s with
-//! Strata's ratio to each peer.
+//! Strata's ratio to each peer and to the best of them.
 //!
 //! The same settings for all three:
 //! - 16-byte keys (`{:016}` of a number below `--keys`) and 100-byte values of random,
@@ -203,6 +203,15 @@ fn key(i: u64) -> [u8; 16] {
     key
 }
 
+/// A key that is never written, sorting among the written ones: the 15-digit form of `i` and
+/// an `x`, after every key of `i * 10 + digit` and before those of `(i + 1) * 10`. Table and
+/// memtable key ranges cannot rule it out; only a search or a filter can.
+fn missing_key(i: u64) -> [u8; 16] {
+    let mut key = [0u8; 16];
+    key.copy_from_slice(format!("{i:015}x").as_bytes());
+    key
+}
+
 fn value(rng: &mut Rng) -> [u8; VALUE_BYTES] {
     let mut value = [0u8; VALUE_BYTES];
     for chunk in value.chunks_mut(8) {
@@ -261,17 +270,20 @@ fn parse_args() -> Config {
     config
 }
 
-const WORKLOADS: [&str; 10] = [
+const WORKLOADS: [&str; 13] = [
     "fillseq",
     "fillrandom",
+    "readmissing",
     "overwrite",
     "readrandom",
+    "readrandom, 2 threads",
     "compact (s)",
     "readrandom, compacted",
     "readseq",
     "seekrandom + next 10",
     "synced writes, 1 thread",
     "synced writes, 8 threads",
+    "fillrandom, 2 threads",
 ];
 
 fn open(name: &str, dir: &Path) -> Arc<dyn Engine> {
@@ -301,8 +313,27 @@ fn timed(ops: u64, f: impl FnOnce()) -> f64 {
     rate(ops, started.elapsed())
 }
 
-/// Runs every workload on one engine; one figure per workload (ops/s, or seconds for the
-/// compaction).
+/// Runs `ops` operations split evenly over `threads` threads, each calling `op` with its own
+/// random numbers (thread `t` seeds them with `100 + t`); ops/s of the whole.
+fn threaded(threads: u64, ops: u64, op: impl Fn(&mut Rng) + Sync) -> f64 {
+    let per_thread = ops / threads;
+    let started = Instant::now();
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let op = &op;
+            scope.spawn(move || {
+                let mut rng = Rng::new(100 + t);
+                for _ in 0..per_thread {
+                    op(&mut rng);
+                }
+            });
+        }
+    });
+    rate(per_thread * threads, started.elapsed())
+}
+
+/// Runs every workload on one engine, in [`WORKLOADS`] order; one figure per workload (ops/s,
+/// or seconds for the compaction).
 fn run(name: &str, config: &Config) -> Vec<f64> {
     let dir = config.dir.join(name);
     let n = config.keys;
@@ -324,11 +355,27 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
             engine.put(&key(keys.below(n)), &value(&mut values), false);
         }
     }));
+    // Misses right after the fill, most of the data still in memtables.
+    let mut missing = Rng::new(5);
+    let mut found = 0u64;
+    results.push(timed(n, || {
+        for _ in 0..n {
+            found += u64::from(engine.get(&missing_key(missing.below(n))));
+        }
+    }));
+    assert_eq!(found, 0, "{name}: readmissing found keys never written");
     results.push(timed(n, || {
         for _ in 0..n {
             engine.put(&key(keys.below(n)), &value(&mut values), false);
         }
     }));
+    let check_found = |found: u64| {
+        // Two fills of n random keys cover about 1 - 1/e² of them.
+        assert!(
+            found > n / 2,
+            "{name}: readrandom found only {found} of {n}"
+        );
+    };
     let read_random = |engine: &Arc<dyn Engine>, seed: u64| {
         let mut keys = Rng::new(seed);
         let mut found = 0u64;
@@ -337,14 +384,17 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
                 found += u64::from(engine.get(&key(keys.below(n))));
             }
         });
-        // Two fills of n random keys cover about 1 - 1/e² of them.
-        assert!(
-            found > n / 2,
-            "{name}: readrandom found only {found} of {n}"
-        );
+        check_found(found);
         ops
     };
     results.push(read_random(&engine, 2));
+    let found = std::sync::atomic::AtomicU64::new(0);
+    results.push(threaded(2, n, |rng| {
+        if engine.get(&key(rng.below(n))) {
+            found.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }));
+    check_found(found.into_inner());
     let started = Instant::now();
     engine.compact();
     results.push(started.elapsed().as_secs_f64());
@@ -360,22 +410,18 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
         }
     }));
     for threads in [1u64, 8] {
-        let per_thread = config.synced / threads;
-        let started = Instant::now();
-        std::thread::scope(|scope| {
-            for t in 0..threads {
-                let engine = Arc::clone(&engine);
-                scope.spawn(move || {
-                    let mut rng = Rng::new(100 + t);
-                    for _ in 0..per_thread {
-                        let k = key(rng.below(n));
-                        engine.put(&k, &value(&mut rng), true);
-                    }
-                });
-            }
-        });
-        results.push(rate(per_thread * threads, started.elapsed()));
+        results.push(threaded(threads, config.synced, |rng| {
+            let k = key(rng.below(n));
+            engine.put(&k, &value(rng), true);
+        }));
     }
+    drop(engine);
+
+    let engine = open(name, &dir);
+    results.push(threaded(2, n, |rng| {
+        let k = key(rng.below(n));
+        engine.put(&k, &value(rng), false);
+    }));
     drop(engine);
     let _ = std::fs::remove_dir_all(&dir);
     results
@@ -422,6 +468,9 @@ fn main() {
         for &peer in &peers {
             header += &format!(" strata/{:<7} |", columns[peer].0);
         }
+        if peers.len() > 1 {
+            header += " strata/best |";
+        }
     }
     println!("{header}");
     println!(
@@ -451,6 +500,19 @@ fn main() {
                     columns[s].1[row] / columns[peer].1[row]
                 };
                 line += &format!(" {ratio:>14.2} |");
+            }
+            if peers.len() > 1 {
+                let ratio = peers
+                    .iter()
+                    .map(|&peer| {
+                        if workload.ends_with("(s)") {
+                            columns[peer].1[row] / columns[s].1[row]
+                        } else {
+                            columns[s].1[row] / columns[peer].1[row]
+                        }
+                    })
+                    .fold(f64::INFINITY, f64::min);
+                line += &format!(" {ratio:>11.2} |");
             }
         }
         println!("{line}");
