@@ -189,6 +189,12 @@ struct Writer {
     links: u32,
     /// xorshift64 state for tower heights.
     rng: u64,
+    /// The last node inserted (`NIL`: none yet).
+    last: u32,
+    /// The last insert's predecessors at every level of the list (`None`: the head), with the
+    /// inserted node itself at the levels of its tower: where the search for a larger key
+    /// starts (see [`Search::from_splice`]).
+    splice: [Option<u32>; MAX_HEIGHT],
 }
 
 /// The list is full: [`CAPACITY`] nodes, or as many upper links.
@@ -224,6 +230,9 @@ struct Search<'a, K, V> {
     at: Option<(u32, &'a Slot<K, V>)>,
     not_below: u32,
     level: usize,
+    /// Where each level's search starts until the search first moves right, for an insert
+    /// whose key is above the previous insert's ([`Search::from_splice`]).
+    splice: Option<[Option<u32>; MAX_HEIGHT]>,
 }
 
 impl<'a, K: Ord, V> Search<'a, K, V> {
@@ -233,6 +242,28 @@ impl<'a, K: Ord, V> Search<'a, K, V> {
             at: None,
             not_below: NIL,
             level: list.height.load(Ordering::Acquire) - 1,
+            splice: None,
+        }
+    }
+
+    /// A search for a key above the last inserted one that starts each level at that insert's
+    /// predecessor there (its `splice`), instead of at the head, until it first moves right.
+    ///
+    /// Why that finds the same predecessors: the splice's node at a level is below the last
+    /// key, hence below this one, so a search may start there; the level below's splice node
+    /// is at or after it, so stepping down to it skips only nodes below the key. Once the
+    /// search moves right at some level it stands past the last key, right of every splice
+    /// node below, and goes on as any search. Ascending keys (a sequential load, an
+    /// auto-increment key) then search only the links at the list's end: RocksDB's
+    /// `InlineSkipList` keeps a `Splice` for the same reason.
+    fn from_splice(list: &'a SkipList<K, V>, splice: [Option<u32>; MAX_HEIGHT]) -> Self {
+        let level = list.height.load(Ordering::Relaxed) - 1;
+        Search {
+            list,
+            at: splice[level].map(|index| (index, list.slot(index))),
+            not_below: NIL,
+            level,
+            splice: Some(splice),
         }
     }
 
@@ -266,6 +297,7 @@ impl<'a, K: Ord, V> Search<'a, K, V> {
             }
             if slot.key() < key {
                 self.at = Some((next, slot));
+                self.splice = None;
                 return None;
             }
             self.not_below = next;
@@ -277,6 +309,9 @@ impl<'a, K: Ord, V> Search<'a, K, V> {
             return Some((self.at.map(|(index, _)| index), next));
         }
         self.level -= 1;
+        if let Some(splice) = &self.splice {
+            self.at = splice[self.level].map(|index| (index, list.slot(index)));
+        }
         None
     }
 }
@@ -365,6 +400,9 @@ impl<K: Ord, V> Pending<'_, K, V> {
             list.height.store(height, Ordering::Release);
         }
         list.len.fetch_add(1, Ordering::Release);
+        writer.last = index;
+        writer.splice = preds;
+        writer.splice[..height].fill(Some(index));
         Ok(())
     }
 }
@@ -389,6 +427,8 @@ impl<K: Ord, V> SkipList<K, V> {
                 nodes: 0,
                 links: 0,
                 rng: 0x9E37_79B9_7F4A_7C15,
+                last: NIL,
+                splice: [None; MAX_HEIGHT],
             }),
         }
     }
@@ -551,13 +591,19 @@ impl<K: Ord, V> SkipList<K, V> {
                 .get_or_allocate(last, || AtomicU32::new(NIL))
                 .ok_or(Full)?;
         }
+        let above_last = writer.last != NIL && *self.slot(writer.last).key() < key;
+        let search = if above_last {
+            Search::from_splice(self, writer.splice)
+        } else {
+            Search::new(self)
+        };
         Ok(Pending {
             list: self,
             writer,
             index,
             height,
             upper_links,
-            search: Search::new(self),
+            search,
             preds: [None; MAX_HEIGHT],
             searched: false,
             key,
@@ -745,6 +791,69 @@ mod tests {
             key(list.seek_near(&5_000_000, &mut finger)),
             Some(5_000_001)
         );
+    }
+
+    /// Every level ascends (equal keys allowed) and is a subsequence of the level below, and
+    /// level 0 holds every node: what searches from the head and from a splice rely on.
+    fn assert_well_formed<K: Ord + std::fmt::Debug, V>(list: &SkipList<K, V>) {
+        let height = list.height.load(Ordering::Relaxed);
+        let mut below: Option<std::collections::HashSet<u32>> = None;
+        for level in 0..height {
+            let mut nodes = Vec::new();
+            let mut at = list.next(None, level);
+            while let Some(index) = at {
+                nodes.push(index);
+                assert!(usize::from(list.slot(index).cold().height) > level);
+                at = list.next(Some(index), level);
+            }
+            for pair in nodes.windows(2) {
+                assert!(
+                    list.slot(pair[0]).key() <= list.slot(pair[1]).key(),
+                    "level {level} out of order"
+                );
+            }
+            if let Some(below) = &below {
+                assert!(nodes.iter().all(|index| below.contains(index)));
+            } else {
+                assert_eq!(nodes.len(), list.len());
+            }
+            below = Some(nodes.into_iter().collect());
+        }
+    }
+
+    #[test]
+    fn inserts_above_the_last_start_from_its_splice_and_build_a_sound_list() {
+        // Ascending runs (the splice serves them), repeats, steps back, a descending run,
+        // and jumps far ahead, in one list.
+        let mut keys: Vec<u64> = (0..3_000).collect();
+        keys.extend([2_999, 2_999, 10, 10, 11, 5_000, 4_999, 4_998]);
+        keys.extend((0..2_000).map(|i| 100_000 - i * 3));
+        keys.extend((0..2_000).map(|i| 200_000 + i * 1_000));
+        keys.extend((0..2_000).map(|i| (i * 7_919) % 20_011));
+        keys.extend(1_000..1_500);
+        let list = SkipList::new();
+        for (i, &key) in keys.iter().enumerate() {
+            list.insert(key, i).expect("room");
+        }
+        assert_well_formed(&list);
+        let got: Vec<u64> = list.iter().map(|(k, _)| *k).collect();
+        let mut want = keys.clone();
+        want.sort_unstable();
+        assert_eq!(got, want);
+        // Equal keys: the newer insert comes first, as from the head.
+        let sevens: Vec<usize> = {
+            let list = SkipList::new();
+            for i in 0..6 {
+                list.insert(7u8, i).expect("room");
+                list.insert(8u8, i).expect("room");
+            }
+            assert_well_formed(&list);
+            list.iter()
+                .filter(|(k, _)| **k == 7)
+                .map(|(_, v)| *v)
+                .collect()
+        };
+        assert_eq!(sevens, vec![5, 4, 3, 2, 1, 0]);
     }
 
     #[test]
