@@ -591,11 +591,21 @@ impl<K: Ord, V> SkipList<K, V> {
                 .get_or_allocate(last, || AtomicU32::new(NIL))
                 .ok_or(Full)?;
         }
-        let above_last = writer.last != NIL && *self.slot(writer.last).key() < key;
+        let last = (writer.last != NIL).then(|| self.slot(writer.last));
+        let above_last = last.is_some_and(|last| *last.key() < key);
+        // An append: the last insert is the list's last node, so its splice holds the last
+        // node of every level, which are this key's predecessors. No search at all.
+        let appends =
+            above_last && last.is_some_and(|last| last.next[0].load(Ordering::Relaxed) == NIL);
         let search = if above_last {
             Search::from_splice(self, writer.splice)
         } else {
             Search::new(self)
+        };
+        let preds = if appends {
+            writer.splice
+        } else {
+            [None; MAX_HEIGHT]
         };
         Ok(Pending {
             list: self,
@@ -604,8 +614,8 @@ impl<K: Ord, V> SkipList<K, V> {
             height,
             upper_links,
             search,
-            preds: [None; MAX_HEIGHT],
-            searched: false,
+            preds,
+            searched: appends,
             key,
             value,
         })
