@@ -85,7 +85,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
     // 5. Strays, then the new log.
     remove_unreferenced(&opening.fs, dir, &numbered, &state, manifest_number);
     let log_path = file_path(dir, FileKind::Log, new_log);
-    let log_file = opening.fs.create(&log_path).at(IoOp::Create, &log_path)?;
+    let log_file = opening
+        .fs
+        .create_log(&log_path)
+        .at(IoOp::Create, &log_path)?;
     opening.fs.sync_dir(dir).at(IoOp::SyncDir, dir)?;
 
     let mut cfs = BTreeMap::new();

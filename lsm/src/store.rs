@@ -768,7 +768,11 @@ impl Store {
         wal.log
             .sync(|file| file.sync_data())
             .map(drop)
-            .map_err(|e| Error::log(path, e))?;
+            .map_err(|e| Error::log(path.clone(), e))?;
+        wal.log
+            .get_mut()
+            .finish()
+            .map_err(|e| Error::log(path, strata_wal::Error::Io(e)))?;
         // Record that the log is whole at this size, so the next open can tell a log cut
         // short after the close from a crash's torn tail.
         let edit = crate::edit::VersionEdit {

@@ -317,9 +317,15 @@ impl Shared {
         // to be complete: damage in it is corruption, not a torn tail.
         wal.log
             .sync(|file| file.sync_data())
-            .map_err(|e| Error::log(old_path, e))?;
+            .map_err(|e| Error::log(old_path.clone(), e))?;
+        // ... and ends at its last record (space reserved past it is given back) before the
+        // next log exists: a log that is not the last must hold no torn-tail zeros.
+        wal.log
+            .get_mut()
+            .finish()
+            .map_err(|e| Error::log(old_path, strata_wal::Error::Io(e)))?;
         let path = self.log_path(new_number);
-        let file = self.fs.create(&path).at(IoOp::Create, &path)?;
+        let file = self.fs.create_log(&path).at(IoOp::Create, &path)?;
         self.fs.sync_dir(&self.dir).at(IoOp::SyncDir, &self.dir)?;
         let old = std::mem::replace(
             wal,

@@ -6,10 +6,14 @@
 //! - A file's bytes are durable once `WritableFile::sync_data` returns.
 //! - A file's *name* (its creation, a rename onto it, its removal) is durable only once
 //!   [`FileSystem::sync_dir`] on its directory returns.
-//! - Files are written once, by appending; they are never modified in place.
+//! - Files are written once, by appending; they are never modified in place. (A log made by
+//!   [`FileSystem::create_log`] may have zeros reserved past its end, which its writes
+//!   replace, and which `finish` cuts off.)
 //! - [`FileSystem::lock`] takes an exclusive lock that another holder, in this process or
 //!   another, cannot take until it is released (on drop).
 
+#[cfg(target_os = "linux")]
+mod mapped;
 mod os;
 mod sim;
 
@@ -26,6 +30,15 @@ pub use sim::{OpKind, SimFs};
 pub trait WritableFile: io::Write + Send + Debug {
     /// Makes the file's bytes written so far durable (`fdatasync`).
     fn sync_data(&mut self) -> io::Result<()>;
+
+    /// Ends the file at the bytes written, giving back space reserved past them
+    /// ([`FileSystem::create_log`]), and makes its length durable. The engine calls it on a
+    /// log it leaves for good (for the next log, or at a clean close), after syncing it, so
+    /// that every log but the last ends at its last record. Nothing to do for a file that
+    /// reserves nothing.
+    fn finish(&mut self) -> io::Result<()> {
+        Ok(())
+    }
 }
 
 /// An exclusive lock on a path, released when dropped.
@@ -46,6 +59,13 @@ pub trait FileSystem: Send + Sync + Debug {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
     /// Creates a file for writing, replacing any file of that name.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// Creates a log file. It may reserve space past what is written, which reads as zeros
+    /// until written (a log reader takes zeros after the last record for a torn tail, the
+    /// state a crash leaves), and may hand each write to the operating system without a system
+    /// call; [`WritableFile::finish`] ends it at its last byte. By default, [`Self::create`].
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     /// Opens an existing file to append to it.
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
     /// The whole contents of a file: a memory map for `OsFs`.

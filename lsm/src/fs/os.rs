@@ -64,6 +64,18 @@ impl FileSystem for OsFs {
         }))
     }
 
+    /// On Linux, a [`super::mapped::MappedLog`]: space reserved ahead and written through a
+    /// memory map. Where the file system cannot reserve space, an ordinary file.
+    fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
+        #[cfg(target_os = "linux")]
+        match super::mapped::MappedLog::create(path) {
+            Ok(log) => return Ok(Box::new(log)),
+            Err(error) if error.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            Err(error) => return Err(error),
+        }
+        self.create(path)
+    }
+
     fn open_append(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new().append(true).open(path)?;
         Ok(Box::new(OsFile {
