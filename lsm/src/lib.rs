@@ -59,6 +59,7 @@ pub(crate) mod ingest;
 pub(crate) mod iter;
 pub(crate) mod manifest;
 pub(crate) mod memtable;
+mod memtable_filter;
 pub(crate) mod open;
 pub(crate) mod options;
 #[doc(hidden)]

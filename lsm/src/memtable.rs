@@ -21,6 +21,7 @@ use strata_sstable::ValueKind;
 
 use crate::SeqNo;
 use crate::batch::BatchEntry;
+use crate::memtable_filter::MemtableFilter;
 use crate::skiplist::{self, Finger, Position, SkipList};
 
 /// A memtable key: `(user_key, seqno)` in internal order.
@@ -163,6 +164,8 @@ impl PartialOrd for MemKey {
 #[derive(Debug)]
 pub(crate) struct Memtable {
     list: SkipList<MemKey, (ValueKind, Bytes)>,
+    /// The user keys inserted, so most reads of a key not here skip the search.
+    filter: MemtableFilter,
     /// Bytes of keys stored outside the list's slots, and of values.
     payload_bytes: AtomicUsize,
     deletions: AtomicU64,
@@ -183,9 +186,11 @@ pub(crate) struct Found {
 pub(crate) const MAX_ENTRIES: u64 = skiplist::CAPACITY as u64;
 
 impl Memtable {
-    pub(crate) fn new(first_log_number: u64) -> Self {
+    /// An empty memtable whose key filter takes `filter_bytes` (0: none).
+    pub(crate) fn new(first_log_number: u64, filter_bytes: usize) -> Self {
         Memtable {
             list: SkipList::new(),
+            filter: MemtableFilter::new(filter_bytes),
             payload_bytes: AtomicUsize::new(0),
             deletions: AtomicU64::new(0),
             first_log_number,
@@ -197,6 +202,7 @@ impl Memtable {
     /// when the memtable holds [`MAX_ENTRIES`]; the write path seals it before that.
     pub(crate) fn insert(&self, entry: &BatchEntry) -> Result<(), skiplist::Full> {
         let (key, value) = Self::list_entry(entry);
+        self.filter.insert(&entry.key);
         self.list.insert(key, value)?;
         self.count(entry);
         Ok(())
@@ -215,6 +221,7 @@ impl Memtable {
                 .iter()
                 .map(|(mem, entry)| {
                     let (key, value) = Self::list_entry(entry);
+                    mem.filter.insert(&entry.key);
                     (&mem.list, key, value)
                 })
                 .collect(),
@@ -249,6 +256,9 @@ impl Memtable {
 
     /// The newest version of `key` with a seqno at or below `snapshot`.
     pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> Option<Found> {
+        if !self.filter.may_hold(key) {
+            return None;
+        }
         let probe = MemKey {
             user_key: UserKey::copy(key),
             seqno: snapshot,
@@ -264,6 +274,9 @@ impl Memtable {
         snapshot: SeqNo,
         finger: &mut Finger,
     ) -> Option<Found> {
+        if !self.filter.may_hold(key) {
+            return None;
+        }
         let probe = MemKey {
             user_key: UserKey::copy(key),
             seqno: snapshot,
@@ -419,7 +432,7 @@ mod tests {
 
     #[test]
     fn a_memtable_returns_the_newest_visible_version() {
-        let mem = Memtable::new(1);
+        let mem = Memtable::new(1, 1024);
         let put = |key: &str, seqno, value: &str| BatchEntry {
             cf_id: 0,
             seqno,

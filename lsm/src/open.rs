@@ -94,7 +94,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
     let mut cfs = BTreeMap::new();
     for (id, cf) in &state.cfs {
         let version = SuperVersion::new(
-            Arc::new(Memtable::new(new_log)),
+            Arc::new(Memtable::new(new_log, options.memtable_filter_bytes())),
             levels
                 .remove(id)
                 .unwrap_or_else(|| vec![Vec::new(); MAX_LEVELS]),
@@ -196,8 +196,11 @@ impl Opening<'_> {
         state: &ManifestState,
         numbered: &[(FileKind, u64)],
     ) -> Result<(BTreeMap<u32, Memtable>, u64)> {
-        let memtables: BTreeMap<u32, Memtable> =
-            state.cfs.keys().map(|id| (*id, Memtable::new(0))).collect();
+        let memtables: BTreeMap<u32, Memtable> = state
+            .cfs
+            .keys()
+            .map(|id| (*id, Memtable::new(0, 0)))
+            .collect();
         let oldest_needed = state
             .cfs
             .values()

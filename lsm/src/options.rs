@@ -36,6 +36,11 @@ pub struct Options {
     pub max_total_wal_bytes: u64,
     /// The manifest is rewritten as one snapshot edit once it exceeds this size (default 4 MiB).
     pub manifest_rewrite_bytes: u64,
+    /// Each memtable keeps a bloom filter of its keys this fraction of `write_buffer_bytes` in
+    /// size (default 1/64: 1 MiB for 64 MiB memtables, ~20 bits per key of 100-byte values),
+    /// allocated at its first write, so a read of a key it lacks skips the skip-list search.
+    /// 0 turns it off; at most 0.25. The filter is not counted in the memtable's size.
+    pub memtable_filter_ratio: f64,
     /// Capacity of the block cache shared by every table (default 64 MiB).
     pub block_cache_bytes: usize,
     /// Most bytes of batches one group commit takes (default 1 MiB, as LevelDB).
@@ -89,6 +94,7 @@ impl Default for Options {
             write_buffer_bytes: 64 << 20,
             max_total_wal_bytes: 256 << 20,
             manifest_rewrite_bytes: 4 << 20,
+            memtable_filter_ratio: 1.0 / 64.0,
             block_cache_bytes: 64 << 20,
             max_group_bytes: 1 << 20,
             table: TableOptions::default(),
@@ -110,9 +116,21 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The size of each memtable's key filter, in bytes.
+    pub(crate) fn memtable_filter_bytes(&self) -> usize {
+        // The ratio was validated (0 to 0.25, so not NaN): the product fits.
+        (self.write_buffer_bytes as f64 * self.memtable_filter_ratio) as usize
+    }
+
     /// Checks the options that must be consistent with each other.
     pub(crate) fn validate(&self) -> crate::error::Result<()> {
         let invalid = |what: String| Err(crate::error::Error::InvalidArgument(what));
+        if !(0.0..=0.25).contains(&self.memtable_filter_ratio) {
+            return invalid(format!(
+                "memtable_filter_ratio must be 0 to 0.25, got {}",
+                self.memtable_filter_ratio
+            ));
+        }
         if !(2..=crate::format::MAX_LEVELS).contains(&self.num_levels) {
             return invalid(format!(
                 "num_levels must be 2 to {}, got {}",

@@ -336,14 +336,17 @@ impl Shared {
         );
         lock(&self.old_logs).insert(old.number, old.log.offset());
 
+        let filter_bytes = self.options.memtable_filter_bytes();
         for cf in self.cfs_read().values() {
             let seal = ids.contains(&cf.id);
             cf.update(|version| {
                 if version.active.is_empty() {
-                    version.active = Arc::new(Memtable::new(new_number));
+                    version.active = Arc::new(Memtable::new(new_number, filter_bytes));
                 } else if seal {
-                    let sealed =
-                        std::mem::replace(&mut version.active, Arc::new(Memtable::new(new_number)));
+                    let sealed = std::mem::replace(
+                        &mut version.active,
+                        Arc::new(Memtable::new(new_number, filter_bytes)),
+                    );
                     version.sealed.push(Sealed {
                         mem: sealed,
                         log_number_after: new_number,
@@ -422,7 +425,10 @@ impl Shared {
             id,
             name.to_owned(),
             SuperVersion::new(
-                Arc::new(Memtable::new(wal.number)),
+                Arc::new(Memtable::new(
+                    wal.number,
+                    self.options.memtable_filter_bytes(),
+                )),
                 vec![Vec::new(); crate::format::MAX_LEVELS],
             ),
         ));

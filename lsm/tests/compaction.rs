@@ -336,6 +336,18 @@ fn inconsistent_compaction_options_are_refused() {
             compaction_threads: 0,
             ..sim_options(&fs)
         },
+        Options {
+            memtable_filter_ratio: f64::NAN,
+            ..sim_options(&fs)
+        },
+        Options {
+            memtable_filter_ratio: -0.5,
+            ..sim_options(&fs)
+        },
+        Options {
+            memtable_filter_ratio: 0.3,
+            ..sim_options(&fs)
+        },
     ] {
         match Store::open(Path::new(DIR), bad) {
             Err(strata_lsm::Error::InvalidArgument(_)) => {}
