@@ -46,6 +46,8 @@ struct Pending<T> {
 struct Queue<T, R> {
     pending: VecDeque<Pending<T>>,
     leader_active: bool,
+    /// Whether the active leader's group syncs (it will take an `fdatasync`'s time).
+    leader_syncs: bool,
     next_ticket: u64,
     finished: HashMap<u64, R>,
     /// Threads blocked on `wake`: a leader stepping down wakes them only if there are any,
@@ -79,6 +81,7 @@ impl<T, R> GroupCommit<T, R> {
             queue: Mutex::new(Queue {
                 pending: VecDeque::new(),
                 leader_active: false,
+                leader_syncs: false,
                 next_ticket: 0,
                 finished: HashMap::new(),
                 waiting: 0,
@@ -117,13 +120,23 @@ impl<T, R> GroupCommit<T, R> {
             if at_front && !queue.leader_active {
                 break;
             }
-            // A leader is at work: spin until it steps down, for a while, before sleeping.
-            let seen = self.stepped_down.load(Ordering::Acquire);
-            drop(queue);
-            let stepped_down = spin_until(|| self.stepped_down.load(Ordering::Acquire) != seen);
-            queue = lock(&self.queue);
-            if stepped_down || self.stepped_down.load(Ordering::Acquire) != seen {
-                continue;
+            // A leader is at work. Unless a sync is involved (its group's or this request's:
+            // an `fdatasync` takes ~100 µs, and spinning writers would take the cores from
+            // the leader), spin until it steps down, for a while, before sleeping.
+            let syncing = queue.leader_syncs
+                || queue
+                    .pending
+                    .iter()
+                    .find(|p| p.ticket == ticket)
+                    .is_some_and(|p| p.request.sync);
+            if !syncing {
+                let seen = self.stepped_down.load(Ordering::Acquire);
+                drop(queue);
+                let stepped_down = spin_until(|| self.stepped_down.load(Ordering::Acquire) != seen);
+                queue = lock(&self.queue);
+                if stepped_down || self.stepped_down.load(Ordering::Acquire) != seen {
+                    continue;
+                }
             }
             queue.waiting += 1;
             queue = self
@@ -156,6 +169,7 @@ impl<T, R> GroupCommit<T, R> {
             tickets.push(taken.ticket);
             group.push(taken.request);
         }
+        queue.leader_syncs = leader_syncs;
         drop(queue);
 
         let results = lead(group);
