@@ -39,6 +39,7 @@ use std::time::Instant;
 
 use strata_sstable::{TableBuilder, ValueKind};
 
+use crate::SeqNo;
 use crate::cf::{CfShared, LevelIo};
 use crate::collect::Collecting;
 use crate::edit::VersionEdit;
@@ -376,10 +377,136 @@ impl Below<'_> {
 
 /// Steps 1–3: merges the inputs into new tables, each synced, then syncs the directory. On
 /// failure, the error and the numbers of the files already created.
+///
+/// A manual compaction of enough data is cut into key ranges merged in parallel, one thread
+/// each (`Options::max_subcompactions`; RocksDB calls them subcompactions): the caller of
+/// `compact_range` waits for it, and one merge keeps one core busy. A range holds whole user
+/// keys, so each range's retention sees every version of its keys.
 fn write_outputs(
     shared: &Shared,
     compaction: &Compaction,
 ) -> std::result::Result<Vec<TableFile>, (Error, Vec<u64>)> {
+    let parts = if compaction.manual {
+        shared.options.max_subcompactions
+    } else {
+        1
+    };
+    let splits = split_keys(compaction, parts, shared.options.target_table_bytes);
+    let snapshots = shared.snapshots.seqnos();
+    let below = Below {
+        levels: compaction
+            .version
+            .levels
+            .get(compaction.output_level + 1..)
+            .unwrap_or(&[]),
+    };
+    let bounds: Vec<KeyRange<'_>> = (0..=splits.len())
+        .map(|i| {
+            let lower = i.checked_sub(1).map(|j| &splits[j][..]);
+            (lower, splits.get(i).map(|k| &k[..]))
+        })
+        .collect();
+    let results: Vec<PartResult> = if bounds.len() == 1 {
+        vec![write_part(
+            shared, compaction, None, None, &snapshots, &below,
+        )]
+    } else {
+        std::thread::scope(|scope| {
+            let running: Vec<_> = bounds
+                .iter()
+                .map(|&(lower, upper)| {
+                    let (snapshots, below) = (&snapshots, &below);
+                    scope.spawn(move || {
+                        write_part(shared, compaction, lower, upper, snapshots, below)
+                    })
+                })
+                .collect();
+            running
+                .into_iter()
+                .map(|part| {
+                    part.join().unwrap_or_else(|_| {
+                        Err((
+                            Error::Internal("a subcompaction thread panicked".into()),
+                            Vec::new(),
+                        ))
+                    })
+                })
+                .collect()
+        })
+    };
+    let mut written = Vec::new();
+    let mut numbers = Vec::new();
+    let mut failed = None;
+    for result in results {
+        match result {
+            Ok(part) => {
+                numbers.extend(part.iter().map(|(number, _)| *number));
+                written.extend(part);
+            }
+            Err((error, created)) => {
+                numbers.extend(created);
+                failed.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(error) = failed {
+        return Err((error, numbers));
+    }
+    if let Err(error) = shared.fs.sync_dir(&shared.dir) {
+        return Err((Error::io(IoOp::SyncDir, &shared.dir, error), numbers));
+    }
+    let mut tables = Vec::with_capacity(written.len());
+    for (number, size) in written {
+        match open_table_at(&shared.fs, &shared.dir, &shared.cache, number, size, None) {
+            Ok(table) => tables.push(table),
+            Err(error) => return Err((error, numbers)),
+        }
+    }
+    Ok(tables)
+}
+
+/// `[lower, upper)` in user keys; `None` is unbounded.
+type KeyRange<'k> = (Option<&'k [u8]>, Option<&'k [u8]>);
+
+/// A range's tables, `(number, size)` in key order; or the error and the files it created.
+type PartResult = std::result::Result<Vec<(u64, u64)>, (Error, Vec<u64>)>;
+
+/// Up to `parts - 1` user keys that cut the compaction's input into ranges of about equal
+/// bytes, ascending: the median points of every input table's block separators (each stands
+/// for about a block of data). None when the input is under a quarter of `target_bytes` (a
+/// thread would cost more than it saves) or has too few blocks.
+fn split_keys(compaction: &Compaction, parts: usize, target_bytes: u64) -> Vec<Vec<u8>> {
+    let bytes: u64 = compaction.all_inputs().map(|t| t.meta.file_size).sum();
+    if parts < 2 || bytes < target_bytes / 4 {
+        return Vec::new();
+    }
+    let mut separators: Vec<&[u8]> = compaction
+        .all_inputs()
+        .flat_map(|t| t.table.block_separators())
+        .collect();
+    if separators.len() < parts * 16 {
+        return Vec::new();
+    }
+    separators.sort_unstable();
+    let mut splits: Vec<Vec<u8>> = Vec::with_capacity(parts - 1);
+    for i in 1..parts {
+        let key = separators[separators.len() * i / parts];
+        if splits.last().is_none_or(|last| &last[..] < key) {
+            splits.push(key.to_vec());
+        }
+    }
+    splits
+}
+
+/// Merges the inputs' entries with user keys in `[lower, upper)` into new tables.
+fn write_part(
+    shared: &Shared,
+    compaction: &Compaction,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+    snapshots: &[SeqNo],
+    below: &Below<'_>,
+) -> PartResult {
     let mut sources: Vec<AnySource> = Vec::new();
     if compaction.level == 0 {
         for table in &compaction.inputs {
@@ -397,20 +524,15 @@ fn write_outputs(
         compaction.overlapping.clone(),
     )));
     let mut merged = MergingIter::new(sources);
-    merged.seek_to_first();
-
-    let snapshots = shared.snapshots.seqnos();
-    let mut retention = Retention::new(&snapshots);
-    let below = Below {
-        levels: compaction
-            .version
-            .levels
-            .get(compaction.output_level + 1..)
-            .unwrap_or(&[]),
-    };
+    match lower {
+        // The newest version of `lower` is its first entry.
+        Some(lower) => merged.seek(lower, SeqNo::MAX),
+        None => merged.seek_to_first(),
+    }
+    let mut retention = Retention::new(snapshots);
     let mut numbers = Vec::new();
     let mut written = Vec::new();
-    while merged.valid() {
+    while merged.valid() && upper.is_none_or(|upper| merged.user_key() < upper) {
         let number = lock(&shared.versions).reserve_file_number();
         numbers.push(number);
         let collector = shared
@@ -423,9 +545,10 @@ fn write_outputs(
             shared,
             &compaction.cf.name,
             number,
+            upper,
             &mut merged,
             &mut retention,
-            &below,
+            below,
             collecting,
         ) {
             Ok(Some(size)) => written.push((number, size)),
@@ -441,26 +564,21 @@ fn write_outputs(
     if let Err(error) = merged.status() {
         return Err((error, numbers));
     }
-    if let Err(error) = shared.fs.sync_dir(&shared.dir) {
-        return Err((Error::io(IoOp::SyncDir, &shared.dir, error), numbers));
-    }
-    let mut tables = Vec::with_capacity(written.len());
-    for (number, size) in written {
-        match open_table_at(&shared.fs, &shared.dir, &shared.cache, number, size, None) {
-            Ok(table) => tables.push(table),
-            Err(error) => return Err((error, numbers)),
-        }
-    }
-    Ok(tables)
+    Ok(written)
 }
 
 /// Writes table `number` from the merge until it reaches the target size at a user-key
-/// boundary or the merge ends; syncs it and returns its size. `None` if every remaining entry
-/// was dropped.
+/// boundary, the merge reaches `upper`, or it ends; syncs it and returns its size. `None` if
+/// every entry it read was dropped.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one table of one range: what it reads, keeps and writes are all separate"
+)]
 fn write_one(
     shared: &Shared,
     cf: &str,
     number: u64,
+    upper: Option<&[u8]>,
     merged: &mut MergingIter,
     retention: &mut Retention<'_>,
     below: &Below<'_>,
@@ -479,6 +597,9 @@ fn write_one(
             return Err(Error::Closed);
         }
         let key = merged.user_key();
+        if upper.is_some_and(|upper| key >= upper) {
+            break;
+        }
         // Split only where the user key changes, and before the entry is looked at, so the
         // retention state sees every entry exactly once.
         if builder.entries() > 0 && builder.file_size() >= target && key != &last_key[..] {

@@ -66,6 +66,10 @@ pub struct Options {
     pub target_table_bytes: u64,
     /// Threads running compactions, besides the flush thread (default 1; at least 1).
     pub compaction_threads: usize,
+    /// Threads one `compact_range` step may merge with, each a key range of the input
+    /// (default 2; at least 1; inputs under a quarter of `target_table_bytes` take one). Background compactions take one
+    /// each: they share the cores with the writes.
+    pub max_subcompactions: usize,
     /// Writes are delayed (by `slowdown_delay` per group commit) while a family they write has
     /// this many level-0 tables (default 20, as RocksDB)...
     pub l0_slowdown_trigger: usize,
@@ -105,6 +109,7 @@ impl Default for Options {
             level_size_ratio: 10,
             target_table_bytes: 64 << 20,
             compaction_threads: 1,
+            max_subcompactions: 2,
             l0_slowdown_trigger: 20,
             l0_stop_trigger: 36,
             max_sealed_memtables: 4,
@@ -138,9 +143,14 @@ impl Options {
                 self.num_levels
             ));
         }
-        if self.l0_compaction_trigger == 0 || self.compaction_threads == 0 {
+        if self.l0_compaction_trigger == 0
+            || self.compaction_threads == 0
+            || self.max_subcompactions == 0
+        {
             return invalid(
-                "l0_compaction_trigger and compaction_threads must be at least 1".into(),
+                "l0_compaction_trigger, compaction_threads and max_subcompactions must be at \
+                 least 1"
+                    .into(),
             );
         }
         if self.level_size_ratio < 2 || self.level1_bytes == 0 || self.target_table_bytes == 0 {

@@ -485,7 +485,7 @@ fn main() {
         let mut line = format!("| {workload:<26} |");
         for (_, results) in &columns {
             if workload.ends_with("(s)") {
-                line += &format!(" {:>12.1} |", results[row]);
+                line += &format!(" {:>12.2} |", results[row]);
             } else {
                 line += &format!(" {:>12.0} |", results[row]);
             }

@@ -201,6 +201,46 @@ mod tests {
     }
 
     #[test]
+    fn a_log_left_unfinished_reads_back_whole_with_its_reserved_zeros_as_a_torn_tail() {
+        use strata_wal::{Damage, LogEnd, LogReader, LogWriter, RecoveryMode};
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("000003.log");
+        let records: Vec<Vec<u8>> = (0..3_000u32)
+            .map(|i| vec![(i % 250) as u8 + 1; 100 + (i as usize * 37) % 3_000])
+            .collect();
+        let mut log = LogWriter::new(MappedLog::create(&path).expect("create"), 3);
+        for (i, record) in records.iter().enumerate() {
+            log.add_record(record).expect("append");
+            if i % 500 == 0 {
+                log.sync(|file| file.sync_data()).expect("sync");
+            }
+        }
+        log.flush().expect("flush");
+        let end = log.offset();
+        // What a killed process leaves: the map gone, no `finish`.
+        drop(log);
+        let bytes = std::fs::read(&path).expect("read");
+        assert!(bytes.len() as u64 > end, "space reserved past the end");
+        for mode in [RecoveryMode::TolerateTornTail, RecoveryMode::PointInTime] {
+            let mut reader = LogReader::new(&bytes, 3, mode);
+            let mut read = Vec::new();
+            while let Some(record) = reader.next_record().expect("no corruption") {
+                read.push(record.data.into_owned());
+            }
+            assert_eq!(read, records);
+            assert!(matches!(
+                reader.end(),
+                Some(LogEnd::TornTail { offset } | LogEnd::StoppedAtDamage { offset }) if offset == end
+            ));
+            let skipped = reader.skipped();
+            assert_eq!(skipped.len(), 1);
+            assert_eq!(skipped[0].reason, Damage::ZeroFilled);
+            assert_eq!(skipped[0].offset + skipped[0].len, bytes.len() as u64);
+        }
+    }
+
+    #[test]
     fn an_empty_log_finishes_empty() {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("000002.log");

@@ -453,6 +453,21 @@ impl Table {
         }
     }
 
+    /// The user keys of the index's separators, ascending: one per data block, each at or after
+    /// its block's last key and before the next block's first, so they cut the table into
+    /// pieces of about a block each. A compaction picks its split points from them. Empty for
+    /// a table whose index cannot be read (reading the table reports that).
+    pub fn block_separators(&self) -> Vec<&[u8]> {
+        self.loaded().map_or_else(
+            |_| Vec::new(),
+            |loaded| {
+                (0..loaded.index.len())
+                    .map(|i| loaded.index.key(i))
+                    .collect()
+            },
+        )
+    }
+
     /// The offset just past the last data block: where the index, filter and properties begin.
     pub fn data_end_offset(&self) -> u64 {
         self.inner.data_end

@@ -211,3 +211,32 @@ fn searches_by_head_find_the_first_separator_not_before_the_key() {
         last = from;
     }
 }
+
+#[test]
+fn block_separators_ascend_and_fall_between_the_blocks_they_separate() {
+    let file = built(5_000, 6, &[7u8; 100], crate::TableOptions::default());
+    let table = Table::open(Bytes::from(file), 1, None).unwrap();
+    let separators = table.block_separators();
+    assert_eq!(separators.len() as u64, table.properties().data_blocks);
+    assert!(separators.len() > 10);
+    assert!(separators.windows(2).all(|w| w[0] < w[1]));
+    // Each separator is at or after its block's last key and before the next block's first:
+    // the keys up to a separator are exactly its block's and those before.
+    let keys: Vec<String> = (0..5_000).map(|i| format!("key{i:06}")).collect();
+    let mut block_of_key = Vec::new();
+    let mut block = 0;
+    for key in &keys {
+        while block < separators.len() && separators[block] < key.as_bytes() {
+            block += 1;
+        }
+        block_of_key.push(block);
+    }
+    assert!(block_of_key.windows(2).all(|w| w[0] <= w[1]));
+    assert_eq!(*block_of_key.last().unwrap(), separators.len() - 1);
+    // A damaged index gives none (and reading the table reports the damage).
+    let mut damaged = built(5_000, 6, &[7u8; 100], crate::TableOptions::default());
+    let at = table.inner.index_handle.offset as usize + 3;
+    damaged[at] ^= 0xff;
+    let damaged = Table::open(Bytes::from(damaged), 2, None).unwrap();
+    assert!(damaged.block_separators().is_empty());
+}
