@@ -645,6 +645,14 @@ impl<K: Ord, V> SkipList<K, V> {
         }
     }
 
+    /// A hint to load the entry at `position` (its links and key, and the line after, where
+    /// its value handle usually is) into the cache, without waiting for it.
+    pub fn prefetch(&self, position: Position) {
+        let slot = self.slot(position.0);
+        strata_sstable::prefetch(slot);
+        strata_sstable::prefetch(&slot.cold);
+    }
+
     /// The entry after `position`.
     pub fn next_entry(&self, position: Position) -> Option<Position> {
         self.next(Some(position.0), 0).map(Position)

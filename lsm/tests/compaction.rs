@@ -412,5 +412,10 @@ fn a_manual_compaction_split_into_key_ranges_keeps_exactly_what_one_merge_keeps(
     assert_eq!(one.1, four.1, "the same data at the snapshot");
     assert_eq!((one.2, one.3), (four.2, four.3), "the same entries kept");
     // Each range ends its last table short: more tables show the split happened.
-    assert!(four.4 > one.4, "tables: one merge {}, split {}", one.4, four.4);
+    assert!(
+        four.4 > one.4,
+        "tables: one merge {}, split {}",
+        one.4,
+        four.4
+    );
 }

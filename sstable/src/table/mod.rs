@@ -19,5 +19,5 @@ pub use builder::{
 };
 pub(crate) use handle::BlockHandle;
 pub use iter::TableIter;
-pub(crate) use reader::prefetch;
+pub use reader::prefetch;
 pub use reader::{Entry, Table};

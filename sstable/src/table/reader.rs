@@ -680,23 +680,25 @@ fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Index> {
     Ok(entries)
 }
 
-/// A hint to start loading the cache line holding `byte`.
+/// A hint to start loading the cache line holding the start of `value` (for the engine's
+/// memtable flush too, hence public: one `unsafe` block in the workspace for it).
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
 #[expect(
     unsafe_code,
     reason = "the prefetch intrinsic needs a target feature, so calling it is unsafe in Rust"
 )]
-pub(crate) fn prefetch(byte: &u8) {
+pub fn prefetch<T: ?Sized>(value: &T) {
     use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
     // SAFETY: a prefetch is a hint that reads nothing architecturally and cannot fault, and
-    // `byte` is a valid reference anyway; SSE, which it needs, is part of every x86-64.
-    unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(byte).cast()) }
+    // `value` is a valid reference anyway; SSE, which it needs, is part of every x86-64.
+    unsafe { _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(value).cast()) }
 }
 
+/// A hint to start loading the cache line holding the start of `value` (none on this target).
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-pub(crate) fn prefetch(_byte: &u8) {}
+pub fn prefetch<T: ?Sized>(_value: &T) {}
 
 #[cfg(test)]
 mod tests;
