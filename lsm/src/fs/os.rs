@@ -48,6 +48,16 @@ fn map(file: &File) -> io::Result<memmap2::Mmap> {
     unsafe { memmap2::Mmap::map(file) }
 }
 
+/// Whether a mapped log failed because the file system or kernel does not offer what it needs:
+/// reserving space (`EOPNOTSUPP`, `ENOSYS` from `fallocate`) or mapping a file (`ENODEV`).
+#[cfg(target_os = "linux")]
+fn cannot_reserve(error: &io::Error) -> bool {
+    matches!(
+        error.raw_os_error(),
+        Some(libc::EOPNOTSUPP | libc::ENOSYS | libc::ENODEV)
+    )
+}
+
 impl FileSystem for OsFs {
     fn create_dir_all(&self, dir: &Path) -> io::Result<()> {
         fs::create_dir_all(dir)?;
@@ -70,7 +80,8 @@ impl FileSystem for OsFs {
         #[cfg(target_os = "linux")]
         match super::mapped::MappedLog::create(path) {
             Ok(log) => return Ok(Box::new(log)),
-            Err(error) if error.raw_os_error() == Some(libc::EOPNOTSUPP) => {}
+            // A file system (or kernel) that cannot reserve or map: an ordinary file.
+            Err(error) if cannot_reserve(&error) => {}
             Err(error) => return Err(error),
         }
         self.create(path)
