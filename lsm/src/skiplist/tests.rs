@@ -1,0 +1,259 @@
+use super::*;
+
+#[test]
+fn entries_come_back_in_key_order_whatever_the_insertion_order() {
+    let list = SkipList::new();
+    let mut keys: Vec<u64> = (0..20_000).map(|i| (i * 7_919) % 20_011).collect();
+    for &key in &keys {
+        list.insert(key, key * 2).expect("room");
+    }
+    keys.sort_unstable();
+    let got: Vec<(u64, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+    let want: Vec<(u64, u64)> = keys.iter().map(|k| (*k, k * 2)).collect();
+    assert_eq!(got, want);
+    assert_eq!(list.len(), keys.len());
+    assert_eq!(list.last().map(|p| *list.entry(p).0), keys.last().copied());
+}
+
+#[test]
+fn seeks_find_the_neighbours_of_present_and_absent_keys() {
+    let list = SkipList::new();
+    for key in (0..1_000u32).map(|k| k * 10) {
+        list.insert(key, ()).expect("room");
+    }
+    let key = |p: Option<Position>| p.map(|p| *list.entry(p).0);
+    assert_eq!(key(list.seek(&0)), Some(0));
+    assert_eq!(key(list.seek(&5)), Some(10));
+    assert_eq!(key(list.seek(&9_990)), Some(9_990));
+    assert_eq!(key(list.seek(&9_991)), None);
+    assert_eq!(key(list.seek_after(&10)), Some(20));
+    assert_eq!(key(list.seek_after(&9_990)), None);
+    assert_eq!(key(list.seek_before(&10)), Some(0));
+    assert_eq!(key(list.seek_before(&15)), Some(10));
+    assert_eq!(key(list.seek_before(&0)), None);
+    assert_eq!(key(list.first()), Some(0));
+    assert_eq!(key(list.last()), Some(9_990));
+}
+
+#[test]
+fn finger_searches_find_what_searches_from_the_head_find() {
+    let list = SkipList::new();
+    for key in (0..20_000u64).map(|k| (k * 7_919) % 20_011 * 3) {
+        list.insert(key, ()).expect("room");
+    }
+    let key = |p: Option<Position>| p.map(|p| *list.entry(p).0);
+    // Ascending runs with gaps from 0 (a repeat) to most of the list, present and absent
+    // keys, and keys past the end.
+    for gap in [0u64, 1, 2, 5, 40, 1_000, 30_000] {
+        let mut finger = Finger::default();
+        let mut probe = 0u64;
+        while probe < 70_000 {
+            assert_eq!(
+                key(list.seek_near(&probe, &mut finger)),
+                key(list.seek(&probe))
+            );
+            probe += gap.max(1) + (probe % 3) * u64::from(gap > 0);
+        }
+    }
+    // A key below the last one is answered from the head, not from the finger.
+    let mut finger = Finger::default();
+    assert_eq!(
+        key(list.seek_near(&50_000, &mut finger)),
+        key(list.seek(&50_000))
+    );
+    for probe in [10_000u64, 9_999, 0, 60_000, 1] {
+        assert_eq!(
+            key(list.seek_near(&probe, &mut finger)),
+            key(list.seek(&probe))
+        );
+    }
+    // A finger outlives inserts, including taller towers than the list had.
+    let mut finger = Finger::default();
+    assert_eq!(key(list.seek_near(&100, &mut finger)), Some(102));
+    for key in [101u64, 103, 5_000_001] {
+        list.insert(key, ()).expect("room");
+    }
+    assert_eq!(key(list.seek_near(&101, &mut finger)), Some(101));
+    assert_eq!(key(list.seek_near(&103, &mut finger)), Some(103));
+    assert_eq!(
+        key(list.seek_near(&5_000_000, &mut finger)),
+        Some(5_000_001)
+    );
+}
+
+/// Every level ascends (equal keys allowed) and is a subsequence of the level below, and
+/// level 0 holds every node: what searches from the head and from a splice rely on.
+fn assert_well_formed<K: Ord + std::fmt::Debug, V>(list: &SkipList<K, V>) {
+    let height = list.height.load(Ordering::Relaxed);
+    let mut below: Option<std::collections::HashSet<u32>> = None;
+    for level in 0..height {
+        let mut nodes = Vec::new();
+        let mut at = list.next(None, level);
+        while let Some(index) = at {
+            nodes.push(index);
+            assert!(usize::from(list.slot(index).cold().height) > level);
+            at = list.next(Some(index), level);
+        }
+        for pair in nodes.windows(2) {
+            assert!(
+                list.slot(pair[0]).key() <= list.slot(pair[1]).key(),
+                "level {level} out of order"
+            );
+        }
+        if let Some(below) = &below {
+            assert!(nodes.iter().all(|index| below.contains(index)));
+        } else {
+            assert_eq!(nodes.len(), list.len());
+        }
+        below = Some(nodes.into_iter().collect());
+    }
+}
+
+#[test]
+fn inserts_above_the_last_start_from_its_splice_and_build_a_sound_list() {
+    // Ascending runs (the splice serves them), repeats, steps back, a descending run,
+    // and jumps far ahead, in one list.
+    let mut keys: Vec<u64> = (0..3_000).collect();
+    keys.extend([2_999, 2_999, 10, 10, 11, 5_000, 4_999, 4_998]);
+    keys.extend((0..2_000).map(|i| 100_000 - i * 3));
+    keys.extend((0..2_000).map(|i| 200_000 + i * 1_000));
+    keys.extend((0..2_000).map(|i| (i * 7_919) % 20_011));
+    keys.extend(1_000..1_500);
+    let list = SkipList::new();
+    for (i, &key) in keys.iter().enumerate() {
+        list.insert(key, i).expect("room");
+    }
+    assert_well_formed(&list);
+    let got: Vec<u64> = list.iter().map(|(k, _)| *k).collect();
+    let mut want = keys.clone();
+    want.sort_unstable();
+    assert_eq!(got, want);
+    // Equal keys: the newer insert comes first, as from the head.
+    let sevens: Vec<usize> = {
+        let list = SkipList::new();
+        for i in 0..6 {
+            list.insert(7u8, i).expect("room");
+            list.insert(8u8, i).expect("room");
+        }
+        assert_well_formed(&list);
+        list.iter()
+            .filter(|(k, _)| **k == 7)
+            .map(|(_, v)| *v)
+            .collect()
+    };
+    assert_eq!(sevens, vec![5, 4, 3, 2, 1, 0]);
+}
+
+#[test]
+fn equal_keys_are_all_kept_newest_first() {
+    let list = SkipList::new();
+    for value in 0..5 {
+        list.insert(7u8, value).expect("room");
+    }
+    list.insert(3u8, 99).expect("room");
+    let values: Vec<i32> = list.iter().map(|(_, v)| *v).collect();
+    assert_eq!(values, [99, 4, 3, 2, 1, 0]);
+    assert_eq!(list.seek_after(&3).map(|p| *list.entry(p).1), Some(4));
+    assert_eq!(list.seek_after(&7), None);
+}
+
+#[test]
+fn interleaved_inserts_build_the_same_lists_as_one_at_a_time() {
+    let lists: Vec<SkipList<u64, u64>> = (0..3).map(|_| SkipList::new()).collect();
+    let mut want: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 3];
+    for i in 0..5_000u64 {
+        let mut entries = Vec::new();
+        // The lists in a different order each time; a repeated key now and then.
+        for j in [i % 3, (i + 1) % 3, (i + 2) % 3] {
+            let key = (i * 7_919 + j * 104_729) % 3_001;
+            entries.push((&lists[j as usize], key, i));
+            want[j as usize].push((key, i));
+        }
+        SkipList::insert_each(entries).expect("room");
+    }
+    for (list, want) in lists.iter().zip(&mut want) {
+        // Equal keys: the newest first.
+        want.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let got: Vec<(u64, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(&got, want);
+        assert_eq!(list.len(), 5_000);
+    }
+}
+
+#[test]
+fn an_empty_list_has_no_positions() {
+    let list: SkipList<u8, ()> = SkipList::new();
+    assert!(list.is_empty());
+    assert_eq!(list.first(), None);
+    assert_eq!(list.last(), None);
+    assert_eq!(list.seek(&0), None);
+    assert_eq!(list.seek_before(&255), None);
+    assert_eq!(list.iter().count(), 0);
+}
+
+#[test]
+fn the_arena_hands_out_slots_across_segments_and_directories() {
+    let arena: Arena<AtomicU32> = Arena::new();
+    let far = 3 << (DIRECTORY_BITS + SEGMENT_BITS);
+    let firsts = [0, 1 << SEGMENT_BITS, far];
+    for index in firsts {
+        assert!(
+            arena.get(index).is_none(),
+            "segment of {index} not yet allocated"
+        );
+        let slot = arena
+            .get_or_allocate(index, || AtomicU32::new(NIL))
+            .expect("below capacity");
+        slot.store(index, Ordering::Relaxed);
+    }
+    let last_of_first = (1 << SEGMENT_BITS) - 1;
+    let slot = arena
+        .get(last_of_first)
+        .expect("allocated with its segment");
+    assert_eq!(slot.load(Ordering::Relaxed), NIL, "a fresh slot");
+    for index in firsts {
+        let slot = arena.get(index).expect("allocated");
+        assert_eq!(slot.load(Ordering::Relaxed), index);
+    }
+    assert!(
+        arena.get(2 << SEGMENT_BITS).is_none(),
+        "a segment never touched"
+    );
+    assert!(
+        arena
+            .get_or_allocate(CAPACITY, || AtomicU32::new(NIL))
+            .is_none()
+    );
+    assert!(arena.get_or_allocate(NIL, || AtomicU32::new(NIL)).is_none());
+}
+
+#[test]
+fn readers_on_other_threads_see_a_sorted_list_that_only_grows() {
+    let list = std::sync::Arc::new(SkipList::new());
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let (list, done) = (list.clone(), done.clone());
+            std::thread::spawn(move || {
+                let mut last_len = 0;
+                while !done.load(Ordering::Acquire) {
+                    let len_before = list.len();
+                    let keys: Vec<u64> = list.iter().map(|(k, _)| *k).collect();
+                    assert!(keys.windows(2).all(|w| w[0] < w[1]), "sorted");
+                    assert!(keys.len() >= len_before, "nothing counted is missing");
+                    assert!(keys.len() >= last_len, "the list only grows");
+                    last_len = keys.len();
+                }
+            })
+        })
+        .collect();
+    for i in 0..50_000u64 {
+        list.insert(i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 16, ())
+            .expect("room");
+    }
+    done.store(true, Ordering::Release);
+    for reader in readers {
+        reader.join().expect("reader");
+    }
+    assert_eq!(list.iter().count(), 50_000);
+}
