@@ -41,6 +41,9 @@ pub struct WriteBatch {
     /// (the common case) needs no allocation to say so.
     first_cf: Option<u32>,
     other_cfs: Vec<u32>,
+    /// The first seqno, when the caller allocated the batch's range from a shared
+    /// [`crate::commit::Sequencer`] itself ([`crate::Store::write_assigned`]).
+    pub(crate) assigned: Option<SeqNo>,
 }
 
 impl Default for WriteBatch {
@@ -67,6 +70,7 @@ impl WriteBatch {
             count: 0,
             first_cf: None,
             other_cfs: Vec::new(),
+            assigned: None,
         }
     }
 

@@ -196,39 +196,133 @@ impl<T, R> GroupCommit<T, R> {
     }
 }
 
-/// Sequence numbers: allocated by the commit leader, published to readers in order.
+/// Sequence numbers: allocated by commit leaders, published to readers in order.
+///
+/// A store alone has a *private* sequencer: its commit leader, one at a time, allocates a
+/// group's range and publishes it once inserted, so publication is in order by
+/// construction. Several stores may share one ([`Sequencer::shared`]: the table layer's
+/// shard stores, so a seqno is one commit timestamp across all of them). Then several
+/// leaders allocate concurrently and finish in any order, so each allocated range is
+/// *pending* until it is inserted, and `visible` advances only over a prefix of finished
+/// ranges: a reader never sees a range while an older one is still being inserted. A range
+/// may also be allocated for a transaction whose parts go to several stores
+/// ([`Sequencer::allocate`], [`Sequencer::publish_range`]), published once every part is in.
 #[derive(Debug)]
 pub struct Sequencer {
-    /// The last allocated seqno. Only the commit leader changes it.
+    /// The last allocated seqno. Only the commit leader changes it (private), or only under
+    /// `pending`'s lock (shared).
     allocated: AtomicU64,
     /// The last published seqno: every entry at or below it is in its memtable.
     visible: AtomicU64,
+    /// `Some` for a shared sequencer.
+    pending: Option<Mutex<Unpublished>>,
+    /// Signalled when `visible` advances or the sequencer fails (shared only).
+    published: Condvar,
+    /// The live snapshots of every store using this sequencer: one registration holds a
+    /// snapshot in all of them.
+    pub(crate) snapshots: std::sync::Arc<crate::snapshot::SnapshotList>,
+}
+
+/// A shared sequencer's allocated ranges not yet published.
+#[derive(Debug, Default)]
+struct Unpublished {
+    /// First seqno → (last seqno, finished).
+    ranges: std::collections::BTreeMap<u64, (u64, bool)>,
+    /// Threads waiting on `published`.
+    waiting: usize,
+    /// Set when a range can never be finished (a transaction's part failed): nothing after
+    /// it can be published, so every waiter and later writer fails instead of waiting.
+    failed: bool,
 }
 
 impl Sequencer {
-    /// A sequencer whose last allocated and published seqno is `last`.
+    /// A private sequencer whose last allocated and published seqno is `last`.
     pub fn new(last: u64) -> Self {
         Sequencer {
             allocated: AtomicU64::new(last),
             visible: AtomicU64::new(last),
+            pending: None,
+            published: Condvar::new(),
+            snapshots: std::sync::Arc::default(),
         }
     }
 
-    /// Allocates `count` seqnos and returns the first. REQUIRES: the caller is the commit leader.
-    pub fn allocate(&self, count: u64) -> u64 {
-        let first = self.allocated.load(Ordering::Relaxed) + 1;
-        self.allocated.store(first + count - 1, Ordering::Relaxed);
-        first
+    /// A sequencer several stores share, starting at `last`.
+    pub fn shared(last: u64) -> Self {
+        Sequencer {
+            pending: Some(Mutex::new(Unpublished::default())),
+            ..Sequencer::new(last)
+        }
     }
 
-    /// The last allocated seqno. REQUIRES: the caller is the commit leader.
+    /// Whether several stores may share it.
+    pub fn is_shared(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Allocates `count` (at least 1) seqnos and returns the first. REQUIRES for a private
+    /// sequencer: the caller is the commit leader. For a shared one the range is pending
+    /// until [`Sequencer::publish_range`] is called with its first seqno, which every
+    /// allocation must be. Fails (`None`) once a shared sequencer has failed.
+    pub fn allocate(&self, count: u64) -> Option<u64> {
+        debug_assert!(count > 0);
+        let Some(pending) = &self.pending else {
+            let first = self.allocated.load(Ordering::Relaxed) + 1;
+            self.allocated.store(first + count - 1, Ordering::Relaxed);
+            return Some(first);
+        };
+        let mut pending = lock(pending);
+        if pending.failed {
+            return None;
+        }
+        let first = self.allocated.load(Ordering::Relaxed) + 1;
+        let last = first + count - 1;
+        self.allocated.store(last, Ordering::Relaxed);
+        pending.ranges.insert(first, (last, false));
+        Some(first)
+    }
+
+    /// The last allocated seqno: every entry of every store sharing it is at or below.
     pub fn allocated(&self) -> u64 {
         self.allocated.load(Ordering::Relaxed)
     }
 
-    /// Publishes every seqno up to `last`. REQUIRES: the caller is the commit leader, and every
-    /// entry up to `last` is inserted.
+    /// Marks the range allocated at `first` (ending at `last`) inserted, and publishes every
+    /// finished range not preceded by a pending one. REQUIRES: every entry of the range is
+    /// inserted; for a private sequencer, the caller is the commit leader.
+    pub fn publish_range(&self, first: u64, last: u64) {
+        let Some(pending) = &self.pending else {
+            debug_assert!(last <= self.allocated.load(Ordering::Relaxed));
+            self.visible.store(last, Ordering::Release);
+            return;
+        };
+        let mut pending = lock(pending);
+        if let Some(range) = pending.ranges.get_mut(&first) {
+            debug_assert_eq!(range.0, last);
+            range.1 = true;
+        }
+        let mut advanced = false;
+        while let Some(entry) = pending.ranges.first_entry() {
+            let &(last, finished) = entry.get();
+            if !finished {
+                break;
+            }
+            entry.remove();
+            self.visible.store(last, Ordering::Release);
+            advanced = true;
+        }
+        if advanced && pending.waiting > 0 {
+            self.published.notify_all();
+        }
+    }
+
+    /// Publishes every seqno up to `last`. REQUIRES: a private sequencer, the caller is the
+    /// commit leader, and every entry up to `last` is inserted.
     pub fn publish(&self, last: u64) {
+        debug_assert!(
+            self.pending.is_none(),
+            "a shared sequencer publishes ranges"
+        );
         debug_assert!(last <= self.allocated.load(Ordering::Relaxed));
         self.visible.store(last, Ordering::Release);
     }
@@ -236,5 +330,71 @@ impl Sequencer {
     /// The last published seqno: a consistent snapshot.
     pub fn visible(&self) -> u64 {
         self.visible.load(Ordering::Acquire)
+    }
+
+    /// Waits until `seqno` is published; `false` if the sequencer failed first. Immediate
+    /// for a private sequencer (its leader publishes before it returns).
+    pub fn wait_visible(&self, seqno: u64) -> bool {
+        let Some(pending) = &self.pending else {
+            return true;
+        };
+        if self.visible() >= seqno {
+            return true;
+        }
+        // Ranges are usually finished within microseconds of each other.
+        if spin_until(|| self.visible() >= seqno) {
+            return true;
+        }
+        let mut guard = lock(pending);
+        loop {
+            if self.visible() >= seqno {
+                return true;
+            }
+            if guard.failed {
+                return false;
+            }
+            guard.waiting += 1;
+            guard = self
+                .published
+                .wait(guard)
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            guard.waiting -= 1;
+        }
+    }
+
+    /// Moves a shared sequencer past `last` (a store joining it with data up to `last`): the
+    /// seqnos in between count as allocated and published.
+    pub fn advance_to(&self, last: u64) {
+        let Some(pending) = &self.pending else {
+            if last > self.allocated.load(Ordering::Relaxed) {
+                self.allocated.store(last, Ordering::Relaxed);
+                self.visible.store(last, Ordering::Release);
+            }
+            return;
+        };
+        let mut pending = lock(pending);
+        let allocated = self.allocated.load(Ordering::Relaxed);
+        if last <= allocated {
+            return;
+        }
+        self.allocated.store(last, Ordering::Relaxed);
+        pending.ranges.insert(allocated + 1, (last, false));
+        drop(pending);
+        self.publish_range(allocated + 1, last);
+    }
+
+    /// Fails a shared sequencer: a pending range will never be finished (a part of a
+    /// transaction could not be written), so nothing after it may become visible. Readers
+    /// keep the published state; waiters and later allocations fail.
+    pub fn fail(&self) {
+        if let Some(pending) = &self.pending {
+            lock(pending).failed = true;
+            self.published.notify_all();
+        }
+    }
+
+    /// Whether [`Sequencer::fail`] was called.
+    pub fn has_failed(&self) -> bool {
+        self.pending.as_ref().is_some_and(|p| lock(p).failed)
     }
 }

@@ -392,7 +392,7 @@ fn write_outputs(
         1
     };
     let splits = split_keys(compaction, parts, shared.options.target_table_bytes);
-    let snapshots = shared.snapshots.seqnos();
+    let snapshots = shared.snapshots.retention_points(&shared.seq);
     let below = Below {
         levels: compaction
             .version

@@ -57,7 +57,7 @@ fn next_job(shared: &Shared) -> Option<(Arc<CfShared>, Sealed)> {
 pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Sealed) -> Result<()> {
     let started = std::time::Instant::now();
     let number = lock(&shared.versions).reserve_file_number();
-    let snapshots = shared.snapshots.seqnos();
+    let snapshots = shared.snapshots.retention_points(&shared.seq);
     let collector = shared
         .options
         .property_collector
@@ -210,13 +210,19 @@ pub(crate) fn open_table_at(
 /// kept when it is the newest one some reader can see — the newest overall (for readers
 /// without a snapshot) or the newest at or below a live snapshot. Tombstones are kept like
 /// values: older tables may hold what they delete.
+///
+/// Every version above the last point (the published seqno, [`SnapshotList::retention_points`])
+/// is kept: with a sequencer shared by several stores such a version may not be published
+/// yet, and a reader that will see it may need the one before it too.
+///
+/// [`SnapshotList::retention_points`]: crate::snapshot::SnapshotList::retention_points
 pub(crate) struct Retention<'a> {
-    /// Live snapshot seqnos, ascending.
+    /// Live snapshot seqnos, then the published seqno, ascending.
     snapshots: &'a [SeqNo],
     key: Vec<u8>,
     /// The snapshot "stripe" of the last kept version of `key`: the index of the smallest
-    /// snapshot at or above its seqno (`snapshots.len()` for "newer than every snapshot").
-    stripe: Option<usize>,
+    /// point at or above its seqno; above the last point, every seqno is a stripe of its own.
+    stripe: Option<u64>,
 }
 
 impl<'a> Retention<'a> {
@@ -237,7 +243,10 @@ impl<'a> Retention<'a> {
     }
 
     pub(crate) fn keep(&mut self, key: &[u8], seqno: SeqNo) -> bool {
-        let stripe = self.snapshots.partition_point(|&s| s < seqno);
+        let stripe = match self.snapshots.last() {
+            Some(&top) if seqno > top => self.snapshots.len() as u64 + (seqno - top),
+            _ => self.snapshots.partition_point(|&s| s < seqno) as u64,
+        };
         if self.key != key {
             self.key.clear();
             self.key.extend_from_slice(key);

@@ -287,9 +287,13 @@ impl Shared {
             }
         }
         // Published below, after the install; nothing else allocates meanwhile.
-        let seqno = self.seq.allocate(1);
+        let seqno = self
+            .seq
+            .allocate(1)
+            .ok_or_else(crate::write::sequencer_failed)?;
         let mut written: Vec<(Arc<CfShared>, Arc<TableFile>)> = Vec::new();
         let outcome = self.write_runs(runs, seqno, &mut written);
+        // From here a failure leaves the seqno unused: publishing it shows nothing.
         if let Err(error) = outcome.and_then(|()| {
             self.fs
                 .sync_dir(&self.dir)
@@ -298,6 +302,7 @@ impl Shared {
             for (_, table) in &written {
                 let _ = self.fs.remove_file(&table.path);
             }
+            self.seq.publish_range(seqno, seqno);
             return Err(error);
         }
 
@@ -309,6 +314,7 @@ impl Shared {
             for (_, table) in &written {
                 let _ = self.fs.remove_file(&table.path);
             }
+            self.seq.publish_range(seqno, seqno);
             return Err(error);
         }
         let mut edit = VersionEdit {
@@ -334,14 +340,18 @@ impl Shared {
                 .push((cf.id, level as u32, table.meta.clone()));
             placed.push((level, Arc::clone(table)));
         }
-        self.log_edit(&mut versions, &edit)?;
+        if let Err(error) = self.log_edit(&mut versions, &edit) {
+            self.seq.publish_range(seqno, seqno);
+            return Err(error);
+        }
         for ((cf, _), (level, table)) in written.iter().zip(placed) {
             cf.update(|version| insert_at(&mut version.levels[level], level, table));
         }
         drop(versions);
-        // Every seqno below was published by its leader before it let go of the writer lock,
-        // which this thread holds.
-        self.seq.publish(seqno);
+        // Every seqno below this one of this store was published by its leader before it let
+        // go of the writer lock, which this thread holds (a shared sequencer publishes it
+        // after the other stores' older ranges).
+        self.seq.publish_range(seqno, seqno);
         self.wake_background();
         tracing::debug!(
             tables = written.len(),

@@ -6,6 +6,7 @@ use bytes::Bytes;
 use strata_sstable::TableOptions;
 use strata_wal::RecoveryMode;
 
+use crate::commit::Sequencer;
 use crate::fs::{FileSystem, OsFs};
 use crate::snapshot::Snapshot;
 
@@ -51,6 +52,10 @@ pub struct Options {
     /// [`RecoveryMode::TolerateTornTail`]: a torn tail is dropped, damage to synced data stops
     /// the open).
     pub recovery_mode: RecoveryMode,
+    /// A sequencer shared with other stores ([`Sequencer::shared`]), so their seqnos are one
+    /// commit order and one snapshot number covers them all (the table layer's shard
+    /// stores). `None` (the default): the store numbers its own writes.
+    pub sequencer: Option<Arc<Sequencer>>,
     /// Levels per column family, 2 to 16 (default 7, as RocksDB). Level 0 holds flushed
     /// memtables, which may overlap; each deeper level is one sorted run.
     pub num_levels: usize,
@@ -103,6 +108,7 @@ impl Default for Options {
             max_group_bytes: 1 << 20,
             table: TableOptions::default(),
             recovery_mode: RecoveryMode::default(),
+            sequencer: None,
             num_levels: 7,
             l0_compaction_trigger: 4,
             level1_bytes: 256 << 20,

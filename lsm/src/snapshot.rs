@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use crate::SeqNo;
+use crate::commit::Sequencer;
 use crate::sync::lock;
 
 /// The live snapshots' seqnos, with a count each.
@@ -14,9 +15,19 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    /// The live snapshots' seqnos, ascending.
-    pub(crate) fn seqnos(&self) -> Vec<SeqNo> {
-        lock(&self.live).keys().copied().collect()
+    /// What a flush or compaction must keep versions for, ascending: the live snapshots'
+    /// seqnos and, last, the published seqno, read under the list's lock. A snapshot
+    /// registered later is at or above that seqno ([`Snapshot::register_now`] reads it under
+    /// the same lock), and every version above it is kept ([`crate::flush::Retention`]), so
+    /// it loses nothing; with a shared sequencer, versions above it may not be published yet.
+    pub(crate) fn retention_points(&self, seq: &Sequencer) -> Vec<SeqNo> {
+        let live = lock(&self.live);
+        let mut points: Vec<SeqNo> = live.keys().copied().collect();
+        let published = seq.visible();
+        if points.last().is_none_or(|&last| last < published) {
+            points.push(published);
+        }
+        points
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -39,6 +50,20 @@ struct Registered {
 }
 
 impl Snapshot {
+    /// A snapshot at the published seqno of `seq`, read under the list's lock.
+    pub(crate) fn register_now(list: &Arc<SnapshotList>, seq: &Sequencer) -> Snapshot {
+        let mut live = lock(&list.live);
+        let seqno = seq.visible();
+        *live.entry(seqno).or_insert(0) += 1;
+        drop(live);
+        Snapshot {
+            inner: Arc::new(Registered {
+                seqno,
+                list: Arc::clone(list),
+            }),
+        }
+    }
+
     pub(crate) fn register(list: &Arc<SnapshotList>, seqno: SeqNo) -> Snapshot {
         *lock(&list.live).entry(seqno).or_insert(0) += 1;
         Snapshot {

@@ -70,7 +70,7 @@ pub(crate) struct Shared {
     pub(crate) options: Options,
     pub(crate) cache: Arc<BlockCache>,
     pub(crate) commit: GroupCommit<WriteBatch, Result<SeqNo>>,
-    pub(crate) seq: Sequencer,
+    pub(crate) seq: Arc<Sequencer>,
     pub(crate) writer: Mutex<WalState>,
     pub(crate) versions: Mutex<Versions>,
     pub(crate) cfs: RwLock<BTreeMap<u32, Arc<CfShared>>>,
@@ -102,17 +102,24 @@ impl Shared {
         cfs: BTreeMap<u32, Arc<CfShared>>,
         lock: FileLock,
     ) -> Shared {
+        let seq = match &options.sequencer {
+            Some(shared) => {
+                shared.advance_to(last_seqno);
+                Arc::clone(shared)
+            }
+            None => Arc::new(Sequencer::new(last_seqno)),
+        };
         Shared {
             fs: Arc::clone(&options.fs),
             dir,
             commit: GroupCommit::new(options.max_group_bytes),
             options,
             cache,
-            seq: Sequencer::new(last_seqno),
+            snapshots: Arc::clone(&seq.snapshots),
+            seq,
             writer: Mutex::new(wal),
             versions: Mutex::new(versions),
             cfs: RwLock::new(cfs),
-            snapshots: Arc::new(SnapshotList::default()),
             old_logs: Mutex::new(BTreeMap::new()),
             background: Mutex::new(BackgroundState::default()),
             background_cv: Condvar::new(),
@@ -398,9 +405,52 @@ impl Store {
             item: batch,
             sync: options.sync,
         };
+        let last = self
+            .shared
+            .commit
+            .commit(request, bytes, |group| self.shared.lead(group))?;
+        // With a shared sequencer another store may still be inserting an older range: the
+        // write is done when a reader can see it.
+        if !self.shared.seq.wait_visible(last) {
+            return Err(crate::write::sequencer_failed());
+        }
+        Ok(last)
+    }
+
+    /// Commits `batch` with the seqnos from `first` on, which the caller allocated from the
+    /// store's shared sequencer ([`Options::sequencer`]) and publishes itself, with
+    /// [`Sequencer::publish_range`], once every part written under its range is in: one part
+    /// of a transaction over several stores. Returns the batch's last seqno, not yet
+    /// visible. Fails with `InvalidArgument` on a store without a shared sequencer or an
+    /// empty batch; on any other failure the caller's range will never be complete, so it
+    /// must fail the sequencer ([`Sequencer::fail`]) unless it finds the part written.
+    pub fn write_assigned(
+        &self,
+        mut batch: WriteBatch,
+        options: WriteOptions,
+        first: SeqNo,
+    ) -> Result<SeqNo> {
+        if !self.shared.seq.is_shared() || batch.is_empty() {
+            return Err(Error::InvalidArgument(
+                "write_assigned needs a shared sequencer and a non-empty batch".into(),
+            ));
+        }
+        self.shared.check_writable()?;
+        batch.assigned = Some(first);
+        let bytes = batch.encoded_bytes();
+        let request = Request {
+            item: batch,
+            sync: options.sync,
+        };
         self.shared
             .commit
             .commit(request, bytes, |group| self.shared.lead(group))
+    }
+
+    /// The sequencer numbering this store's writes (shared, when the store was opened with
+    /// [`Options::sequencer`]).
+    pub fn sequencer(&self) -> &Arc<Sequencer> {
+        &self.shared.seq
     }
 
     /// Makes every write so far durable.
@@ -473,7 +523,20 @@ impl Store {
     /// A snapshot of the store as of now. Reads through it ignore later writes; the versions it
     /// sees are kept while it lives.
     pub fn snapshot(&self) -> Snapshot {
-        Snapshot::register(&self.shared.snapshots, self.shared.seq.visible())
+        Snapshot::register_now(&self.shared.snapshots, &self.shared.seq)
+    }
+
+    /// A snapshot at `seqno`, which must be published ([`Sequencer::visible`] of a shared
+    /// sequencer, read by the caller): the table layer registers one number in every shard
+    /// store. A later seqno is refused.
+    pub fn snapshot_at(&self, seqno: SeqNo) -> Result<Snapshot> {
+        if seqno > self.shared.seq.visible() {
+            return Err(Error::InvalidArgument(format!(
+                "snapshot at {seqno}, above the last published seqno {}",
+                self.shared.seq.visible()
+            )));
+        }
+        Ok(Snapshot::register(&self.shared.snapshots, seqno))
     }
 
     /// The sequence number of the last write visible to readers.

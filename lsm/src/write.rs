@@ -93,7 +93,6 @@ impl Shared {
                 for (i, last) in seqnos {
                     results[i] = Ok(last);
                 }
-                self.seq.publish(self.seq.allocated());
                 results
             }
             Err(error) => {
@@ -117,20 +116,48 @@ impl Shared {
         let entries: u64 = accepted.iter().map(|(_, r)| r.item.len() as u64).sum();
         self.make_room(wal, touched, entries)?;
 
-        // 3. The log.
+        // 3. The log. The group's own batches take one range of seqnos; a batch whose range
+        // its caller allocated (a part of a transaction over several stores) keeps it, and
+        // its caller publishes it.
         let sync = accepted.iter().any(|(_, r)| r.sync);
+        let own: u64 = accepted
+            .iter()
+            .filter(|(_, r)| r.item.assigned.is_none())
+            .map(|(_, r)| r.item.len() as u64)
+            .sum();
+        let range = match own {
+            0 => None,
+            n => Some((self.allocate(n)?, n)),
+        };
+        let mut next = range.map_or(0, |(first, _)| first);
         let mut sealed = Vec::with_capacity(accepted.len());
         let log_error = |e| Error::log(self.log_path(wal.number), e);
-        for (i, request) in accepted {
-            let first = self.seq.allocate(request.item.len() as u64);
-            let bytes = request.item.seal(first);
-            wal.log.add_record(&bytes).map_err(log_error)?;
-            sealed.push((i, bytes));
-        }
-        if sync {
-            wal.log.sync(|file| file.sync_data()).map_err(log_error)?;
-        } else {
-            wal.log.flush().map_err(log_error)?;
+        let written = (|| {
+            for (i, request) in accepted {
+                let first = match request.item.assigned {
+                    Some(first) => first,
+                    None => {
+                        next += request.item.len() as u64;
+                        next - request.item.len() as u64
+                    }
+                };
+                let bytes = request.item.seal(first);
+                wal.log.add_record(&bytes).map_err(log_error)?;
+                sealed.push((i, bytes));
+            }
+            if sync {
+                wal.log.sync(|file| file.sync_data()).map_err(log_error)?;
+            } else {
+                wal.log.flush().map_err(log_error)?;
+            }
+            Ok(())
+        })();
+        if let Err(error) = written {
+            if range.is_some() && self.seq.is_shared() {
+                // The range will never be inserted: nothing after it may be published.
+                self.seq.fail();
+            }
+            return Err(error);
         }
 
         // 4. The memtables.
@@ -172,10 +199,18 @@ impl Shared {
             wave.push((mem, entry));
         }
         Memtable::insert_each(&wave).map_err(|_| full(&wave))?;
+        if let Some((first, n)) = range {
+            self.seq.publish_range(first, first + n - 1);
+        }
         Ok(batches
             .iter()
             .map(|(i, batch)| (*i, batch.last_seqno()))
             .collect())
+    }
+
+    /// Allocates `count` seqnos for the group; fails once a shared sequencer has failed.
+    fn allocate(&self, count: u64) -> Result<SeqNo> {
+        self.seq.allocate(count).ok_or_else(sequencer_failed)
     }
 
     /// Back-pressure (step 0, before the writer lock): while a family in `ids` has too many
@@ -529,4 +564,13 @@ impl Shared {
             }
         }
     }
+}
+
+/// The error of a write to a store whose shared sequencer failed.
+pub(crate) fn sequencer_failed() -> Error {
+    Error::ReadOnly(Box::new(Error::Conflict(
+        "a write to another store sharing this store's commit order failed, so no later \
+         write can be published; reopen"
+            .into(),
+    )))
 }

@@ -74,7 +74,7 @@ fn published_seqnos_are_always_fully_inserted() {
                     |group| {
                         let mut results = Vec::new();
                         for request in &group {
-                            let first = seq.allocate(request.item);
+                            let first = seq.allocate(request.item).unwrap();
                             for s in first..first + request.item {
                                 memtable.lock().unwrap().insert(s);
                             }
