@@ -122,6 +122,11 @@ pub enum Error {
     /// Something a caller wants to create exists already (a table, an index, a row).
     #[error("conflict: {0}")]
     Conflict(String),
+    /// A transaction's commit found that another commit since its snapshot wrote something
+    /// it read or wrote (a serialization conflict); nothing was written. Retry the
+    /// transaction ([`Error::is_retryable`]).
+    #[error("transaction conflict: {0}; retry the transaction")]
+    TransactionConflict(String),
     /// A record or field is larger than the engine allows; nothing was written.
     #[error("{what} of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
@@ -156,6 +161,12 @@ fn key_suffix(key: &[u8]) -> String {
 }
 
 impl Error {
+    /// Whether running the same work again may succeed: a transaction's serialization
+    /// conflict (begin a new transaction and redo its reads and writes).
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::TransactionConflict(_))
+    }
+
     /// Whether this is an I/O error or carries one.
     pub fn is_io(&self) -> bool {
         matches!(self, Error::Store(e) if e.is_io())

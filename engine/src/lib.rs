@@ -52,6 +52,7 @@ pub use strata_planner::{
 };
 pub use strata_wal::RecoveryMode;
 pub use table::{
-    Analysis, BulkLoad, Db, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions, Maintenance,
-    Mutation, Options, ProblemKind, Record, Rows, TableBatch, TableDef, VerifyReport,
+    Analysis, BulkLoad, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions,
+    Maintenance, Mutation, Options, ProblemKind, Record, Rows, TableBatch, TableDef, Transaction,
+    VerifyReport,
 };

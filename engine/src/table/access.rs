@@ -266,14 +266,10 @@ impl StreamKit<'_> {
                 continue;
             }
             let shard = &table.shards[s];
-            // A global async index is read at a snapshot taken after the facts': an entry
-            // gone from an outbox at the facts' snapshot was applied before it, so it is in
-            // the index at this one.
-            let snapshot = if global && asynchronous {
-                shard.store.store.snapshot()
-            } else {
-                self.facts[s].clone()
-            };
+            // The facts' snapshot is one seqno across every shard store, and the indexer
+            // puts a global async index's entries before it deletes their outbox entry: an
+            // entry gone from an outbox at this snapshot is in the index at it.
+            let snapshot = self.facts[s].clone();
             let cf = shard.indexes[ix].clone();
             let source = match overlay.as_ref().map(|o| &o[s]) {
                 Some(pending) if !pending.is_empty() => {

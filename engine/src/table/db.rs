@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use strata_planner::{CostModel, IndexState, Scope, StatsError, TableStats, Value};
 
 use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
+use crate::lsm::commit::Sequencer;
 use crate::lsm::{ColumnFamily, ReadOptions, Store, WriteBatch, WriteOptions};
 use crate::table::advice::Usage;
 use crate::table::catalog::{IndexDef, TableDef, index_cf};
@@ -33,6 +34,7 @@ use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::query::Planning;
 use crate::table::record::Record;
 use crate::table::sketch::{LiveStats, SketchFactory};
+use crate::table::txn::Resolver;
 use crate::table::write::Stripes;
 
 /// A database of tables with index tables, over one LSM store. `Send + Sync`: share it
@@ -91,6 +93,10 @@ pub struct Shared {
     pub(crate) analyze_stop: std::sync::atomic::AtomicBool,
     /// Collects each fact table file's statistics sketch (`sketch.rs`).
     pub(super) sketches: Arc<SketchFactory>,
+    /// Numbers the writes of every shard store: one commit order for the database.
+    pub(crate) sequencer: Arc<Sequencer>,
+    /// The keys recent commits wrote, for transactions to validate against (`txn.rs`).
+    pub(crate) resolver: Resolver,
 }
 
 impl std::ops::Deref for Db {
@@ -241,6 +247,10 @@ impl Db {
         options.validate()?;
         options.store.property_collector = Some(Arc::clone(&sketches) as _);
         options.store.value_upgrade = Some(Arc::new(crate::table::upgrade::RecordUpgrade));
+        // Every shard store numbers its writes from one sequencer: a seqno is one commit
+        // timestamp across the database (`docs/transactions.md` §1).
+        let sequencer = Arc::new(Sequencer::shared(0));
+        options.store.sequencer = Some(Arc::clone(&sequencer));
         let main = Arc::new(open_shard_store(&dir, &options, 0)?);
         let store = &main.store;
         let catalog = family_or_create(store, CATALOG_CF)?;
@@ -306,6 +316,8 @@ impl Db {
             analyze_done: std::sync::Condvar::new(),
             analyze_stop: std::sync::atomic::AtomicBool::new(false),
             sketches,
+            sequencer,
+            resolver: Resolver::default(),
         };
         for def in defs.values() {
             shared.sketches.learn(def);

@@ -405,6 +405,11 @@ impl Tracker {
         }
     }
 
+    /// Every shard's floor, by shard store number.
+    pub fn floors(&self) -> Vec<u64> {
+        self.lock().queues.iter().map(|q| q.floor).collect()
+    }
+
     /// Shard `shard`'s floor: the first entry that may be pending.
     pub fn floor(&self, shard: usize) -> u64 {
         self.lock().queues.get(shard).map_or(0, |q| q.floor)

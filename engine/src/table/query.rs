@@ -30,7 +30,8 @@ use crate::table::db::{Db, Table};
 use crate::table::format::KEY_NULL;
 use crate::table::key::decode_value;
 use crate::table::record::Record;
-use crate::table::stream::Stream;
+use crate::table::stream::{Mode, Source, Stream};
+use crate::table::txn::{DbSnapshot, ReadRange};
 
 /// Average row size assumed for a table the store has no size for yet.
 pub const DEFAULT_ROW_BYTES: f64 = 100.0;
@@ -171,6 +172,62 @@ pub struct Rows<'a> {
     built_projected: bool,
     stats: ExecStats,
     done: bool,
+    /// What the query reads, for a transaction's validation (when asked for).
+    read_ranges: Vec<ReadRange>,
+}
+
+/// How a query reads: at a given snapshot (else one taken now), and whether it records the
+/// key ranges it reads for a transaction.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Reading<'s> {
+    pub(crate) at: Option<&'s DbSnapshot>,
+    pub(crate) record: bool,
+}
+
+/// The key ranges `streams` read, as a transaction validates them: each range of a fact or
+/// sync index family, each key looked up; a read through an async index (whose entries are
+/// written after the commit) counts as a read of every fact shard.
+fn read_ranges(table: &Table, streams: &[Stream]) -> Vec<ReadRange> {
+    let whole_table = || {
+        table
+            .shards
+            .iter()
+            .map(|s| ReadRange::whole(s.store.number, s.fact.id()))
+            .collect::<Vec<_>>()
+    };
+    let mut out = Vec::new();
+    for stream in streams {
+        let store = stream.store.number;
+        if let Mode::Index {
+            recheck_entry: true,
+            ..
+        } = stream.mode
+        {
+            return whole_table();
+        }
+        match &stream.source {
+            Source::Ranges { cf, ranges, .. } => {
+                for (lower, upper) in ranges {
+                    out.push(ReadRange::new(store, cf.id(), lower, upper.as_deref()));
+                }
+            }
+            Source::Keys(keys) => {
+                let fact = table.shards[stream.shard].fact.id();
+                for key in keys {
+                    out.push(ReadRange::key(store, fact, key));
+                }
+            }
+            Source::Pairs(_) => return whole_table(),
+        }
+    }
+    out
+}
+
+impl Rows<'_> {
+    /// The key ranges this query reads (empty unless it was asked to record them).
+    pub(crate) fn take_read_ranges(&mut self) -> Vec<ReadRange> {
+        std::mem::take(&mut self.read_ranges)
+    }
 }
 
 impl std::fmt::Debug for Rows<'_> {
@@ -401,7 +458,23 @@ impl Db {
             None => self.plan_for(&t, query, false)?,
         };
         t.usage.planned(&t.def, query, &plan);
-        Rows::new(self, t, query.clone(), &plan, false)
+        Rows::new(self, t, query.clone(), &plan, false, Reading::default())
+    }
+
+    /// [`Db::query`] with the options of a snapshot read or a transaction's read.
+    pub(crate) fn query_with(
+        &self,
+        table: &str,
+        query: &Query,
+        reading: Reading<'_>,
+    ) -> Result<Rows<'_>> {
+        let t = self.handle(table)?;
+        let plan = match lookup_plan(&t, query, &self.cost_model()) {
+            Some(plan) => plan,
+            None => self.plan_for(&t, query, false)?,
+        };
+        t.usage.planned(&t.def, query, &plan);
+        Rows::new(self, t, query.clone(), &plan, false, reading)
     }
 
     /// Runs `query` to the end and reports the plan with what actually happened: rows read,
@@ -413,7 +486,7 @@ impl Db {
         let plan = self.plan_for(&t, query, true)?;
         let plan_time = start.elapsed();
         t.usage.planned(&t.def, query, &plan);
-        let mut rows = Rows::new(self, t, query.clone(), &plan, true)?;
+        let mut rows = Rows::new(self, t, query.clone(), &plan, true, Reading::default())?;
         for row in rows.by_ref() {
             row?;
         }
@@ -481,23 +554,35 @@ fn compare_by(fields: &[String], a: &Record, b: &Record) -> std::cmp::Ordering {
 }
 
 impl<'a> Rows<'a> {
-    fn new(db: &'a Db, table: Arc<Table>, query: Query, plan: &Plan, timed: bool) -> Result<Self> {
+    fn new(
+        db: &'a Db,
+        table: Arc<Table>,
+        query: Query,
+        plan: &Plan,
+        timed: bool,
+        reading: Reading<'_>,
+    ) -> Result<Self> {
         let query = Arc::new(query);
         let by_field = constraints(&query.predicates);
         let access = &plan.chosen.access;
         let order_fields = access_order(&table, access)?;
         let direction = direction(&query, &by_field, order_fields.as_deref());
-        // Floors before snapshots: no outbox entry the snapshots see is below its floor.
+        // One snapshot of the whole database (its floors read before it: no outbox entry it
+        // sees is below its floor).
+        let now;
+        let at = match reading.at {
+            Some(at) => at,
+            None => {
+                now = db.snapshot();
+                &now
+            }
+        };
         let floors: Vec<u64> = table
             .shards
             .iter()
-            .map(|s| db.tracker.floor(s.store.number))
+            .map(|s| at.floor(s.store.number))
             .collect();
-        let facts: Arc<[Snapshot]> = table
-            .shards
-            .iter()
-            .map(|s| s.store.store.snapshot())
-            .collect();
+        let facts: Arc<[Snapshot]> = table.shards.iter().map(|_| at.lsm().clone()).collect();
         let kit = StreamKit {
             table: &table,
             query: &query,
@@ -507,6 +592,11 @@ impl<'a> Rows<'a> {
             reverse: direction == Direction::Reverse,
         };
         let streams = kit.streams(db, access, &floors)?;
+        let read_ranges = if reading.record {
+            read_ranges(&table, &streams)
+        } else {
+            Vec::new()
+        };
         let needs_sort = direction == Direction::Sort;
         let merge_by = (query.order.is_some() && !needs_sort && streams.len() > 1)
             .then_some(order_fields)
@@ -540,6 +630,7 @@ impl<'a> Rows<'a> {
             built_projected,
             stats: ExecStats::default(),
             done: false,
+            read_ranges,
         };
         if needs_sort {
             rows.sort_all(timed)?;

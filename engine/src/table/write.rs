@@ -8,14 +8,13 @@
 //!    guaranteed to see it, which is what makes the backfill correct (`backfill.rs`).
 //! 3. Read each key's current record, apply the mutations in order to an overlay, and diff
 //!    each index's entry for the first and the final record of each key.
-//! 4. Per fact shard, commit the fact changes, the sync indexes' diffs and (when an async index
-//!    changed) one outbox entry with the async indexes' diffs, as one atomic `WriteBatch`
-//!    (`outbox.rs`). A batch whose rows fall in several shards commits shard by shard: the
-//!    checks above still write nothing when they fail, but an I/O error in one shard's commit
-//!    leaves the shards before it committed.
-
-use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+//! 4. Per shard store, gather the fact changes, the sync indexes' diffs and (when an async
+//!    index changed) one outbox entry with the async indexes' diffs into one `WriteBatch`
+//!    (`outbox.rs`), and commit every store's part under one range of seqnos from the
+//!    database's sequencer, published once every part is in (`Db::commit_parts`): readers
+//!    see all of the batch or none of it, whatever the shards.
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use strata_planner::Value;
@@ -23,12 +22,13 @@ use strata_planner::Value;
 use crate::error::{Error, Result};
 use crate::lsm::{WriteBatch, WriteOptions};
 use crate::table::catalog::{TableDef, validate_field};
-use crate::table::db::{Db, Table};
+use crate::table::db::{Db, ShardStore, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::field_names::FieldNames;
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
 use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
 use crate::table::record::Record;
+use crate::table::txn::Validation;
 
 /// Number of key lock stripes.
 /// TUNING: a power of two well above the writer threads of an embedded database, so two
@@ -111,6 +111,10 @@ impl TableBatch {
         self
     }
 
+    pub(crate) fn push(&mut self, mutation: Mutation) {
+        self.mutations.push(mutation);
+    }
+
     /// Number of mutations.
     pub fn len(&self) -> usize {
         self.mutations.len()
@@ -188,21 +192,20 @@ impl KnownNames {
     }
 }
 
-/// What a batch does to one key.
 /// One mutation of a batch, checked and encoded before any lock is taken.
-struct Planned {
+pub(crate) struct Planned {
     /// The encoded primary key.
-    key: Vec<u8>,
+    pub(crate) key: Vec<u8>,
     /// The new row (`None`: a delete).
-    record: Option<Record>,
+    pub(crate) record: Option<Record>,
     /// The new row encoded (empty for a delete).
-    encoded: Vec<u8>,
+    pub(crate) encoded: Vec<u8>,
     /// An insert: the row must not exist.
-    insert: bool,
+    pub(crate) insert: bool,
 }
 
 /// What a batch does to one key: the row before it and after all its mutations of the key.
-struct KeyChange {
+pub(crate) struct KeyChange {
     key: Vec<u8>,
     before: Option<Record>,
     after: Option<Record>,
@@ -212,14 +215,24 @@ struct KeyChange {
 
 impl KeyChange {
     /// Whether the key had or has a row (a delete of a missing row changes nothing).
-    fn changes_anything(&self) -> bool {
+    pub(crate) fn changes_anything(&self) -> bool {
         self.before.is_some() || self.after.is_some()
     }
 }
 
-/// One shard's part of a batch: its fact and sync index changes, and the outbox entry that
-/// carries its async index changes.
-type ShardPart = (WriteBatch, OutboxEntry);
+/// One shard store's part of a commit: its fact and sync index changes, the outbox entries
+/// that carry its async index changes (one per table), and, when a transaction may need them,
+/// the keys it writes.
+pub(crate) struct StorePart {
+    pub(crate) store: Arc<ShardStore>,
+    pub(crate) wb: WriteBatch,
+    pub(crate) outboxes: Vec<OutboxEntry>,
+    /// `(family id, key)` of every fact and sync index key written, when collected.
+    pub(crate) keys: Option<Vec<(u32, Vec<u8>)>>,
+}
+
+/// A commit's parts, by shard store number.
+pub(crate) type Parts = BTreeMap<usize, StorePart>;
 
 impl Db {
     /// Inserts `record` into `table`; a row with its key must not exist.
@@ -282,9 +295,12 @@ impl Db {
         // 3. Apply to an overlay of the current records.
         let changes = self.overlay(&t, planned)?;
 
-        // 4. Per shard: one batch for facts, sync index diffs and the outbox entry.
-        let parts = shard_parts(&t, &changes)?;
-        let wrote = self.commit_parts(&t, parts, options)?;
+        // 4. Per shard store: one batch for facts, sync index diffs and the outbox entry,
+        // all committed under one range of seqnos.
+        let mut parts = Parts::new();
+        let keys = self.resolver.has_live();
+        shard_parts(&t, &changes, &mut parts, keys)?;
+        let wrote = self.commit_parts(parts, options, None)?;
         let changed = changes.iter().filter(|c| c.changes_anything()).count();
         self.note_changes(&t, changed as u64);
         if options.sync {
@@ -308,7 +324,7 @@ impl Db {
     /// every mutation of it applied in turn. An insert of a key that has a row (stored, or
     /// put by an earlier mutation of the batch) is a conflict.
     /// REQUIRES: the stripes of every planned key are locked.
-    fn overlay(&self, t: &Table, planned: Vec<Planned>) -> Result<Vec<KeyChange>> {
+    pub(crate) fn overlay(&self, t: &Table, planned: Vec<Planned>) -> Result<Vec<KeyChange>> {
         let mut changes: Vec<KeyChange> = Vec::new();
         let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
         for p in planned {
@@ -340,42 +356,89 @@ impl Db {
         Ok(changes)
     }
 
-    /// Writes each shard's part, the outbox entry numbered under the keys' stripes so a row's
-    /// next change gets a higher number; returns the shard stores written.
-    fn commit_parts(
+    /// Commits `parts` as one: numbers each outbox entry under the keys' stripes (so a row's
+    /// next change gets a higher number), allocates one range of seqnos for every part under
+    /// the resolver's lock (after validating `reads`, for a transaction), writes each store's
+    /// part under its share of the range, and publishes the range once all are in, so a
+    /// reader sees every part or none. Returns the shard stores written.
+    ///
+    /// A part that fails after another was written leaves the range unpublishable: the
+    /// sequencer fails, and the database refuses writes until it is reopened (the other
+    /// parts are then in the logs; see `docs/transactions.md` for what recovery does).
+    pub(crate) fn commit_parts(
         &self,
-        t: &Table,
-        parts: Vec<Option<ShardPart>>,
+        mut parts: Parts,
         options: WriteOptions,
+        reads: Option<&Validation<'_>>,
     ) -> Result<Vec<usize>> {
-        let mut wrote = Vec::new();
-        for (s, part) in parts.into_iter().enumerate() {
-            let Some((mut wb, mut outbox)) = part else {
-                continue;
-            };
-            let store = &t.shards[s].store;
-            if outbox.ops.is_empty() {
-                if !wb.is_empty() {
-                    store.store.write(wb, options)?;
-                    wrote.push(store.number);
+        parts.retain(|_, p| !p.wb.is_empty() || !p.outboxes.is_empty());
+        // Outbox entries first: each is a put in its part's batch.
+        let mut begun: Vec<(usize, u64)> = Vec::new();
+        let numbered = (|| {
+            for (&s, part) in parts.iter_mut() {
+                for outbox in &mut part.outboxes {
+                    outbox.written_micros = now_micros();
+                    let seq = self.tracker.begin(s)?;
+                    begun.push((s, seq));
+                    part.wb
+                        .put(&part.store.outbox, &outbox_key(seq), &outbox.encode())?;
                 }
-                continue;
             }
-            outbox.written_micros = now_micros();
-            let seq = self.tracker.begin(s)?;
-            let result = wb
-                .put(&store.outbox, &outbox_key(seq), &outbox.encode())
-                .and_then(|()| store.store.write(wb, options).map(drop));
+            Ok(())
+        })();
+        let result = numbered.and_then(|()| self.write_parts(&parts, options, reads));
+        for &(s, seq) in &begun {
             self.tracker.end(s, seq, result.is_ok());
-            result?;
-            wrote.push(store.number);
         }
-        Ok(wrote)
+        result?;
+        Ok(parts.keys().copied().collect())
+    }
+
+    /// The resolver and the writes of [`Db::commit_parts`].
+    fn write_parts(
+        &self,
+        parts: &Parts,
+        options: WriteOptions,
+        reads: Option<&Validation<'_>>,
+    ) -> Result<()> {
+        let total: u64 = parts.values().map(|p| p.wb.len() as u64).sum();
+        if total == 0 {
+            return Ok(());
+        }
+        let first = self.resolver.admit(&self.sequencer, parts, total, reads)?;
+        let last = first + total - 1;
+        let mut next = first;
+        let mut written = 0;
+        for part in parts.values() {
+            let batch = part.wb.clone();
+            let len = batch.len() as u64;
+            if let Err(error) = part.store.store.write_assigned(batch, options, next) {
+                if written > 0 {
+                    // Some parts are in and this one is not: publishing would show half.
+                    self.sequencer.fail();
+                } else {
+                    // Nothing of the range is in: publishing it shows nothing.
+                    self.sequencer.publish_range(first, last);
+                }
+                return Err(error.into());
+            }
+            written += 1;
+            next += len;
+        }
+        self.sequencer.publish_range(first, last);
+        if !self.sequencer.wait_visible(last) {
+            return Err(Error::Store(crate::lsm::Error::ReadOnly(Box::new(
+                crate::lsm::Error::Conflict(
+                    "a write across shard stores failed; reopen the database".into(),
+                ),
+            ))));
+        }
+        Ok(())
     }
 }
 
 /// Checks and encodes every mutation of `batch` against `def`.
-fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
+pub(crate) fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
     let mut planned = Vec::with_capacity(batch.len());
     for m in batch.mutations {
         planned.push(match m {
@@ -466,28 +529,63 @@ fn check_size(len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Each shard's fact puts and deletes, sync index diffs and outbox operations for `changes`.
-fn shard_parts(t: &Table, changes: &[KeyChange]) -> Result<Vec<Option<ShardPart>>> {
-    let mut parts: Vec<Option<ShardPart>> = (0..t.shards.len()).map(|_| None).collect();
+/// Adds each shard's fact puts and deletes, sync index diffs and outbox operations for
+/// `changes` to `parts`, with the keys written when `keys` is set.
+pub(crate) fn shard_parts(
+    t: &Table,
+    changes: &[KeyChange],
+    parts: &mut Parts,
+    keys: bool,
+) -> Result<()> {
     for c in changes.iter().filter(|c| c.changes_anything()) {
         let s = t.fact_shard(&c.key);
-        let (wb, outbox) = parts[s].get_or_insert_with(|| {
-            let outbox = OutboxEntry {
-                table_id: t.def.id,
-                written_micros: 0,
-                ops: Vec::new(),
-            };
-            (WriteBatch::new(), outbox)
+        let part = parts.entry(s).or_insert_with(|| StorePart {
+            store: Arc::clone(&t.shards[s].store),
+            wb: WriteBatch::new(),
+            outboxes: Vec::new(),
+            keys: keys.then(Vec::new),
         });
         let fact = &t.shards[s].fact;
         match &c.after {
-            Some(_) => wb.put(fact, &c.key, &c.encoded)?,
-            None => wb.delete(fact, &c.key)?,
+            Some(_) => part.wb.put(fact, &c.key, &c.encoded)?,
+            None => part.wb.delete(fact, &c.key)?,
         }
+        if let Some(keys) = &mut part.keys {
+            keys.push((fact.id(), c.key.clone()));
+        }
+        // The table's outbox entry in this part, started if not there yet.
+        let at = match part.outboxes.iter().position(|o| o.table_id == t.def.id) {
+            Some(at) => at,
+            None => {
+                part.outboxes.push(OutboxEntry {
+                    table_id: t.def.id,
+                    written_micros: 0,
+                    ops: Vec::new(),
+                });
+                part.outboxes.len() - 1
+            }
+        };
         let (before, after) = (c.before.as_ref(), c.after.as_ref());
-        diff_indexes(t, s, &c.key, before, after, wb, &mut outbox.ops)?;
+        let StorePart {
+            wb,
+            outboxes,
+            keys: written,
+            ..
+        } = part;
+        diff_indexes(
+            t,
+            s,
+            &c.key,
+            (before, after),
+            wb,
+            &mut outboxes[at].ops,
+            written.as_mut(),
+        )?;
     }
-    Ok(parts)
+    for part in parts.values_mut() {
+        part.outboxes.retain(|o| !o.ops.is_empty());
+    }
+    Ok(())
 }
 
 pub(crate) fn display_key(t: &Table, record: Option<&Record>) -> String {
@@ -510,15 +608,25 @@ pub(crate) fn diff_indexes(
     t: &Table,
     shard: usize,
     key: &[u8],
-    before: Option<&Record>,
-    after: Option<&Record>,
+    (before, after): (Option<&Record>, Option<&Record>),
     wb: &mut WriteBatch,
     outbox: &mut Vec<OutboxOp>,
+    mut written: Option<&mut Vec<(u32, Vec<u8>)>>,
 ) -> Result<()> {
     for (i, ix) in t.def.indexes.iter().enumerate() {
         let started = Instant::now();
         let old = before.map(|r| index_entry(ix, shard, key, r)).transpose()?;
         let new = after.map(|r| index_entry(ix, shard, key, r)).transpose()?;
+        if let Some(written) = written.as_deref_mut()
+            && !ix.is_async()
+        {
+            // A changed row counts as a write at its entries, changed or not: a transaction
+            // that read the row through an index range conflicts with any change to it.
+            let cf = t.shards[shard].indexes[i].id();
+            let old_key = old.as_ref().map(|(k, _)| k);
+            let new_key = new.as_ref().map(|(k, _)| k).filter(|k| Some(*k) != old_key);
+            written.extend(old_key.into_iter().chain(new_key).map(|k| (cf, k.clone())));
+        }
         if old == new {
             continue;
         }

@@ -1,0 +1,589 @@
+//! Snapshots of the whole database and optimistic, serializable transactions
+//! (`docs/transactions.md`).
+//!
+//! 1. Every shard store numbers its writes from the database's one sequencer, so a snapshot is
+//!    one seqno across every table and shard ([`DbSnapshot`]), and a commit whose parts go to
+//!    several stores is published at once ([`Db::commit_parts`]).
+//! 2. A [`Transaction`] reads at a snapshot taken when it begins, buffers its writes, and
+//!    records what it read: each key, and each key range a query read (a fact range, a sync
+//!    index range, or the whole table for an async index).
+//! 3. At commit it takes the stripes of the keys it writes, re-reads their rows, and, under the
+//!    [`Resolver`]'s lock, checks that no commit since its snapshot wrote a key it read or
+//!    wrote, or a key inside a range it read; then it takes its commit's seqnos in the same
+//!    critical section and records the keys it writes. Validation is serial; the writes are
+//!    not.
+//! 4. Every commit (transactions and plain writes alike) records its keys while a transaction
+//!    is live, so a plain write conflicts with a transaction too. A write that did not gather
+//!    its keys (no transaction was live when it started) raises a barrier instead: any live
+//!    transaction whose snapshot is older and read anything fails its commit.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::Bound;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use strata_planner::{Query, Value};
+
+use crate::error::{Error, Result};
+use crate::lsm::commit::Sequencer;
+use crate::lsm::{SeqNo, Snapshot, WriteOptions};
+use crate::table::db::{Db, Table, lock};
+use crate::table::entry::{encode_primary_key, record_corrupt};
+use crate::table::query::{Reading, Rows};
+use crate::table::record::Record;
+use crate::table::write::{Mutation, Parts, TableBatch, checked, display_key, plan, shard_parts};
+
+/// A point-in-time view of every table and shard of a database: reads through it
+/// ([`Db::get_at`], [`Db::query_at`]) see every write committed before it was taken and none
+/// after, in every shard store at once. Cheap to take and to clone; the versions it sees are
+/// kept until the last clone is dropped.
+#[derive(Clone, Debug)]
+pub struct DbSnapshot {
+    snapshot: Snapshot,
+    /// Each shard store's outbox floor, read before the snapshot.
+    floors: Arc<[u64]>,
+}
+
+impl DbSnapshot {
+    /// The commit seqno of the last write it sees.
+    pub fn seqno(&self) -> SeqNo {
+        self.snapshot.seqno()
+    }
+
+    pub(crate) fn lsm(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// Shard store `store`'s outbox floor at the snapshot (0 for a store opened since).
+    pub(crate) fn floor(&self, store: usize) -> u64 {
+        self.floors.get(store).copied().unwrap_or(0)
+    }
+}
+
+/// A key range `[lower, upper)` of one family of one shard store that a transaction read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct ReadRange {
+    store: u32,
+    cf: u32,
+    lower: Vec<u8>,
+    /// `None`: to the end of the family.
+    upper: Option<Vec<u8>>,
+    /// A single key (`lower`), not a range.
+    point: bool,
+}
+
+impl ReadRange {
+    pub(crate) fn new(store: usize, cf: u32, lower: &[u8], upper: Option<&[u8]>) -> Self {
+        ReadRange {
+            store: store as u32,
+            cf,
+            lower: lower.to_vec(),
+            upper: upper.map(<[u8]>::to_vec),
+            point: false,
+        }
+    }
+
+    pub(crate) fn key(store: usize, cf: u32, key: &[u8]) -> Self {
+        ReadRange {
+            point: true,
+            ..ReadRange::new(store, cf, key, None)
+        }
+    }
+
+    pub(crate) fn whole(store: usize, cf: u32) -> Self {
+        ReadRange::new(store, cf, &[], None)
+    }
+}
+
+/// A written key, as the resolver keeps it: shard store, family id, key.
+type WrittenKey = (u32, u32, Vec<u8>);
+
+/// What a committing transaction asks the resolver to check.
+pub(crate) struct Validation<'a> {
+    /// Its snapshot: a write above it to something it read is a conflict.
+    pub(crate) snapshot: SeqNo,
+    pub(crate) reads: &'a [ReadRange],
+}
+
+/// The keys written by recent commits, with their commit seqnos, while transactions are live
+/// (FoundationDB's resolver, in one process).
+#[derive(Debug, Default)]
+pub(crate) struct Resolver {
+    /// Live transactions: the lock-free check a plain write makes before gathering its keys.
+    live_count: AtomicUsize,
+    state: std::sync::Mutex<ResolverState>,
+}
+
+#[derive(Debug, Default)]
+struct ResolverState {
+    /// The seqno each live transaction began at (the sequencer's allocated seqno then), with
+    /// a count: writes at or below the smallest conflict with no live transaction.
+    live: BTreeMap<SeqNo, usize>,
+    /// Each key written since the oldest live transaction began: its last commit seqno.
+    writes: BTreeMap<WrittenKey, SeqNo>,
+    /// The last seqno of a commit recorded without its keys: a live transaction whose
+    /// snapshot is below it and that read anything conflicts.
+    barrier: SeqNo,
+    /// `writes.len()` after the last trim: the next trim waits until it has doubled.
+    trimmed_at: usize,
+}
+
+impl ResolverState {
+    /// The first conflict of `v`: a key it read written after its snapshot.
+    fn conflict(&self, v: &Validation<'_>) -> Option<String> {
+        if self.barrier > v.snapshot && !v.reads.is_empty() {
+            return Some("a write committed since the snapshot could not be checked".into());
+        }
+        for r in v.reads {
+            let lower = (r.store, r.cf, r.lower.clone());
+            if r.point {
+                if self.writes.get(&lower).is_some_and(|&at| at > v.snapshot) {
+                    return Some("a key it read was written since its snapshot".into());
+                }
+                continue;
+            }
+            let upper = match &r.upper {
+                Some(upper) => Bound::Excluded((r.store, r.cf, upper.clone())),
+                None => match r.cf.checked_add(1) {
+                    Some(next) => Bound::Excluded((r.store, next, Vec::new())),
+                    None => Bound::Excluded((r.store + 1, 0, Vec::new())),
+                },
+            };
+            let newer = self
+                .writes
+                .range((Bound::Included(lower), upper))
+                .any(|(_, &at)| at > v.snapshot);
+            if newer {
+                return Some("a key range it read was written since its snapshot".into());
+            }
+        }
+        None
+    }
+
+    /// Drops what no live transaction can conflict with.
+    fn trim(&mut self) {
+        let Some(&oldest) = self.live.keys().next() else {
+            self.writes.clear();
+            self.barrier = 0;
+            self.trimmed_at = 0;
+            return;
+        };
+        if self.writes.len() < 1024 || self.writes.len() < 2 * self.trimmed_at {
+            return;
+        }
+        self.writes.retain(|_, at| *at > oldest);
+        self.trimmed_at = self.writes.len();
+    }
+}
+
+impl Resolver {
+    /// Whether a transaction is live: a commit gathers the keys it writes if so.
+    pub(crate) fn has_live(&self) -> bool {
+        self.live_count.load(Ordering::SeqCst) > 0
+    }
+
+    /// Registers a transaction beginning now; returns the seqno it must see (every commit
+    /// allocated so far). A commit allocated later finds it live.
+    fn begin(&self, sequencer: &Sequencer) -> SeqNo {
+        let mut state = lock(&self.state);
+        self.live_count.fetch_add(1, Ordering::SeqCst);
+        let at = sequencer.allocated();
+        *state.live.entry(at).or_insert(0) += 1;
+        at
+    }
+
+    /// Unregisters a transaction that began at `at`.
+    fn end(&self, at: SeqNo) {
+        let mut state = lock(&self.state);
+        if let Some(count) = state.live.get_mut(&at) {
+            *count -= 1;
+            if *count == 0 {
+                state.live.remove(&at);
+            }
+        }
+        self.live_count.fetch_sub(1, Ordering::SeqCst);
+        state.trim();
+    }
+
+    /// Validates `reads` (for a transaction), allocates `total` seqnos for `parts` and, while a
+    /// transaction is live, records the keys they write at the commit's last seqno. Returns
+    /// the first seqno.
+    pub(crate) fn admit(
+        &self,
+        sequencer: &Sequencer,
+        parts: &Parts,
+        total: u64,
+        reads: Option<&Validation<'_>>,
+    ) -> Result<SeqNo> {
+        let mut state = lock(&self.state);
+        if let Some(v) = reads
+            && let Some(why) = state.conflict(v)
+        {
+            return Err(Error::TransactionConflict(why));
+        }
+        let first = sequencer.allocate(total).ok_or_else(|| {
+            Error::Store(crate::lsm::Error::ReadOnly(Box::new(
+                crate::lsm::Error::Conflict(
+                    "a write across shard stores failed; reopen the database".into(),
+                ),
+            )))
+        })?;
+        let last = first + total - 1;
+        if !state.live.is_empty() {
+            for (&store, part) in parts {
+                match &part.keys {
+                    Some(keys) => {
+                        for (cf, key) in keys {
+                            state.writes.insert((store as u32, *cf, key.clone()), last);
+                        }
+                    }
+                    None => state.barrier = state.barrier.max(last),
+                }
+            }
+            state.trim();
+        }
+        Ok(first)
+    }
+}
+
+impl Db {
+    /// A snapshot of every table and shard as of now.
+    pub fn snapshot(&self) -> DbSnapshot {
+        let floors = self.tracker.floors().into();
+        DbSnapshot {
+            snapshot: self.main.store.snapshot(),
+            floors,
+        }
+    }
+
+    /// The row of `table` whose primary key is `key`, as of `snapshot`.
+    pub fn get_at(
+        &self,
+        snapshot: &DbSnapshot,
+        table: &str,
+        key: &[Value],
+    ) -> Result<Option<Record>> {
+        let t = self.handle(table)?;
+        let values: Vec<&Value> = key.iter().collect();
+        let pk = encode_primary_key(&t.def, &values)?;
+        self.read_record_at(&t, &pk, snapshot)
+    }
+
+    /// Runs `query` on `table` as of `snapshot`: [`Db::query`]'s rows, at that point in time.
+    pub fn query_at(&self, snapshot: &DbSnapshot, table: &str, query: &Query) -> Result<Rows<'_>> {
+        let reading = Reading {
+            at: Some(snapshot),
+            record: false,
+        };
+        self.query_with(table, query, reading)
+    }
+
+    /// Begins an optimistic, serializable transaction: it reads at a snapshot taken now, sees
+    /// its own writes, and commits them all at once, or fails with an error whose
+    /// [`Error::is_retryable`] is true when another commit since its snapshot wrote what it
+    /// read or wrote.
+    pub fn begin(&self) -> Result<Transaction<'_>> {
+        let began = self.resolver.begin(&self.sequencer);
+        // Every commit allocated before it registered must be in its snapshot.
+        if !self.sequencer.wait_visible(began) {
+            self.resolver.end(began);
+            return Err(Error::Store(crate::lsm::Error::ReadOnly(Box::new(
+                crate::lsm::Error::Conflict(
+                    "a write across shard stores failed; reopen the database".into(),
+                ),
+            ))));
+        }
+        Ok(Transaction {
+            db: self,
+            snapshot: self.snapshot(),
+            began,
+            tables: BTreeMap::new(),
+            reads: Vec::new(),
+            done: false,
+        })
+    }
+
+    /// The record at `key` in `t`'s fact family as of `snapshot`.
+    pub(crate) fn read_record_at(
+        &self,
+        t: &Table,
+        key: &[u8],
+        snapshot: &DbSnapshot,
+    ) -> Result<Option<Record>> {
+        let shard = &t.shards[t.fact_shard(key)];
+        match shard.store.store.get_at(&shard.fact, key, snapshot.lsm())? {
+            None => Ok(None),
+            Some(bytes) => Record::decode(&bytes)
+                .map(Some)
+                .map_err(|e| record_corrupt(shard.fact.name(), key, e)),
+        }
+    }
+}
+
+/// A transaction's writes to one table.
+struct TableWrites {
+    /// The table's definition when the transaction first wrote it: a table dropped and
+    /// recreated since fails the commit.
+    table: Arc<Table>,
+    /// The mutations, in order, replayed at commit against the rows as they are then.
+    mutations: TableBatch,
+    /// Each written key's row after the transaction's writes (`None`: deleted).
+    rows: HashMap<Vec<u8>, Option<Record>>,
+}
+
+/// An optimistic, serializable transaction over any tables and shards ([`Db::begin`]).
+///
+/// Reads see the snapshot taken at `begin` plus the transaction's own writes. Nothing is
+/// written before [`Transaction::commit`]; dropping an uncommitted transaction rolls it back.
+pub struct Transaction<'db> {
+    db: &'db Db,
+    snapshot: DbSnapshot,
+    /// The sequencer's allocated seqno when it began (its registration with the resolver).
+    began: SeqNo,
+    tables: BTreeMap<String, TableWrites>,
+    reads: Vec<ReadRange>,
+    done: bool,
+}
+
+impl std::fmt::Debug for Transaction<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Transaction")
+            .field("snapshot", &self.snapshot.seqno())
+            .field("tables", &self.tables.keys().collect::<Vec<_>>())
+            .field("reads", &self.reads.len())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The rows of [`Transaction::query`].
+pub type TxRows<'a> = Box<dyn Iterator<Item = Result<Record>> + 'a>;
+
+impl<'db> Transaction<'db> {
+    /// The snapshot it reads at.
+    pub fn snapshot(&self) -> &DbSnapshot {
+        &self.snapshot
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.done {
+            return Err(Error::InvalidArgument(
+                "the transaction has already committed or rolled back".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The row of `table` with primary key `key`: the transaction's own write of it if any,
+    /// else the row at its snapshot.
+    pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Record>> {
+        self.check_open()?;
+        let t = self.db.handle(table)?;
+        let values: Vec<&Value> = key.iter().collect();
+        let pk = encode_primary_key(&t.def, &values)?;
+        self.read_row(&t, &pk)
+    }
+
+    /// The row at encoded key `pk`, recorded as read unless the transaction wrote it.
+    fn read_row(&mut self, t: &Table, pk: &[u8]) -> Result<Option<Record>> {
+        if let Some(own) = self.tables.get(&t.def.name)
+            && own.table.def.id == t.def.id
+            && let Some(row) = own.rows.get(pk)
+        {
+            return Ok(row.clone());
+        }
+        let shard = &t.shards[t.fact_shard(pk)];
+        self.reads
+            .push(ReadRange::key(shard.store.number, shard.fact.id(), pk));
+        self.db.read_record_at(t, pk, &self.snapshot)
+    }
+
+    /// The rows of `query` on `table` at the transaction's snapshot with its own writes
+    /// applied: a row it wrote replaces the stored one (and is kept only if it matches), a
+    /// row it deleted is gone. The key ranges the query read count as read.
+    pub fn query(&mut self, table: &str, query: &Query) -> Result<TxRows<'db>> {
+        self.check_open()?;
+        let own = self
+            .tables
+            .get(&table.to_owned())
+            .filter(|w| !w.rows.is_empty())
+            .map(|w| (Arc::clone(&w.table), w.rows.clone()));
+        let reading = Reading {
+            at: Some(&self.snapshot),
+            record: true,
+        };
+        let Some((t, rows)) = own else {
+            let mut stored = self.db.query_with(table, query, reading)?;
+            self.reads.extend(stored.take_read_ranges());
+            return Ok(Box::new(stored));
+        };
+        // Own writes: read whole stored rows, unlimited, then merge, order, limit, project.
+        let mut whole = query.clone();
+        whole.projection = None;
+        whole.limit = None;
+        let mut stored = self.db.query_with(table, &whole, reading)?;
+        self.reads.extend(stored.take_read_ranges());
+        let matches = |r: &Record| {
+            query
+                .predicates
+                .iter()
+                .all(|p| p.matches(r.value(&p.field)))
+        };
+        let mut out = Vec::new();
+        for row in stored {
+            let row = row?;
+            let pk = crate::table::entry::record_key(&t.def, &row)?;
+            if !rows.contains_key(&pk) {
+                out.push(row);
+            }
+        }
+        out.extend(rows.into_values().flatten().filter(|r| matches(r)));
+        if let Some(order) = &query.order {
+            out.sort_by(|a, b| {
+                let o = order
+                    .fields
+                    .iter()
+                    .map(|f| a.value(f).cmp(b.value(f)))
+                    .find(|o| o.is_ne())
+                    .unwrap_or(std::cmp::Ordering::Equal);
+                if order.descending { o.reverse() } else { o }
+            });
+        }
+        if let Some(limit) = query.limit {
+            out.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        if let Some(fields) = &query.projection {
+            out = out.into_iter().map(|r| r.project(fields)).collect();
+        }
+        Ok(Box::new(out.into_iter().map(Ok)))
+    }
+
+    /// Inserts `record` into `table`; fails (not retryably) if a row with its key exists at
+    /// the snapshot or was written by the transaction, and then changes nothing.
+    pub fn insert(&mut self, table: &str, record: Record) -> Result<()> {
+        self.check_open()?;
+        let t = self.db.handle(table)?;
+        let (pk, record, _) = checked(&t.def, record)?;
+        if self.read_row(&t, &pk)?.is_some() {
+            return Err(Error::Conflict(format!(
+                "table {table:?} has a row with key {}",
+                display_key(&t, Some(&record))
+            )));
+        }
+        self.buffer(&t, pk, Mutation::Insert(record.clone()), Some(record));
+        Ok(())
+    }
+
+    /// Inserts or replaces `record` in `table`.
+    pub fn upsert(&mut self, table: &str, record: Record) -> Result<()> {
+        self.check_open()?;
+        let t = self.db.handle(table)?;
+        let (pk, record, _) = checked(&t.def, record)?;
+        self.buffer(&t, pk, Mutation::Upsert(record.clone()), Some(record));
+        Ok(())
+    }
+
+    /// Deletes the row of `table` whose primary key is `key`, if there is one.
+    pub fn delete(&mut self, table: &str, key: &[Value]) -> Result<()> {
+        self.check_open()?;
+        let t = self.db.handle(table)?;
+        let values: Vec<&Value> = key.iter().collect();
+        let pk = encode_primary_key(&t.def, &values)?;
+        self.buffer(&t, pk, Mutation::Delete(key.to_vec()), None);
+        Ok(())
+    }
+
+    fn buffer(&mut self, t: &Arc<Table>, pk: Vec<u8>, mutation: Mutation, row: Option<Record>) {
+        let writes = self
+            .tables
+            .entry(t.def.name.clone())
+            .or_insert_with(|| TableWrites {
+                table: Arc::clone(t),
+                mutations: TableBatch::new(),
+                rows: HashMap::new(),
+            });
+        writes.mutations.push(mutation);
+        writes.rows.insert(pk, row);
+    }
+
+    /// Commits with the default [`WriteOptions`].
+    pub fn commit(self) -> Result<()> {
+        self.commit_with(WriteOptions::default())
+    }
+
+    /// Commits every write, atomically across tables and shards, if nothing it read or wrote
+    /// was written by another commit since its snapshot; else fails with a retryable
+    /// [`Error::TransactionConflict`] and writes nothing. A read-only transaction always
+    /// commits.
+    pub fn commit_with(mut self, options: WriteOptions) -> Result<()> {
+        self.check_open()?;
+        self.done = true;
+        let tables = std::mem::take(&mut self.tables);
+        if tables.is_empty() {
+            return Ok(());
+        }
+        let db = self.db;
+        // 1. Check and encode, before any lock.
+        let mut planned = Vec::with_capacity(tables.len());
+        for (name, writes) in tables {
+            let t = writes.table;
+            // A written key counts as read: a write to it since the snapshot is a conflict.
+            for pk in writes.rows.keys() {
+                let shard = &t.shards[t.fact_shard(pk)];
+                self.reads
+                    .push(ReadRange::key(shard.store.number, shard.fact.id(), pk));
+            }
+            planned.push((name, t.def.id, plan(&t.def, writes.mutations)?));
+        }
+        // 2. Lock every written key's stripe, then re-read the definitions.
+        let keys = planned
+            .iter()
+            .flat_map(|(_, _, p)| p.iter().map(|p| p.key.as_slice()));
+        let _guards = db.stripes.lock(keys);
+        let mut parts = Parts::new();
+        let mut changed = Vec::new();
+        for (name, id, planned) in planned {
+            let t = db.handle(&name)?;
+            if t.def.id != id {
+                return Err(Error::Conflict(format!(
+                    "table {name:?} was dropped and recreated during the transaction"
+                )));
+            }
+            // 3. The rows as they are now, with the mutations applied. An insert whose key
+            // is taken now was free at the snapshot: a concurrent commit, so retryable.
+            let changes = db.overlay(&t, planned).map_err(|e| match e {
+                Error::Conflict(why) => Error::TransactionConflict(why),
+                other => other,
+            })?;
+            shard_parts(&t, &changes, &mut parts, true)?;
+            changed.push((t, changes.iter().filter(|c| c.changes_anything()).count()));
+        }
+        // 4. Validate, allocate and write.
+        let validation = Validation {
+            snapshot: self.snapshot.seqno(),
+            reads: &self.reads,
+        };
+        let wrote = db.commit_parts(parts, options, Some(&validation))?;
+        for (t, n) in changed {
+            db.note_changes(&t, n as u64);
+        }
+        if options.sync {
+            for store in db.stores() {
+                if !wrote.contains(&store.number) {
+                    store.store.sync_wal()?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops every write; the same as dropping the transaction.
+    pub fn rollback(mut self) {
+        self.done = true;
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        self.db.resolver.end(self.began);
+    }
+}
