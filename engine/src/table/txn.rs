@@ -404,7 +404,7 @@ impl<'db> Transaction<'db> {
         self.check_open()?;
         let own = self
             .tables
-            .get(&table.to_owned())
+            .get(table)
             .filter(|w| !w.rows.is_empty())
             .map(|w| (Arc::clone(&w.table), w.rows.clone()));
         let reading = Reading {

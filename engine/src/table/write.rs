@@ -386,18 +386,19 @@ impl Db {
             }
             Ok(())
         })();
-        let result = numbered.and_then(|()| self.write_parts(&parts, options, reads));
+        let stores: Vec<usize> = parts.keys().copied().collect();
+        let result = numbered.and_then(|()| self.write_parts(parts, options, reads));
         for &(s, seq) in &begun {
             self.tracker.end(s, seq, result.is_ok());
         }
         result?;
-        Ok(parts.keys().copied().collect())
+        Ok(stores)
     }
 
     /// The resolver and the writes of [`Db::commit_parts`].
     fn write_parts(
         &self,
-        parts: &Parts,
+        parts: Parts,
         options: WriteOptions,
         reads: Option<&Validation<'_>>,
     ) -> Result<()> {
@@ -405,14 +406,12 @@ impl Db {
         if total == 0 {
             return Ok(());
         }
-        let first = self.resolver.admit(&self.sequencer, parts, total, reads)?;
+        let first = self.resolver.admit(&self.sequencer, &parts, total, reads)?;
         let last = first + total - 1;
         let mut next = first;
-        let mut written = 0;
-        for part in parts.values() {
-            let batch = part.wb.clone();
-            let len = batch.len() as u64;
-            if let Err(error) = part.store.store.write_assigned(batch, options, next) {
+        for (written, part) in parts.into_values().enumerate() {
+            let len = part.wb.len() as u64;
+            if let Err(error) = part.store.store.write_assigned(part.wb, options, next) {
                 if written > 0 {
                     // Some parts are in and this one is not: publishing would show half.
                     self.sequencer.fail();
@@ -422,7 +421,6 @@ impl Db {
                 }
                 return Err(error.into());
             }
-            written += 1;
             next += len;
         }
         self.sequencer.publish_range(first, last);
