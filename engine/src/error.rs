@@ -33,6 +33,9 @@ pub enum Corruption {
     /// An outbox entry or key is wrong.
     #[error("outbox: {0}")]
     Outbox(OutboxCorruption),
+    /// The transaction state file (`TRANSACTIONS`) does not decode.
+    #[error("transaction state: {0}")]
+    TransactionState(String),
 }
 
 /// What is wrong with the catalog (`sys/catalog`).

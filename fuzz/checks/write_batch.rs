@@ -4,7 +4,8 @@
 //! 1. Decoding never panics; it fails or returns every entry the header counts.
 //! 2. A decoded batch has contiguous seqnos from its header's, within 56 bits, and keys and
 //!    values within the limits.
-//! 3. Encoding what was decoded and decoding it again gives the same entries.
+//! 3. Encoding what was decoded and decoding it again gives the same entries and the same
+//!    transaction trailer.
 
 use bytes::Bytes;
 use strata::fuzzing::{decode_batch, encode_batch};
@@ -26,9 +27,13 @@ pub fn check(data: &[u8]) {
         assert!(entry.key.len() <= strata::MAX_KEY_BYTES);
         assert!(entry.value.len() <= strata::MAX_VALUE_BYTES);
     }
-    let encoded =
-        encode_batch(batch.first_seqno, &batch.entries).expect("a decoded batch re-encodes");
+    if let Some(txn) = &batch.txn {
+        assert!(!txn.participants.is_empty());
+    }
+    let encoded = encode_batch(batch.first_seqno, &batch.entries, batch.txn.as_ref())
+        .expect("a decoded batch re-encodes");
     let again = decode_batch(&encoded).expect("an encoded batch decodes");
     assert_eq!(again.first_seqno, batch.first_seqno);
     assert_eq!(again.entries, batch.entries);
+    assert_eq!(again.txn, batch.txn);
 }

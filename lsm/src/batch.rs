@@ -5,10 +5,14 @@
 //! log as one record, and the memtables take slices of the same buffer.
 //!
 //! ```text
-//! batch := first_seqno: u64 LE, count: u32 LE, entry{count}
+//! batch := first_seqno: u64 LE, count: u32 LE, entry{count}, [trailer]
 //! entry := kind: u8 (1 = put, 2 = delete), cf_id: varint, key: varint len + bytes,
 //!          [value: varint len + bytes]   (puts only)
+//! trailer := 3: u8, transaction: varint, participants: varint, store: varint{participants}
 //! ```
+//!
+//! The trailer marks the batch as one part of a commit across several stores (the table
+//! layer's shard stores): the commit's id and the stores holding its parts.
 //!
 //! Entry `i` gets sequence number `first_seqno + i`. Specified in `docs/formats/batch.md`.
 
@@ -17,7 +21,9 @@ use strata_sstable::ValueKind;
 use strata_sstable::coding::{Reader, put_len_prefixed, put_varint};
 
 use crate::error::{Corruption, Error, Result};
-use crate::format::{BATCH_DELETE, BATCH_HEADER_SIZE, BATCH_PUT};
+use crate::format::{
+    BATCH_DELETE, BATCH_HEADER_SIZE, BATCH_PUT, BATCH_TRANSACTION, MAX_PARTICIPANTS,
+};
 use crate::{ColumnFamily, SeqNo};
 
 /// The largest key, in bytes (the table format's limit).
@@ -41,6 +47,8 @@ pub struct WriteBatch {
     /// (the common case) needs no allocation to say so.
     first_cf: Option<u32>,
     other_cfs: Vec<u32>,
+    /// The transaction this batch is a part of, and the stores holding its parts.
+    txn: Option<TransactionTrailer>,
     /// The first seqno, when the caller allocated the batch's range from a shared
     /// [`crate::commit::Sequencer`] itself ([`crate::Store::write_assigned`]).
     pub(crate) assigned: Option<SeqNo>,
@@ -70,6 +78,7 @@ impl WriteBatch {
             count: 0,
             first_cf: None,
             other_cfs: Vec::new(),
+            txn: None,
             assigned: None,
         }
     }
@@ -103,12 +112,30 @@ impl WriteBatch {
         self.rep.len()
     }
 
+    /// Marks the batch as one part of transaction `id` (a commit across several stores) whose
+    /// parts are in `participants` (store numbers, this one's included): recovery replays it
+    /// only if the table layer finds the transaction complete. At most
+    /// [`crate::format::MAX_PARTICIPANTS`] participants.
+    pub fn set_transaction(&mut self, id: u64, participants: &[u32]) -> Result<()> {
+        if participants.len() > MAX_PARTICIPANTS {
+            return Err(Error::InvalidArgument(format!(
+                "a transaction names at most {MAX_PARTICIPANTS} participants"
+            )));
+        }
+        self.txn = Some(TransactionTrailer {
+            id,
+            participants: participants.to_vec(),
+        });
+        Ok(())
+    }
+
     /// Removes every operation, keeping the buffer.
     pub fn clear(&mut self) {
         self.rep.truncate(BATCH_HEADER_SIZE);
         self.count = 0;
         self.first_cf = None;
         self.other_cfs.clear();
+        self.txn = None;
     }
 
     fn push(&mut self, kind: u8, cf_id: u32, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -146,6 +173,14 @@ impl WriteBatch {
     pub(crate) fn seal(mut self, first_seqno: SeqNo) -> Bytes {
         self.rep[0..8].copy_from_slice(&first_seqno.to_le_bytes());
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+        if let Some(txn) = &self.txn {
+            self.rep.push(BATCH_TRANSACTION);
+            put_varint(&mut self.rep, txn.id);
+            put_varint(&mut self.rep, txn.participants.len() as u64);
+            for &p in &txn.participants {
+                put_varint(&mut self.rep, u64::from(p));
+            }
+        }
         Bytes::from(self.rep)
     }
 
@@ -166,8 +201,15 @@ fn check_len(what: &'static str, len: usize, max: usize) -> Result<()> {
 
 /// Encodes `entries` as a sealed batch starting at `first_seqno` (the entries' own seqnos are
 /// ignored): what a commit would log. For the fuzz checks' round trips.
-pub fn encode_batch(first_seqno: SeqNo, entries: &[BatchEntry]) -> Result<Bytes> {
+pub fn encode_batch(
+    first_seqno: SeqNo,
+    entries: &[BatchEntry],
+    txn: Option<&TransactionTrailer>,
+) -> Result<Bytes> {
     let mut batch = WriteBatch::new();
+    if let Some(txn) = txn {
+        batch.set_transaction(txn.id, &txn.participants)?;
+    }
     for entry in entries {
         check_len("key", entry.key.len(), MAX_KEY_BYTES)?;
         check_len("value", entry.value.len(), MAX_VALUE_BYTES)?;
@@ -192,6 +234,16 @@ pub struct BatchEntry {
     pub value: Bytes,
 }
 
+/// A batch's transaction trailer: it is one part of commit `id`, whose parts are in the
+/// stores `participants`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransactionTrailer {
+    /// The commit's id (the first seqno of its range, the same in every part).
+    pub id: u64,
+    /// The store numbers holding its parts.
+    pub participants: Vec<u32>,
+}
+
 /// A sealed batch, decoded: every entry checked before any is returned, so a damaged record
 /// is refused whole.
 #[derive(Debug)]
@@ -200,6 +252,8 @@ pub struct DecodedBatch {
     pub first_seqno: SeqNo,
     /// The entries in batch order.
     pub entries: Vec<BatchEntry>,
+    /// The transaction trailer, for a part of a commit across several stores.
+    pub txn: Option<TransactionTrailer>,
 }
 
 impl DecodedBatch {
@@ -242,12 +296,11 @@ pub fn decode_batch(record: &Bytes) -> std::result::Result<DecodedBatch, Corrupt
             value: slice(value),
         });
     }
-    if !decoder.rest_is_empty() {
-        return Err(Corruption::Batch("bytes after the last entry"));
-    }
+    let txn = decoder.trailer()?;
     Ok(DecodedBatch {
         first_seqno,
         entries,
+        txn,
     })
 }
 
@@ -272,8 +325,30 @@ impl<'a> BatchEntries<'a> {
         }
     }
 
-    fn rest_is_empty(&self) -> bool {
-        self.reader.is_empty()
+    /// The transaction trailer after the last entry, if any; anything else there is damage.
+    fn trailer(&mut self) -> std::result::Result<Option<TransactionTrailer>, Corruption> {
+        if self.reader.is_empty() {
+            return Ok(None);
+        }
+        if self.reader.byte() != Some(BATCH_TRANSACTION) {
+            return Err(Corruption::Batch("bytes after the last entry"));
+        }
+        let truncated = Corruption::Batch("transaction trailer truncated");
+        let id = self.reader.varint().ok_or(truncated.clone())?;
+        let count = self.reader.varint().ok_or(truncated.clone())?;
+        if count == 0 || count > MAX_PARTICIPANTS as u64 {
+            return Err(Corruption::Batch("transaction trailer participant count"));
+        }
+        let mut participants = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let p = self.reader.varint().ok_or(truncated.clone())?;
+            let p = u32::try_from(p).map_err(|_| Corruption::Batch("participant over 32 bits"))?;
+            participants.push(p);
+        }
+        if !self.reader.is_empty() {
+            return Err(Corruption::Batch("bytes after the transaction trailer"));
+        }
+        Ok(Some(TransactionTrailer { id, participants }))
     }
 
     fn entry(&mut self) -> std::result::Result<RawEntry, Corruption> {
@@ -341,6 +416,7 @@ mod tests {
                 entry(0, ValueKind::Put, b"k", b"v"),
                 entry(1, ValueKind::Delete, b"x", b""),
             ],
+            None,
         )
         .expect("encodes");
         let expected: &[u8] = &[
@@ -365,6 +441,7 @@ mod tests {
                 key: Bytes::from_static(b"key"),
                 value: Bytes::from_static(b"value"),
             }],
+            None,
         )
         .expect("encodes");
         for cut in 0..good.len() {
@@ -379,5 +456,35 @@ mod tests {
         let mut kind = good.to_vec();
         kind[12] = 9;
         assert!(decode_batch(&Bytes::from(kind)).is_err(), "unknown kind");
+    }
+
+    #[test]
+    fn a_transaction_trailer_round_trips_and_is_refused_when_damaged() {
+        let entry = BatchEntry {
+            cf_id: 2,
+            seqno: 0,
+            kind: ValueKind::Put,
+            key: Bytes::from_static(b"k"),
+            value: Bytes::from_static(b"v"),
+        };
+        let txn = TransactionTrailer {
+            id: 300,
+            participants: vec![0, 3],
+        };
+        let sealed = encode_batch(300, std::slice::from_ref(&entry), Some(&txn)).expect("encodes");
+        // The worked example's trailer: kind 3, id 300 (varint ac 02), 2 participants, 0, 3.
+        assert_eq!(&sealed[sealed.len() - 6..], &[3, 0xac, 0x02, 2, 0, 3]);
+        let decoded = decode_batch(&sealed).expect("decodes");
+        assert_eq!(decoded.txn.as_ref(), Some(&txn));
+        assert_eq!(decoded.entries.len(), 1);
+        for cut in 19..sealed.len() {
+            assert!(decode_batch(&sealed.slice(..cut)).is_err(), "cut at {cut}");
+        }
+        let mut no_participants = sealed[..sealed.len() - 3].to_vec();
+        no_participants.push(0);
+        assert!(decode_batch(&Bytes::from(no_participants)).is_err());
+        let mut extra = sealed.to_vec();
+        extra.push(0);
+        assert!(decode_batch(&Bytes::from(extra)).is_err());
     }
 }

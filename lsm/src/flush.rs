@@ -56,6 +56,12 @@ fn next_job(shared: &Shared) -> Option<(Arc<CfShared>, Sealed)> {
 /// Flushes one sealed memtable of `cf` (steps 1–5 of the module documentation).
 pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Sealed) -> Result<()> {
     let started = std::time::Instant::now();
+    if let Some(barrier) = &shared.options.flush_barrier {
+        // Every entry of the sealed memtable was allocated before now: every commit up to
+        // here must be durable in every store sharing the sequencer before any of it is in a
+        // table and its log can go (`docs/transactions.md`, the flush rule).
+        barrier.before_flush(shared.seq.allocated())?;
+    }
     let number = lock(&shared.versions).reserve_file_number();
     let snapshots = shared.snapshots.retention_points(&shared.seq);
     let collector = shared

@@ -11,6 +11,11 @@ pub const BATCH_HEADER_SIZE: usize = 12;
 pub const BATCH_PUT: u8 = 1;
 /// A batch entry that deletes a key.
 pub const BATCH_DELETE: u8 = 2;
+/// The kind byte of a batch's transaction trailer (after its entries): the batch is one part
+/// of a commit across several stores.
+pub const BATCH_TRANSACTION: u8 = 3;
+/// The most participants a transaction trailer names.
+pub const MAX_PARTICIPANTS: usize = 4096;
 
 // The batch kinds are the table format's value kinds, so an entry moves from log to memtable
 // to table without translation.

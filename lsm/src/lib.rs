@@ -81,7 +81,8 @@ pub use cf::ColumnFamily;
 pub use error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
 pub use ingest::{INGEST_THREADS, IngestRun, MIN_PART_BYTES};
 pub use iter::{Cursor, Iter};
-pub use options::{Options, ReadOptions, WriteOptions, prefix_successor};
+pub use open::LoggedTransactions;
+pub use options::{FlushBarrier, Options, ReadOptions, WriteOptions, prefix_successor};
 pub use snapshot::Snapshot;
 pub use store::{CfSizes, CfStats, CollectedTable, LevelStats, Store, WriteStalls};
 pub use strata_wal::RecoveryMode;
@@ -89,7 +90,9 @@ pub use strata_wal::RecoveryMode;
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
 #[doc(hidden)]
 pub mod fuzzing {
-    pub use super::batch::{BatchEntry, DecodedBatch, decode_batch, encode_batch};
+    pub use super::batch::{
+        BatchEntry, DecodedBatch, TransactionTrailer, decode_batch, encode_batch,
+    };
     pub use super::edit::{CfMeta, ManifestState, TableMeta, VersionEdit};
     pub use super::format::MAX_FILE_NUMBER;
 }

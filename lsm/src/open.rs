@@ -207,12 +207,7 @@ impl Opening<'_> {
             .map(|cf| cf.log_number)
             .min()
             .unwrap_or(0);
-        let mut logs: Vec<u64> = numbered
-            .iter()
-            .filter(|(kind, n)| *kind == FileKind::Log && *n >= oldest_needed)
-            .map(|(_, n)| *n)
-            .collect();
-        logs.sort_unstable();
+        let logs = Opening::needed_logs(state, numbered);
         if let Some((number, size)) = state.closed_log
             && number >= oldest_needed
         {
@@ -221,7 +216,7 @@ impl Opening<'_> {
         let mut last_seqno = 0;
         for (i, &number) in logs.iter().enumerate() {
             let is_last = i + 1 == logs.len();
-            let replayed = self.replay_log(number, is_last, state, &memtables)?;
+            let replayed = self.replay_log(number, is_last, state, Into::Memtables(&memtables))?;
             last_seqno = last_seqno.max(replayed.last_seqno);
             if replayed.stop {
                 break;
@@ -288,14 +283,35 @@ impl Opening<'_> {
         Ok(edit)
     }
 
-    /// Replays log `number` into `memtables`.
+    /// The logs the families still need, oldest first.
+    fn needed_logs(state: &ManifestState, numbered: &[(FileKind, u64)]) -> Vec<u64> {
+        let oldest_needed = state
+            .cfs
+            .values()
+            .map(|cf| cf.log_number)
+            .min()
+            .unwrap_or(0);
+        let mut logs: Vec<u64> = numbered
+            .iter()
+            .filter(|(kind, n)| *kind == FileKind::Log && *n >= oldest_needed)
+            .map(|(_, n)| *n)
+            .collect();
+        logs.sort_unstable();
+        logs
+    }
+
+    /// Replays log `number` into `memtables`, or only collects its transaction trailers.
     fn replay_log(
         &self,
         number: u64,
         is_last: bool,
         state: &ManifestState,
-        memtables: &BTreeMap<u32, Memtable>,
+        into: Into<'_>,
     ) -> Result<Replayed> {
+        let (memtables, mut trailers) = match into {
+            Into::Memtables(m) => (Some(m), None),
+            Into::Trailers(t) => (None, Some(t)),
+        };
         let path = file_path(self.dir, FileKind::Log, number);
         let data = self.fs.read(&path).at(IoOp::Read, &path)?;
         let mode = self.options.recovery_mode;
@@ -338,6 +354,31 @@ impl Opening<'_> {
                     }
                 },
             };
+            if let Some(trailers) = trailers.as_deref_mut() {
+                if !batch.entries.is_empty() {
+                    replayed.last_seqno = replayed.last_seqno.max(batch.last_seqno());
+                }
+                if let Some(txn) = batch.txn {
+                    trailers.insert(txn.id, txn.participants);
+                }
+                continue;
+            }
+            let Some(memtables) = memtables else {
+                continue;
+            };
+            let first = batch.first_seqno;
+            if self
+                .options
+                .drop_seqnos
+                .iter()
+                .any(|&(lo, hi)| (lo..=hi).contains(&first))
+            {
+                // Cut by the table layer: at or after a commit across stores that did not
+                // reach every store (a batch never straddles two commits' ranges). Its
+                // seqnos still count below.
+                replayed.last_seqno = replayed.last_seqno.max(batch.last_seqno());
+                continue;
+            }
             for entry in &batch.entries {
                 match state.cfs.get(&entry.cf_id) {
                     Some(cf) if number >= cf.log_number => {
@@ -374,6 +415,61 @@ impl Opening<'_> {
         }
         Ok(replayed)
     }
+}
+
+/// Where a log's batches go.
+enum Into<'a> {
+    /// Replayed into the recovered memtables.
+    Memtables(&'a BTreeMap<u32, Memtable>),
+    /// Only their transaction trailers collected: id → participants.
+    Trailers(&'a mut BTreeMap<u64, Vec<u32>>),
+}
+
+/// The commits across stores whose parts the logs of the store in `dir` hold, as the next open
+/// would replay them: id → participant stores (see [`crate::Store::logged_transactions`]).
+pub(crate) fn logged_transactions(dir: &Path, options: &Options) -> Result<LoggedTransactions> {
+    let opening = Opening {
+        fs: Arc::clone(&options.fs),
+        dir,
+        options,
+    };
+    let mut logged = LoggedTransactions::default();
+    let names = match opening.fs.list(dir) {
+        Ok(names) => names,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(logged),
+        Err(e) => return Err(Error::io(IoOp::List, dir, e)),
+    };
+    let numbered: Vec<(FileKind, u64)> = names.iter().filter_map(|n| parse_file_name(n)).collect();
+    let Some(number) = current_manifest(&opening.fs, dir)? else {
+        return Ok(logged);
+    };
+    let state = read_manifest(&opening.fs, dir, number)?;
+    let logs = Opening::needed_logs(&state, &numbered);
+    // The checks an open makes before it replays, so a scan fails as the open would.
+    if let Some((number, size)) = state.closed_log
+        && logs.first().is_some_and(|&first| number >= first)
+    {
+        opening.check_closed_log(number, size)?;
+    }
+    for (i, &number) in logs.iter().enumerate() {
+        let is_last = i + 1 == logs.len();
+        let into = Into::Trailers(&mut logged.transactions);
+        let scanned = opening.replay_log(number, is_last, &state, into)?;
+        logged.last_seqno = logged.last_seqno.max(scanned.last_seqno);
+        if scanned.stop {
+            break;
+        }
+    }
+    Ok(logged)
+}
+
+/// What the logs of a store hold of commits across stores ([`logged_transactions`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoggedTransactions {
+    /// Each commit across stores with a part in the logs: id → the stores holding its parts.
+    pub transactions: BTreeMap<u64, Vec<u32>>,
+    /// The largest seqno of any batch the logs hold (0: none).
+    pub last_seqno: u64,
 }
 
 /// Puts a deeper level in key order and checks what reads rely on: it is within

@@ -7,6 +7,7 @@ use strata_sstable::TableOptions;
 use strata_wal::RecoveryMode;
 
 use crate::commit::Sequencer;
+use crate::error::Result;
 use crate::fs::{FileSystem, OsFs};
 use crate::snapshot::Snapshot;
 
@@ -93,6 +94,23 @@ pub struct Options {
     /// ([`crate::collect::ValueUpgrade`]; default none). The table layer installs its own,
     /// which rewrites records of an older version.
     pub value_upgrade: Option<Arc<dyn crate::collect::ValueUpgrade>>,
+    /// Seqno ranges (inclusive) whose batches the log replay at open drops: the table layer's
+    /// cut after a commit across stores that did not reach every store
+    /// ([`crate::Store::logged_transactions`]). Default none.
+    pub drop_seqnos: Arc<Vec<(u64, u64)>>,
+    /// Called before every flush, with a seqno at or above every entry of the memtable about
+    /// to be written to a table (after which its log may go): the table layer makes every
+    /// commit up to it durable in every store first, so no table ever holds what a
+    /// recovery might have to cut. Default none.
+    pub flush_barrier: Option<Arc<dyn FlushBarrier>>,
+}
+
+/// What a store asks of the table layer before each flush.
+pub trait FlushBarrier: Send + Sync + std::fmt::Debug {
+    /// Makes every commit whose range ends at or below `through` durable in every store that
+    /// shares the store's sequencer. An error fails the flush, and with it the store (as any
+    /// failed flush does: writes are refused until it is reopened).
+    fn before_flush(&self, through: u64) -> Result<()>;
 }
 
 impl Default for Options {
@@ -122,6 +140,8 @@ impl Default for Options {
             slowdown_delay: std::time::Duration::from_millis(1),
             property_collector: None,
             value_upgrade: None,
+            drop_seqnos: Arc::default(),
+            flush_barrier: None,
         }
     }
 }

@@ -400,6 +400,7 @@ impl Store {
         if batch.is_empty() {
             return Ok(self.shared.seq.visible());
         }
+        self.throttle(&batch);
         let bytes = batch.encoded_bytes();
         let request = Request {
             item: batch,
@@ -445,6 +446,38 @@ impl Store {
         self.shared
             .commit
             .commit(request, bytes, |group| self.shared.lead(group))
+    }
+
+    /// The commits across stores (batches with a transaction trailer) whose parts the logs of
+    /// the store in `dir` hold, as an open with `options` would replay them (id → the stores
+    /// holding its parts), and the largest seqno the logs hold. Reads without opening (the table layer scans every shard store
+    /// before opening any, to find the commits that did not reach all of their stores and
+    /// cut every store's replay there with [`Options::drop_seqnos`]). Empty for a directory
+    /// without a store.
+    pub fn logged_transactions(
+        dir: impl AsRef<Path>,
+        options: &Options,
+    ) -> Result<crate::open::LoggedTransactions> {
+        crate::open::logged_transactions(dir.as_ref(), options)
+    }
+
+    /// Waits while a family `batch` writes is at a write-stall threshold (slowed down once,
+    /// or stopped until the background threads catch up), as [`Store::write`] does first. A
+    /// caller of [`Store::write_assigned`], which does not wait, calls it before allocating
+    /// the range.
+    pub fn throttle(&self, batch: &WriteBatch) {
+        let mut ids = [0u32; 4];
+        let mut n = 0;
+        for id in batch.column_families() {
+            if n == ids.len() {
+                // Many families: an allocation is nothing beside such a batch.
+                let all: Vec<u32> = batch.column_families().collect();
+                return self.shared.throttle(&all);
+            }
+            ids[n] = id;
+            n += 1;
+        }
+        self.shared.throttle(&ids[..n]);
     }
 
     /// The sequencer numbering this store's writes (shared, when the store was opened with

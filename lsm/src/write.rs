@@ -47,7 +47,6 @@ impl Shared {
             .collect();
         touched.sort_unstable();
         touched.dedup();
-        self.throttle(&touched);
 
         let mut wal = lock(&self.writer);
         let mut results: Vec<Result<SeqNo>> = Vec::with_capacity(group.len());
@@ -213,12 +212,14 @@ impl Shared {
         self.seq.allocate(count).ok_or_else(sequencer_failed)
     }
 
-    /// Back-pressure (step 0, before the writer lock): while a family in `ids` has too many
-    /// level-0 tables or sealed memtables, delays the group once by `slowdown_delay`, or stops
-    /// it until the background threads bring the counts under the stop thresholds. A stop
-    /// ends by itself when they catch up, when the store fails, or when it closes; it
-    /// re-checks at least every 100 ms, so a missed wake-up costs latency, never a hang.
-    fn throttle(&self, ids: &[u32]) {
+    /// Back-pressure, for each writer before it joins a group (so a leader never waits, and
+    /// a part of a commit across stores, whose range is already allocated, is never held up
+    /// behind a stalled write): while a family in `ids` has too many level-0 tables or sealed
+    /// memtables, delays the write once by `slowdown_delay`, or stops it until the background
+    /// threads bring the counts under the stop thresholds. A stop ends by itself when they
+    /// catch up, when the store fails, or when it closes; it re-checks at least every 100 ms,
+    /// so a missed wake-up costs latency, never a hang.
+    pub(crate) fn throttle(&self, ids: &[u32]) {
         if self.pressure(ids).is_none() {
             self.stall_state(0, "");
             return;

@@ -34,7 +34,8 @@ use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::query::Planning;
 use crate::table::record::Record;
 use crate::table::sketch::{LiveStats, SketchFactory};
-use crate::table::txn::Resolver;
+use crate::table::txn::{Recovery, Resolver};
+use crate::table::txn_state::TxnState;
 use crate::table::write::Stripes;
 
 /// A database of tables with index tables, over one LSM store. `Send + Sync`: share it
@@ -97,6 +98,8 @@ pub struct Shared {
     pub(crate) sequencer: Arc<Sequencer>,
     /// The keys recent commits wrote, for transactions to validate against (`txn.rs`).
     pub(crate) resolver: Resolver,
+    /// The transaction state file's contents (`txn_state.rs`), rewritten under this lock.
+    pub(crate) txn_state: Mutex<TxnState>,
 }
 
 impl std::ops::Deref for Db {
@@ -251,6 +254,11 @@ impl Db {
         // timestamp across the database (`docs/transactions.md` §1).
         let sequencer = Arc::new(Sequencer::shared(0));
         options.store.sequencer = Some(Arc::clone(&sequencer));
+        // Where every store's replay is cut (after a commit across shard stores that did not
+        // reach every store), decided before any store opens (`txn.rs`).
+        let (recovery, barrier) = Recovery::resolve(&dir, &options, &sequencer)?;
+        options.store.drop_seqnos = Arc::new(recovery.state.cut.clone());
+        options.store.flush_barrier = Some(Arc::clone(&barrier) as _);
         let main = Arc::new(open_shard_store(&dir, &options, 0)?);
         let store = &main.store;
         let catalog = family_or_create(store, CATALOG_CF)?;
@@ -318,6 +326,7 @@ impl Db {
             sketches,
             sequencer,
             resolver: Resolver::default(),
+            txn_state: Mutex::new(recovery.state.clone()),
         };
         for def in defs.values() {
             shared.sketches.learn(def);
@@ -363,6 +372,8 @@ impl Db {
         *shared.tables.write().unwrap_or_else(|p| p.into_inner()) = tables;
 
         let shared = Arc::new(shared);
+        barrier.attach(&shared);
+        recovery.opened(&shared)?;
         let indexer = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -520,16 +531,21 @@ impl Drop for Db {
     }
 }
 
-/// Opens shard store `number` of the database in `dir`, with its outbox family.
-fn open_shard_store(dir: &Path, options: &Options, number: usize) -> Result<ShardStore> {
-    let path = if number == 0 {
+/// The directory of shard store `number` of the database in `dir`.
+pub(crate) fn shard_path(dir: &Path, options: &Options, number: usize) -> PathBuf {
+    if number == 0 {
         dir.to_path_buf()
     } else {
         match options.shard_dirs.get(number - 1) {
             Some(p) => p.clone(),
             None => dir.join(format!("{SHARD_DIR_PREFIX}{number}")),
         }
-    };
+    }
+}
+
+/// Opens shard store `number` of the database in `dir`, with its outbox family.
+fn open_shard_store(dir: &Path, options: &Options, number: usize) -> Result<ShardStore> {
+    let path = shard_path(dir, options, number);
     let store = Store::open(&path, options.store.clone())?;
     let outbox = family_or_create(&store, OUTBOX_CF)?;
     Ok(ShardStore {

@@ -40,6 +40,7 @@ mod schema;
 pub mod sketch;
 mod stream;
 mod txn;
+pub mod txn_state;
 mod upgrade;
 mod verify;
 mod write;
