@@ -1,0 +1,317 @@
+//! The bank under crashes (the concurrent bank is in `transactions.rs`): accounts spread over
+//! four shards, a ledger table, transfers in transactions. Whatever survives, the total of the
+//! balances is what the bank opened with, every ledger row's transfer is in the balances (and
+//! no transfer is there without its ledger row), every transfer the writer acknowledged is
+//! there (every synced one, after a power cut), and `verify` is clean.
+//!
+//! - SIGKILL: a child process transfers until killed; the parent reopens and checks, round
+//!   after round.
+//! - SimFs power cuts: a crashed copy of the files at random moments.
+//! - SimFs I/O faults: the `n`-th write, sync, rename or directory sync fails; the run stops
+//!   at its first error, and the files as they are and a crashed copy both check out.
+//!
+//! Transfer `i` is a pure function of `(seed, i)`; its ledger row has id `i`.
+
+mod common;
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::Rng;
+use common::crash_child::{CHILD_DIR, CHILD_SEED, CHILD_START, another_round, crash_child};
+use strata::fs::{OpKind, SimFs};
+use strata::{Db, Options, Query, Record, StoreOptions, Value, WriteOptions, record};
+
+const ACCOUNTS: i64 = 24;
+const OPENING: i64 = 1_000;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Small memtables, so runs flush (and the flush rule is exercised) and compact.
+fn store_options() -> StoreOptions {
+    StoreOptions {
+        write_buffer_bytes: 16 << 10,
+        max_total_wal_bytes: 256 << 10,
+        num_levels: 4,
+        l0_compaction_trigger: 2,
+        level1_bytes: 64 << 10,
+        target_table_bytes: 16 << 10,
+        compaction_threads: 1,
+        ..StoreOptions::default()
+    }
+}
+
+fn sim_options(fs: &SimFs) -> Options {
+    Options::from(StoreOptions {
+        fs: Arc::new(fs.clone()),
+        ..store_options()
+    })
+}
+
+/// Opens the bank: accounts over four shards, the ledger in one.
+fn create(db: &Db) -> strata::Result<()> {
+    db.create_sharded_table("accounts", &["id"], 4)?;
+    db.create_table("ledger", &["id"])?;
+    let mut tx = db.begin()?;
+    for id in 0..ACCOUNTS {
+        tx.insert("accounts", record! { "id" => id, "balance" => OPENING })?;
+    }
+    tx.commit_with(WriteOptions::synced())
+}
+
+/// Transfer `i`: from, to, amount, and whether it commits synced.
+fn transfer_of(seed: u64, i: u64) -> (i64, i64, i64, bool) {
+    let mut rng = Rng::new(seed ^ i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let from = rng.below(ACCOUNTS as u64) as i64;
+    let to = (from + 1 + rng.below(ACCOUNTS as u64 - 1) as i64) % ACCOUNTS;
+    (from, to, 1 + rng.below(40) as i64, rng.chance(15))
+}
+
+fn int(r: &Record, field: &str) -> i64 {
+    match r.value(field) {
+        Value::Int(i) => *i,
+        other => panic!("{field} is {other:?}"),
+    }
+}
+
+/// Runs transfer `i` in a transaction.
+fn transfer(db: &Db, seed: u64, i: u64) -> strata::Result<()> {
+    let (from, to, amount, sync) = transfer_of(seed, i);
+    loop {
+        let mut tx = db.begin()?;
+        let a = tx.get("accounts", &[Value::Int(from)])?.expect("account");
+        let b = tx.get("accounts", &[Value::Int(to)])?.expect("account");
+        tx.upsert(
+            "accounts",
+            record! { "id" => from, "balance" => int(&a, "balance") - amount },
+        )?;
+        tx.upsert(
+            "accounts",
+            record! { "id" => to, "balance" => int(&b, "balance") + amount },
+        )?;
+        tx.insert(
+            "ledger",
+            record! { "id" => i as i64, "from" => from, "to" => to, "amount" => amount },
+        )?;
+        let options = if sync {
+            WriteOptions::synced()
+        } else {
+            WriteOptions::default()
+        };
+        match tx.commit_with(options) {
+            Err(e) if e.is_retryable() => continue,
+            other => return other,
+        }
+    }
+}
+
+/// Checks a reopened bank: the total, the ledger against the balances, the transfers that
+/// must be there (`0..required`) and the ones that may be (`..=at_most`), `verify`. Returns
+/// how many ledger rows it found.
+fn check(db: &Db, seed: u64, required: u64, at_most: u64, context: &str) -> u64 {
+    if db.table("accounts").is_err() || db.table("ledger").is_err() {
+        assert_eq!(required, 0, "{context}: the bank is gone");
+        return 0;
+    }
+    let accounts: Vec<Record> = db
+        .query("accounts", &Query::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    if accounts.is_empty() {
+        // The opening commit itself did not survive.
+        assert_eq!(required, 0, "{context}: the accounts are gone");
+        return 0;
+    }
+    assert_eq!(accounts.len() as i64, ACCOUNTS, "{context}: accounts");
+    let total: i64 = accounts.iter().map(|r| int(r, "balance")).sum();
+    assert_eq!(total, ACCOUNTS * OPENING, "{context}: the total changed");
+    let ledger: Vec<Record> = db
+        .query("ledger", &Query::default())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut expect = vec![OPENING; ACCOUNTS as usize];
+    let mut ids = std::collections::BTreeSet::new();
+    for row in &ledger {
+        let i = int(row, "id") as u64;
+        let (from, to, amount, _) = transfer_of(seed, i);
+        assert_eq!(
+            (int(row, "from"), int(row, "to"), int(row, "amount")),
+            (from, to, amount),
+            "{context}: ledger row {i}"
+        );
+        expect[from as usize] -= amount;
+        expect[to as usize] += amount;
+        ids.insert(i);
+    }
+    for r in &accounts {
+        let id = int(r, "id");
+        assert_eq!(
+            int(r, "balance"),
+            expect[id as usize],
+            "{context}: account {id} disagrees with the ledger"
+        );
+    }
+    // The survivors are a prefix of the transfers (they ran one after another).
+    let found = ids.len() as u64;
+    assert!(
+        ids.iter().copied().eq(0..found),
+        "{context}: the ledger has gaps: {ids:?}"
+    );
+    assert!(
+        found >= required,
+        "{context}: {found} transfers, {required} acknowledged"
+    );
+    assert!(
+        found <= at_most,
+        "{context}: {found} transfers, at most {at_most} attempted"
+    );
+    for table in ["accounts", "ledger"] {
+        let report = db.verify(table).unwrap();
+        assert!(report.is_clean(), "{context}: {report}");
+    }
+    found
+}
+
+#[test]
+fn sigkill_keeps_every_acknowledged_transfer_and_the_total() {
+    let seed = env_or("STRATA_BANK_CRASH_SEED", 3);
+    let rounds = env_or("STRATA_BANK_CRASH_ROUNDS", 8);
+    let budget = Duration::from_secs(env_or("STRATA_BANK_CRASH_SECONDS", 20));
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let db = Db::open(dir.path(), Options::from(store_options())).unwrap();
+        create(&db).unwrap();
+        db.close().unwrap();
+    }
+    let mut rng = Rng::new(seed);
+    let mut applied = 0u64;
+    let started = Instant::now();
+    let mut round = 0;
+    while another_round(round, rounds, started, budget) {
+        let lifetime = Duration::from_millis(30 + rng.below(400));
+        let run = crash_child(
+            "bank_writer_child",
+            dir.path(),
+            seed,
+            applied,
+            lifetime,
+            Duration::from_secs(60),
+        );
+        if let Some(why) = run.failure {
+            panic!("the child's transfer failed: {why}");
+        }
+        let db = Db::open(dir.path(), Options::from(store_options()))
+            .expect("the bank opens after SIGKILL");
+        let context = format!("seed {seed} round {round}, {} acknowledged", run.acked);
+        // A SIGKILL loses nothing the child wrote: every acknowledged transfer, and the one
+        // in flight whole or not at all.
+        applied = check(&db, seed, run.acked, run.acked + 1, &context);
+        db.close().unwrap();
+        round += 1;
+    }
+    println!("bank SIGKILL: {round} kills, {applied} transfers");
+    assert!(applied > 0, "the children transferred nothing");
+}
+
+/// Run only as a child of the test above.
+#[test]
+#[ignore = "the writer process of the bank SIGKILL test"]
+fn bank_writer_child() {
+    let dir = std::env::var(CHILD_DIR).expect("run by the parent test");
+    let number = |name: &str| -> u64 { std::env::var(name).unwrap().parse().unwrap() };
+    let (seed, start) = (number(CHILD_SEED), number(CHILD_START));
+    let db = Db::open(Path::new(&dir), Options::from(store_options())).unwrap();
+    println!("ready");
+    for i in start.. {
+        match transfer(&db, seed, i) {
+            Ok(()) => println!("acked {i}"),
+            Err(e) => {
+                println!("failed {i}: {e}");
+                return;
+            }
+        }
+    }
+}
+
+#[test]
+fn power_cuts_keep_every_synced_transfer_and_the_total() {
+    for seed in 1..=4u64 {
+        let fs = SimFs::new();
+        let db = Db::open("/bank", sim_options(&fs)).unwrap();
+        create(&db).unwrap();
+        let mut rng = Rng::new(seed);
+        let mut durable = 0u64;
+        for i in 0..160u64 {
+            transfer(&db, seed, i).unwrap();
+            if transfer_of(seed, i).3 {
+                durable = i + 1;
+            }
+            if rng.chance(10) {
+                let context = format!("seed {seed}: power cut after transfer {i}");
+                let copy = Db::open("/bank", sim_options(&fs.crashed_copy()))
+                    .unwrap_or_else(|e| panic!("{context}: does not open: {e}"));
+                check(&copy, seed, durable, i + 1, &context);
+            }
+        }
+        db.close().unwrap();
+        let db = Db::open("/bank", sim_options(&fs)).unwrap();
+        assert_eq!(check(&db, seed, 160, 160, "after a clean close"), 160);
+    }
+}
+
+#[test]
+fn io_faults_lose_no_acknowledged_transfer_and_keep_the_total() {
+    let seed = 11;
+    let clean = SimFs::new();
+    let run = |fs: &SimFs, acked: &mut u64, durable: &mut u64| -> strata::Result<()> {
+        let db = Db::open("/bank", sim_options(fs))?;
+        create(&db)?;
+        for i in 0..60u64 {
+            transfer(&db, seed, i)?;
+            *acked = i + 1;
+            if transfer_of(seed, i).3 {
+                *durable = i + 1;
+            }
+        }
+        db.close()
+    };
+    run(&clean, &mut 0, &mut 0).expect("the clean run succeeds");
+    let mut injected = 0;
+    for kind in [OpKind::Write, OpKind::Sync, OpKind::Rename, OpKind::SyncDir] {
+        let total = clean.op_count(kind);
+        let step = (total / 8).max(1);
+        for n in (1..=total).step_by(step as usize) {
+            let fs = SimFs::new();
+            fs.fail_nth(kind, n);
+            let (mut acked, mut durable) = (0, 0);
+            let outcome = run(&fs, &mut acked, &mut durable);
+            fs.clear_faults();
+            injected += 1;
+            let context = format!("{kind:?} #{n} of {total} ({outcome:?})");
+            // The failed transfer, if any, may be there whole.
+            let at_most = acked + u64::from(outcome.is_err());
+            let copy = Db::open("/bank", sim_options(&fs.crashed_copy()))
+                .unwrap_or_else(|e| panic!("{context}: a crashed copy does not open: {e}"));
+            check(
+                &copy,
+                seed,
+                durable,
+                at_most,
+                &format!("power cut: {context}"),
+            );
+            drop(copy);
+            let db = Db::open("/bank", sim_options(&fs))
+                .unwrap_or_else(|e| panic!("{context}: does not reopen: {e}"));
+            check(&db, seed, acked, at_most, &context);
+        }
+    }
+    assert!(injected >= 20, "only {injected} faults injected");
+}
