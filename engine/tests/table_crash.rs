@@ -151,16 +151,6 @@ fn key_of(r: &Record) -> i64 {
     }
 }
 
-fn touched(changes: &[Change]) -> Vec<i64> {
-    changes
-        .iter()
-        .map(|c| match c {
-            Change::Insert(r) | Change::Upsert(r) => key_of(r),
-            Change::Delete(id) => *id,
-        })
-        .collect()
-}
-
 /// Every row of the table, by a forced scan.
 fn dump(db: &Db) -> Rows {
     let query = Query::default().hint(strata::Hint::Scan);
