@@ -433,6 +433,7 @@ fn index_command(db: &Db, command: IndexCommand) -> Outcome {
                 } else {
                     Maintenance::Sync
                 },
+                unique: false,
             };
             let fields: Vec<&str> = on.iter().map(String::as_str).collect();
             let start = Instant::now();

@@ -130,6 +130,11 @@ pub enum Error {
     /// transaction ([`Error::is_retryable`]).
     #[error("transaction conflict: {0}; retry the transaction")]
     TransactionConflict(String),
+    /// A write would give two rows the same value of a unique index (the message names the
+    /// index, the value and the row holding it); nothing was written. Not retryable: the
+    /// value is taken.
+    #[error("unique violation: {0}")]
+    UniqueViolation(String),
     /// A record or field is larger than the engine allows; nothing was written.
     #[error("{what} of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {

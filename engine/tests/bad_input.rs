@@ -196,19 +196,16 @@ fn cases() -> Vec<Case> {
             "must be 1 to 64",
         ),
         (
-            "a global sync index on shards",
+            "a unique async index",
             Box::new(|db| {
                 db.create_sharded_table("s2", &["id"], 2)?;
-                let sync_global = IndexOptions {
-                    maintenance: strata::Maintenance::Sync,
-                    ..IndexOptions::global()
-                };
+                let unique_async = IndexOptions::global().unique();
                 let outcome =
-                    db.create_index_with("s2", "g", &["g"], Projection::KeysOnly, sync_global);
+                    db.create_index_with("s2", "g", &["g"], Projection::KeysOnly, unique_async);
                 db.drop_table("s2")?;
                 outcome
             }),
-            "async",
+            "cannot refuse a duplicate",
         ),
         (
             "dropping an unknown index",
@@ -410,7 +407,7 @@ fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
             .expect("read")
             .expect("t's definition");
         let text = String::from_utf8(original.to_vec()).expect("JSON");
-        let newer = text.replacen("\"format\":1", "\"format\":2", 1);
+        let newer = text.replacen("\"format\":1", "\"format\":3", 1);
         assert_ne!(newer, text, "the definition names its format");
         store
             .put(&catalog, b"table/t", newer.as_bytes())
@@ -425,7 +422,7 @@ fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
         matches!(
             &e,
             Error::Corruption {
-                what: strata::Corruption::Catalog(CatalogCorruption::NewerFormat { found: 2, .. }),
+                what: strata::Corruption::Catalog(CatalogCorruption::NewerFormat { found: 3, .. }),
                 ..
             }
         ),

@@ -183,6 +183,7 @@ fn write_table_seed_corpora() {
             state: IndexState::Ready,
             scope: Scope::Local,
             maintenance: Maintenance::Sync,
+            unique: false,
         };
         let (k, v) = index_entry(&index, 0, &pk, &r).expect("entry");
         // The check splits its input in halves: pad the shorter part so the key is the first.

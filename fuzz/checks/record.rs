@@ -64,6 +64,7 @@ pub fn check(data: &[u8]) {
             state: IndexState::Ready,
             scope: Scope::Local,
             maintenance: Maintenance::Sync,
+            unique: false,
         };
         let _ = decode_entry(&table, &index, "i/t/ix", key, value);
         let _ = decode_entry(&table, &index, "i/t/ix", &[], data);

@@ -21,12 +21,13 @@
 
 use std::collections::BTreeMap;
 
-use strata_planner::IndexState;
+use strata_planner::{IndexState, Value};
 
 use crate::error::{Error, Result};
 use crate::lsm::{ReadOptions, WriteBatch, WriteOptions};
 use crate::table::db::Db;
-use crate::table::entry::index_entry;
+use crate::table::entry::{index_entry, key_corrupt};
+use crate::table::key::decode_value;
 
 /// Keys per backfill step: each step holds its keys' stripes while it reads and writes.
 /// TUNING: small enough that a writer waits at most one step (about a millisecond), large
@@ -97,9 +98,61 @@ impl Db {
         for shard in &start.shards {
             shard.store.store.sync_wal()?;
         }
+        if let Err(error) = self.check_backfilled_unique(table, index) {
+            self.drop_index_locked(table, index)?;
+            return Err(error);
+        }
         tracing::debug!(%table, %index, rows, "backfill done");
         self.set_index_state(table, index, IndexState::Ready)?;
         self.settle_index(table, index);
+        Ok(())
+    }
+
+    /// For a unique index, once backfilled: with every row's stripe locked (no write runs),
+    /// looks for two entries with one value. Writers checked against the entries there while
+    /// the backfill ran; this finds what no one could check: duplicates among the rows that
+    /// were there before, or written meanwhile against entries not yet backfilled.
+    fn check_backfilled_unique(&self, table: &str, index: &str) -> Result<()> {
+        let t = self.handle(table)?;
+        let (i, ix) = t.index(index)?;
+        if !ix.unique {
+            return Ok(());
+        }
+        let _all = self.stripes.lock_all();
+        let mut seen: std::collections::HashMap<Vec<u8>, Vec<u8>> =
+            std::collections::HashMap::new();
+        for shard in &t.shards {
+            for kv in shard
+                .store
+                .store
+                .iter(&shard.indexes[i], ReadOptions::default())?
+            {
+                let (k, _) = kv?;
+                let mut used = 0;
+                let mut values = Vec::with_capacity(ix.fields.len());
+                for _ in &ix.fields {
+                    let (v, n) = decode_value(&k[used..])
+                        .map_err(|e| key_corrupt(shard.indexes[i].name(), &k, e))?;
+                    values.push(v);
+                    used += n;
+                }
+                if values.iter().any(Value::is_null) {
+                    continue;
+                }
+                let (value, pk) = k.split_at(used);
+                if let Some(other) = seen.insert(value.to_vec(), pk.to_vec())
+                    && other != pk
+                {
+                    let shown: Vec<String> = values.iter().map(Value::to_string).collect();
+                    return Err(Error::UniqueViolation(format!(
+                        "index {index:?} of table {table:?} cannot be unique: ({}) = ({}) is \
+                         the value of more than one row",
+                        ix.fields.join(", "),
+                        shown.join(", ")
+                    )));
+                }
+            }
+        }
         Ok(())
     }
 

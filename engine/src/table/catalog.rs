@@ -65,6 +65,9 @@ pub struct IndexOptions {
     pub scope: Scope,
     /// Sync or async.
     pub maintenance: Maintenance,
+    /// No two rows may have the same value (all the index's fields non-`NULL` and equal): an
+    /// insert or update that would make one fails, writing nothing. Must be sync.
+    pub unique: bool,
 }
 
 impl Default for IndexOptions {
@@ -79,6 +82,7 @@ impl IndexOptions {
         IndexOptions {
             scope: Scope::Local,
             maintenance: Maintenance::Sync,
+            unique: false,
         }
     }
 
@@ -87,16 +91,32 @@ impl IndexOptions {
         IndexOptions {
             scope: Scope::Local,
             maintenance: Maintenance::Async,
+            unique: false,
         }
     }
 
     /// A global index: partitioned by its leading field across the table's shards, maintained
-    /// through the outbox.
+    /// through the outbox (or, with [`IndexOptions::sync`], in the row's commit, which then
+    /// spans the shard stores involved).
     pub fn global() -> Self {
         IndexOptions {
             scope: Scope::Global,
             maintenance: Maintenance::Async,
+            unique: false,
         }
+    }
+
+    /// Maintained in the row's own commit: never behind the rows.
+    pub fn sync(mut self) -> Self {
+        self.maintenance = Maintenance::Sync;
+        self
+    }
+
+    /// Unique: see [`IndexOptions::unique`]. Needs [`IndexOptions::sync`] (an async index
+    /// cannot check at write time; creating one is refused).
+    pub fn unique(mut self) -> Self {
+        self.unique = true;
+        self
     }
 }
 
@@ -121,9 +141,18 @@ pub struct IndexDef {
     /// Sync or async.
     #[serde(default)]
     pub maintenance: Maintenance,
+    /// No two rows share a value (catalog format 2).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unique: bool,
 }
 
 impl IndexDef {
+    /// Whether it needs catalog format 2: unique, or global and sync over several shards (a
+    /// build that reads only format 1 would maintain it wrongly, so it must refuse it).
+    fn needs_format_2(&self, shards: u32) -> bool {
+        self.unique || (self.scope == Scope::Global && shards > 1 && !self.is_async())
+    }
+
     /// Whether its entries can be behind the rows (maintained through the outbox).
     pub fn is_async(&self) -> bool {
         self.maintenance == Maintenance::Async
@@ -169,6 +198,11 @@ impl TableDef {
 
     /// The stored form.
     pub fn encode(&self) -> Result<Vec<u8>> {
+        if self.format < 2 && self.indexes.iter().any(|ix| ix.needs_format_2(self.shards)) {
+            let mut newer = self.clone();
+            newer.format = 2;
+            return newer.encode();
+        }
         serde_json::to_vec(self).map_err(|e| Error::Encode {
             what: "a table definition",
             reason: e.to_string(),
@@ -217,11 +251,11 @@ impl TableDef {
                     validate_field(f)?;
                 }
             }
-            if ix.scope == Scope::Global && self.shards > 1 && !ix.is_async() {
+            if ix.unique && ix.is_async() {
                 return Err(Error::InvalidArgument(format!(
-                    "index {:?} is global on a table of {} shards: its entries live in other \
-                     shards than their rows, so it must be maintained asynchronously",
-                    ix.name, self.shards
+                    "index {:?} is unique and async: an index maintained after the write \
+                     cannot refuse a duplicate at write time; make it sync",
+                    ix.name
                 )));
             }
             if self.indexes[..i].iter().any(|other| other.name == ix.name) {
@@ -310,6 +344,7 @@ mod tests {
                 state: IndexState::Ready,
                 scope: Scope::Global,
                 maintenance: Maintenance::Async,
+                unique: false,
             }],
         }
     }
@@ -342,15 +377,34 @@ mod tests {
         d.shards = 0;
         assert!(d.validate().is_err());
         let mut d = def();
-        d.indexes[0].maintenance = Maintenance::Sync;
+        d.indexes[0].unique = true;
         assert!(
             d.validate()
                 .unwrap_err()
                 .to_string()
-                .contains("asynchronously")
+                .contains("cannot refuse a duplicate")
         );
+        d.indexes[0].maintenance = Maintenance::Sync;
+        assert!(d.validate().is_ok(), "a sync unique global index");
+    }
+
+    #[test]
+    fn unique_and_sync_global_indexes_are_written_as_format_2() {
+        let format = |d: &TableDef| {
+            let v: serde_json::Value = serde_json::from_slice(&d.encode().unwrap()).unwrap();
+            v["format"].as_u64().unwrap()
+        };
+        let mut d = def();
+        d.format = 1;
+        assert_eq!(format(&d), 1, "an async global index is format 1");
+        d.indexes[0].maintenance = Maintenance::Sync;
+        assert_eq!(format(&d), 2, "sync global over 3 shards");
         d.shards = 1;
-        assert!(d.validate().is_ok(), "one shard: a global index is local");
+        assert_eq!(format(&d), 1, "sync global over one shard is local");
+        d.indexes[0].unique = true;
+        assert_eq!(format(&d), 2);
+        let read = TableDef::decode(&d.encode().unwrap()).unwrap();
+        assert!(read.indexes[0].unique);
     }
 
     #[test]

@@ -64,8 +64,9 @@ pub const ENTRY_VERSION: u8 = 1;
 // The catalog (`catalog.rs`).
 /// The column family holding the catalog.
 pub const CATALOG_CF: &str = "sys/catalog";
-/// The catalog format this build writes; it refuses newer ones.
-pub const CATALOG_FORMAT: u32 = 1;
+/// The newest catalog format this build reads (it refuses newer ones). It writes format 1,
+/// and 2 for a table with a unique index or a global sync index over several shards.
+pub const CATALOG_FORMAT: u32 = 2;
 /// Catalog keys of table definitions start with this.
 pub const CATALOG_TABLE_PREFIX: &str = "table/";
 /// Catalog keys of table statistics start with this.

@@ -14,7 +14,7 @@ use crate::table::catalog::{
 };
 use crate::table::db::{Db, ShardStore, Table, TableShard, lock};
 use crate::table::format::{
-    CATALOG_FORMAT, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
+    CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
 };
 
 impl Db {
@@ -39,7 +39,7 @@ impl Db {
         }
         let id = self.next_id()?;
         let def = TableDef {
-            format: CATALOG_FORMAT,
+            format: 1,
             id,
             name: name.to_owned(),
             primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
@@ -165,6 +165,7 @@ impl Db {
             state: IndexState::WriteOnly,
             scope: options.scope,
             maintenance: options.maintenance,
+            unique: options.unique,
         });
         def.validate()?;
         let mut shards = current.shards.clone();
@@ -214,6 +215,11 @@ impl Db {
     /// the indexer.
     pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
         let _ddl = lock(&self.ddl);
+        self.drop_index_locked(table, index)
+    }
+
+    /// [`Db::drop_index`]. REQUIRES: the DDL lock is held.
+    pub(crate) fn drop_index_locked(&self, table: &str, index: &str) -> Result<()> {
         let current = self.handle(table)?;
         let (i, _) = current.index(index)?;
         let mut def = current.def.clone();

@@ -32,7 +32,9 @@ use crate::table::entry::{encode_primary_key, record_corrupt};
 use crate::table::query::{Reading, Rows};
 use crate::table::record::Record;
 use crate::table::txn_state::TxnState;
-use crate::table::write::{Mutation, Parts, TableBatch, checked, display_key, plan, shard_parts};
+use crate::table::write::{
+    Mutation, Parts, TableBatch, checked, display_key, plan, planned_unique_values, shard_parts,
+};
 
 /// A point-in-time view of every table and shard of a database: reads through it
 /// ([`Db::get_at`], [`Db::query_at`]) see every write committed before it was taken and none
@@ -535,10 +537,18 @@ impl<'db> Transaction<'db> {
             }
             planned.push((name, t.def.id, plan(&t.def, writes.mutations)?));
         }
-        // 2. Lock every written key's stripe, then re-read the definitions.
+        // 2. Lock every written key's stripe and its new unique values', then re-read the
+        // definitions.
+        let mut values = Vec::new();
+        for (name, _, p) in &planned {
+            if let Ok(t) = db.handle(name) {
+                values.extend(planned_unique_values(&t.def, p));
+            }
+        }
         let keys = planned
             .iter()
-            .flat_map(|(_, _, p)| p.iter().map(|p| p.key.as_slice()));
+            .flat_map(|(_, _, p)| p.iter().map(|p| p.key.as_slice()))
+            .chain(values.iter().map(Vec::as_slice));
         let _guards = db.stripes.lock(keys);
         let mut parts = Parts::new();
         let mut changed = Vec::new();
@@ -555,6 +565,7 @@ impl<'db> Transaction<'db> {
                 Error::Conflict(why) => Error::TransactionConflict(why),
                 other => other,
             })?;
+            db.check_unique(&t, &changes)?;
             shard_parts(&t, &changes, &mut parts, true)?;
             changed.push((t, changes.iter().filter(|c| c.changes_anything()).count()));
         }

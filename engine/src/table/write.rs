@@ -20,12 +20,13 @@ use std::time::Instant;
 use strata_planner::Value;
 
 use crate::error::{Error, Result};
-use crate::lsm::{WriteBatch, WriteOptions};
-use crate::table::catalog::{TableDef, validate_field};
+use crate::lsm::{ColumnFamily, ReadOptions, WriteBatch, WriteOptions};
+use crate::table::catalog::{IndexDef, TableDef, validate_field};
 use crate::table::db::{Db, ShardStore, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::field_names::FieldNames;
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
+use crate::table::key::encode_value;
 use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
 use crate::table::record::Record;
 use crate::table::txn::Validation;
@@ -283,8 +284,14 @@ impl Db {
                 .throttle(self.options.max_pending_index_entries)?;
         }
 
-        // 2. Lock, then read the definition.
-        let _guards = self.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
+        // 2. Lock (the rows' keys and their new unique values), then read the definition.
+        let values = planned_unique_values(&first.def, &planned);
+        let _guards = self.stripes.lock(
+            planned
+                .iter()
+                .map(|p| p.key.as_slice())
+                .chain(values.iter().map(Vec::as_slice)),
+        );
         let t = self.handle(table)?;
         if t.def.id != first.def.id {
             return Err(Error::Conflict(format!(
@@ -292,8 +299,9 @@ impl Db {
             )));
         }
 
-        // 3. Apply to an overlay of the current records.
+        // 3. Apply to an overlay of the current records; check unique indexes.
         let changes = self.overlay(&t, planned)?;
+        self.check_unique(&t, &changes)?;
 
         // 4. Per shard store: one batch for facts, sync index diffs and the outbox entry,
         // all committed under one range of seqnos.
@@ -553,23 +561,20 @@ fn check_size(len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Adds each shard's fact puts and deletes, sync index diffs and outbox operations for
-/// `changes` to `parts`, with the keys written when `keys` is set.
+/// Adds each shard's fact puts and deletes, sync index diffs (in the store each entry lives
+/// in: the row's, or for a global index the one its value hashes to) and outbox operations
+/// for `changes` to `parts`, with the keys written when `keys` is set.
 pub(crate) fn shard_parts(
     t: &Table,
     changes: &[KeyChange],
     parts: &mut Parts,
     keys: bool,
 ) -> Result<()> {
+    let mut ops: Vec<OutboxOp> = Vec::new();
     for c in changes.iter().filter(|c| c.changes_anything()) {
         let s = t.fact_shard(&c.key);
-        let part = parts.entry(s).or_insert_with(|| StorePart {
-            store: Arc::clone(&t.shards[s].store),
-            wb: WriteBatch::new(),
-            outboxes: Vec::new(),
-            keys: keys.then(Vec::new),
-        });
         let fact = &t.shards[s].fact;
+        let part = store_part(parts, t, s, keys);
         match &c.after {
             Some(_) => part.wb.put(fact, &c.key, &c.encoded)?,
             None => part.wb.delete(fact, &c.key)?,
@@ -577,39 +582,63 @@ pub(crate) fn shard_parts(
         if let Some(keys) = &mut part.keys {
             keys.push((fact.id(), c.key.clone()));
         }
-        // The table's outbox entry in this part, started if not there yet.
-        let at = match part.outboxes.iter().position(|o| o.table_id == t.def.id) {
-            Some(at) => at,
-            None => {
-                part.outboxes.push(OutboxEntry {
-                    table_id: t.def.id,
-                    written_micros: 0,
-                    ops: Vec::new(),
-                });
-                part.outboxes.len() - 1
-            }
-        };
         let (before, after) = (c.before.as_ref(), c.after.as_ref());
-        let StorePart {
-            wb,
-            outboxes,
-            keys: written,
-            ..
-        } = part;
+        ops.clear();
         diff_indexes(
             t,
             s,
             &c.key,
             (before, after),
-            wb,
-            &mut outboxes[at].ops,
-            written.as_mut(),
+            &mut |target, cf, op| {
+                let part = store_part(parts, t, target, keys);
+                match op {
+                    SyncOp::Put(k, v) => part.wb.put(cf, k, v)?,
+                    SyncOp::Delete(k) => part.wb.delete(cf, k)?,
+                    SyncOp::Touch(_) => {}
+                }
+                if let Some(keys) = &mut part.keys {
+                    let (SyncOp::Put(k, _) | SyncOp::Delete(k) | SyncOp::Touch(k)) = op;
+                    keys.push((cf.id(), k.to_vec()));
+                }
+                Ok(())
+            },
+            &mut ops,
         )?;
-    }
-    for part in parts.values_mut() {
-        part.outboxes.retain(|o| !o.ops.is_empty());
+        if ops.is_empty() {
+            continue;
+        }
+        // The table's outbox entry in the row's part, started if not there yet.
+        let part = store_part(parts, t, s, keys);
+        match part.outboxes.iter_mut().find(|o| o.table_id == t.def.id) {
+            Some(entry) => entry.ops.append(&mut ops),
+            None => part.outboxes.push(OutboxEntry {
+                table_id: t.def.id,
+                written_micros: 0,
+                ops: std::mem::take(&mut ops),
+            }),
+        }
     }
     Ok(())
+}
+
+/// Shard store `s`'s part of `parts`, started if not there yet.
+fn store_part<'p>(parts: &'p mut Parts, t: &Table, s: usize, keys: bool) -> &'p mut StorePart {
+    parts.entry(s).or_insert_with(|| StorePart {
+        store: Arc::clone(&t.shards[s].store),
+        wb: WriteBatch::new(),
+        outboxes: Vec::new(),
+        keys: keys.then(Vec::new),
+    })
+}
+
+/// One change to a sync index entry, for [`diff_indexes`]'s caller to put in the entry's
+/// store's part.
+pub(crate) enum SyncOp<'a> {
+    Put(&'a [u8], &'a [u8]),
+    Delete(&'a [u8]),
+    /// Not written: the entry of a changed row that stays as it is (a transaction that read
+    /// it through an index range must still conflict with the change).
+    Touch(&'a [u8]),
 }
 
 pub(crate) fn display_key(t: &Table, record: Option<&Record>) -> String {
@@ -625,33 +654,28 @@ pub(crate) fn display_key(t: &Table, record: Option<&Record>) -> String {
     format!("({})", parts.join(", "))
 }
 
-/// Adds what turns every index entry of `before` into that of `after` (a row of shard
-/// `shard`): to `wb` for sync indexes (whose entries are in the row's store), to `outbox` for
-/// async ones.
+/// Hands over what turns every index entry of `before` into that of `after` (a row of shard
+/// `shard`): sync indexes' entries to `sync` (with the shard store each lives in), async ones'
+/// to `outbox`.
 pub(crate) fn diff_indexes(
     t: &Table,
     shard: usize,
     key: &[u8],
     (before, after): (Option<&Record>, Option<&Record>),
-    wb: &mut WriteBatch,
+    sync: &mut dyn FnMut(usize, &ColumnFamily, SyncOp<'_>) -> Result<()>,
     outbox: &mut Vec<OutboxOp>,
-    mut written: Option<&mut Vec<(u32, Vec<u8>)>>,
 ) -> Result<()> {
     for (i, ix) in t.def.indexes.iter().enumerate() {
         let started = Instant::now();
         let old = before.map(|r| index_entry(ix, shard, key, r)).transpose()?;
         let new = after.map(|r| index_entry(ix, shard, key, r)).transpose()?;
-        if let Some(written) = written.as_deref_mut()
-            && !ix.is_async()
-        {
-            // A changed row counts as a write at its entries, changed or not: a transaction
-            // that read the row through an index range conflicts with any change to it.
-            let cf = t.shards[shard].indexes[i].id();
-            let old_key = old.as_ref().map(|(k, _)| k);
-            let new_key = new.as_ref().map(|(k, _)| k).filter(|k| Some(*k) != old_key);
-            written.extend(old_key.into_iter().chain(new_key).map(|k| (cf, k.clone())));
-        }
         if old == new {
+            if let Some((k, _)) = &old
+                && !ix.is_async()
+            {
+                let target = t.entry_shard(ix, shard, k);
+                sync(target, &t.shards[target].indexes[i], SyncOp::Touch(k))?;
+            }
             continue;
         }
         let delete = old
@@ -677,14 +701,137 @@ pub(crate) fn diff_indexes(
             }
             continue;
         }
-        // Sync: local, or global on one shard; either way the row's own store.
-        let cf = &t.shards[shard].indexes[i];
+        // Sync: in the row's store (local), or the one the value hashes to (global).
         if let Some(k) = &delete {
-            wb.delete(cf, k)?;
+            let target = t.entry_shard(ix, shard, k);
+            sync(target, &t.shards[target].indexes[i], SyncOp::Delete(k))?;
         }
         if let Some((k, v)) = &new {
-            wb.put(cf, k, v)?;
+            let target = t.entry_shard(ix, shard, k);
+            sync(target, &t.shards[target].indexes[i], SyncOp::Put(k, v))?;
         }
     }
     Ok(())
+}
+
+/// The value a unique index gives `record` (its fields encoded as in an entry key), or `None`
+/// when a field is `NULL`: rows with a `NULL` never collide, as in SQL.
+pub(crate) fn unique_value(ix: &IndexDef, record: &Record) -> Option<Vec<u8>> {
+    let mut value = Vec::new();
+    for f in &ix.fields {
+        let v = record.value(f);
+        if v.is_null() {
+            return None;
+        }
+        encode_value(v, &mut value);
+    }
+    Some(value)
+}
+
+/// The unique values planned rows would take, for `def`'s unique indexes: their stripes are
+/// locked with the rows', so two writers of one value take turns.
+pub(crate) fn planned_unique_values(def: &TableDef, planned: &[Planned]) -> Vec<Vec<u8>> {
+    let unique: Vec<&IndexDef> = def.indexes.iter().filter(|ix| ix.unique).collect();
+    if unique.is_empty() {
+        return Vec::new();
+    }
+    planned
+        .iter()
+        .filter_map(|p| p.record.as_ref())
+        .flat_map(|r| unique.iter().filter_map(|ix| unique_value(ix, r)))
+        .collect()
+}
+
+impl Db {
+    /// Refuses `changes` if a row would share a unique index's value with another row: one
+    /// of the same batch, or one stored (and not moved off the value by this batch).
+    /// REQUIRES: the stripes of the changed keys and of their new unique values are locked.
+    pub(crate) fn check_unique(&self, t: &Table, changes: &[KeyChange]) -> Result<()> {
+        for (i, ix) in t.def.indexes.iter().enumerate() {
+            if !ix.unique || ix.state == strata_planner::IndexState::WriteOnly {
+                continue;
+            }
+            let changed: HashMap<&[u8], Option<Vec<u8>>> = changes
+                .iter()
+                .map(|c| {
+                    let value = c.after.as_ref().and_then(|r| unique_value(ix, r));
+                    (c.key.as_slice(), value)
+                })
+                .collect();
+            let mut taken: HashMap<&[u8], &[u8]> = HashMap::new();
+            for c in changes {
+                let Some(Some(value)) = changed.get(c.key.as_slice()) else {
+                    continue;
+                };
+                let duplicate = |other: &[u8]| {
+                    let values: Vec<String> = ix
+                        .fields
+                        .iter()
+                        .map(|f| c.after.as_ref().map_or(Value::Null, |r| r.value(f).clone()))
+                        .map(|v| v.to_string())
+                        .collect();
+                    Error::UniqueViolation(format!(
+                        "index {:?} of table {:?} is unique: ({}) = ({}) is taken by the row \
+                         with key {}",
+                        ix.name,
+                        t.def.name,
+                        ix.fields.join(", "),
+                        values.join(", "),
+                        display_encoded_key(t, other)
+                    ))
+                };
+                if let Some(other) = taken.insert(value, &c.key)
+                    && other != c.key.as_slice()
+                {
+                    return Err(duplicate(other));
+                }
+                // Stored entries with the value: in every shard (local), or the one it
+                // hashes to (global).
+                let shards: Vec<usize> = if ix.scope == strata_planner::Scope::Local {
+                    (0..t.shards.len()).collect()
+                } else {
+                    vec![t.entry_shard(ix, 0, value)]
+                };
+                let upper = crate::lsm::prefix_successor(value);
+                for s in shards {
+                    let shard = &t.shards[s];
+                    let mut read = ReadOptions::default().lower_bound(value);
+                    if let Some(upper) = &upper {
+                        read = read.upper_bound(upper);
+                    }
+                    for kv in shard.store.store.iter(&shard.indexes[i], read)? {
+                        let (k, _) = kv?;
+                        let other = &k[value.len()..];
+                        if other == c.key.as_slice() {
+                            continue;
+                        }
+                        // A row this batch changes counts with its new value.
+                        if let Some(moved) = changed.get(other)
+                            && moved.as_deref() != Some(value.as_slice())
+                        {
+                            continue;
+                        }
+                        return Err(duplicate(other));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A row's encoded primary key, decoded for a message.
+fn display_encoded_key(t: &Table, key: &[u8]) -> String {
+    let mut parts = Vec::new();
+    let mut rest = key;
+    for _ in &t.def.primary_key {
+        match crate::table::key::decode_value(rest) {
+            Ok((v, used)) => {
+                parts.push(v.to_string());
+                rest = &rest[used..];
+            }
+            Err(_) => break,
+        }
+    }
+    format!("({})", parts.join(", "))
 }
