@@ -108,6 +108,57 @@ fn published_seqnos_are_always_fully_inserted() {
     });
 }
 
+/// Stores sharing one sequencer (the table layer's shard stores): a commit with parts in two
+/// stores allocates one range and publishes it once both parts are in, while a plain write
+/// to one of the stores allocates and publishes its own. A reader never sees a seqno whose
+/// entries are not all inserted, in either store (so never half of the two-part commit), and
+/// a writer that waited for its seqno finds it visible.
+#[test]
+fn a_shared_sequencer_publishes_a_two_store_commit_whole_and_in_order() {
+    model(|| {
+        let seq = Arc::new(Sequencer::shared(0));
+        let store_a = Arc::new(Mutex::new(BTreeSet::new()));
+        let store_b = Arc::new(Mutex::new(BTreeSet::new()));
+        let commit = {
+            let (seq, a, b) = (seq.clone(), store_a.clone(), store_b.clone());
+            thread::spawn(move || {
+                let first = seq.allocate(2).unwrap();
+                a.lock().unwrap().insert(first);
+                b.lock().unwrap().insert(first + 1);
+                seq.publish_range(first, first + 1);
+                assert!(seq.wait_visible(first + 1));
+                assert!(seq.visible() > first);
+            })
+        };
+        let plain = {
+            let (seq, b) = (seq.clone(), store_b.clone());
+            thread::spawn(move || {
+                let first = seq.allocate(1).unwrap();
+                b.lock().unwrap().insert(first);
+                seq.publish_range(first, first);
+                assert!(seq.wait_visible(first), "the sequencer did not fail");
+                assert!(seq.visible() >= first, "visible once waited for");
+            })
+        };
+        let reader = {
+            let (seq, a, b) = (seq.clone(), store_a.clone(), store_b.clone());
+            thread::spawn(move || {
+                let visible = seq.visible();
+                let a = a.lock().unwrap();
+                let b = b.lock().unwrap();
+                assert!(
+                    (1..=visible).all(|s| a.contains(&s) || b.contains(&s)),
+                    "saw {visible} before all of it was in"
+                );
+            })
+        };
+        commit.join().unwrap();
+        plain.join().unwrap();
+        reader.join().unwrap();
+        assert_eq!(seq.visible(), 3);
+    });
+}
+
 /// A reader walking the skip list while the writer links nodes in sees a sorted list of whole
 /// entries, and every entry whose insertion it knows to be finished (told through a release
 /// counter, as seqno publication tells readers).
