@@ -19,6 +19,8 @@ mod outbox;
 mod record;
 #[path = "../../fuzz/checks/stats_sketch.rs"]
 mod stats_sketch;
+#[path = "../../fuzz/checks/txn_state.rs"]
+mod txn_state;
 #[path = "../../fuzz/checks/write_batch.rs"]
 mod write_batch;
 
@@ -41,6 +43,53 @@ fn replay(target: &str, check: fn(&[u8])) {
 #[test]
 fn the_write_batch_corpus_passes_the_fuzz_checks() {
     replay("write_batch", write_batch::check);
+}
+
+#[test]
+fn the_txn_state_corpus_passes_the_fuzz_checks() {
+    replay("txn_state", txn_state::check);
+}
+
+/// Writes the seed corpus of the transaction state file, and a write batch with a
+/// transaction trailer for the `write_batch` corpus.
+#[test]
+#[ignore = "regenerates fuzz/corpus/txn_state and a write_batch seed; run by hand"]
+fn write_txn_state_seed_corpus() {
+    use strata::table::txn_state::TxnState;
+    let dir = corpus("txn_state");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let states = [
+        TxnState::default(),
+        TxnState {
+            complete_through: 1234,
+            cut: vec![(1235, 1300)],
+        },
+        TxnState {
+            complete_through: 9,
+            cut: vec![(3, 4), (10, 10), (20, 1 << 40)],
+        },
+    ];
+    for (i, s) in states.iter().enumerate() {
+        std::fs::write(dir.join(format!("seed-{i}")), s.encode()).expect("write");
+    }
+    // A damaged one: the fuzzer starts from refusals too.
+    let mut damaged = states[2].encode();
+    damaged[30] ^= 1;
+    std::fs::write(dir.join("seed-damaged"), damaged).expect("write");
+    use strata::fuzzing::{BatchEntry, TransactionTrailer, encode_batch};
+    let entry = BatchEntry {
+        cf_id: 2,
+        seqno: 0,
+        kind: strata_sstable::ValueKind::Put,
+        key: bytes::Bytes::from_static(b"t/k"),
+        value: bytes::Bytes::from_static(b"row"),
+    };
+    let txn = TransactionTrailer {
+        id: 77,
+        participants: vec![0, 2, 3],
+    };
+    let batch = encode_batch(77, &[entry], Some(&txn)).expect("encodes");
+    std::fs::write(corpus("write_batch").join("seed-transaction-part"), &batch).expect("write");
 }
 
 #[test]

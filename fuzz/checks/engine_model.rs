@@ -14,6 +14,12 @@
 //! - After each reopen or power cut, once the indexer has caught up, `verify` finds every
 //!   index entry matching its row.
 //!
+//! - Transactions: a few reads and writes, then a commit (synced or not) or a rollback; some
+//!   meet a plain write, after their snapshot, to a key they read, and must then fail their
+//!   commit retryably and write nothing. A batch or transaction is all or nothing across
+//!   shards: after a power cut, of the rows a commit wrote last, either all show its values
+//!   or none does.
+//!
 //! The table has 1 or 2 shards (from the first byte), a local sync index on `g`, and an
 //! async index on `n` (local, or global on 2 shards) that includes `g`.
 
@@ -170,6 +176,15 @@ fn caught_up_and_clean(db: &Db, step: usize) {
     assert!(report.is_clean(), "step {step}: {report}");
 }
 
+/// Each row's last value among `written`.
+fn last_values(written: &[(i64, Option<Record>)]) -> Vec<(i64, Option<Record>)> {
+    let mut last: BTreeMap<i64, Option<Record>> = BTreeMap::new();
+    for (id, v) in written {
+        last.insert(*id, v.clone());
+    }
+    last.into_iter().collect()
+}
+
 pub fn check(data: &[u8]) {
     let mut input = Input { data, at: 0 };
     let Some(first) = input.byte() else {
@@ -182,6 +197,8 @@ pub fn check(data: &[u8]) {
     // The model as of the last synced write, and every row value written since.
     let mut durable = Rows::new();
     let mut since: Vec<(i64, Option<Record>)> = Vec::new();
+    // Each commit since the last sync: the rows it wrote, as it left them.
+    let mut commits: Vec<Vec<(i64, Option<Record>)>> = Vec::new();
     let mut paused = false;
     for step in 0..MAX_STEPS {
         let Some(op) = input.byte() else { break };
@@ -232,10 +249,12 @@ pub fn check(data: &[u8]) {
                             "step {step}: an insert of an existing key passed"
                         );
                         model = after;
+                        commits.push(last_values(&written));
                         since.extend(written);
                         if sync {
                             durable = model.clone();
                             since.clear();
+                            commits.clear();
                         }
                     }
                     // A refused batch writes nothing and syncs nothing.
@@ -249,11 +268,13 @@ pub fn check(data: &[u8]) {
                 db.delete("t", &[Value::Int(id)]).expect("delete");
                 model.remove(&id);
                 since.push((id, None));
+                commits.push(vec![(id, None)]);
             }
             6 => {
                 db.flush().expect("flush");
                 durable = model.clone();
                 since.clear();
+                commits.clear();
             }
             7 => {
                 // Compaction of the table's families: it must not make anything less durable
@@ -274,6 +295,7 @@ pub fn check(data: &[u8]) {
                 paused = false;
                 durable = model.clone();
                 since.clear();
+                commits.clear();
                 caught_up_and_clean(&db, step);
             }
             10 => {
@@ -302,9 +324,116 @@ pub fn check(data: &[u8]) {
                         durable.get(&id)
                     );
                 }
+                // All or nothing: of the rows a commit wrote last, all show its values or
+                // none does.
+                for (i, commit) in commits.iter().enumerate() {
+                    let last: Vec<&(i64, Option<Record>)> = commit
+                        .iter()
+                        .filter(|(id, _)| !commits[i + 1..].iter().flatten().any(|(k, _)| k == id))
+                        .collect();
+                    // A row tells only if no earlier state had the commit's value.
+                    let tells = |id: &i64, v: &Option<Record>| {
+                        durable.get(id) != v.as_ref()
+                            && !commits[..i]
+                                .iter()
+                                .flatten()
+                                .any(|(k, w)| k == id && w == v)
+                    };
+                    let telling: Vec<_> = last.iter().filter(|(id, v)| tells(id, v)).collect();
+                    let shown = telling
+                        .iter()
+                        .filter(|(id, v)| found.get(id) == v.as_ref())
+                        .count();
+                    assert!(
+                        shown == 0 || shown == telling.len(),
+                        "step {step}: after a power cut commit {i} is there in part: {shown} \
+                         of its {} changed rows",
+                        telling.len()
+                    );
+                }
                 model = found;
                 durable = model.clone();
                 since.clear();
+                commits.clear();
+            }
+            11 => {
+                // A transaction: reads and writes, then commit, rollback, or a conflict.
+                let count = 1 + usize::from(arg % 3);
+                let mut tx = db.begin().expect("begin");
+                let mut after = model.clone();
+                let mut written = Vec::new();
+                let mut read = Vec::new();
+                for k in 0..count {
+                    let b = input.byte().unwrap_or(0);
+                    let id = i64::from((u16::from(arg) + k as u16 * 5) % 24);
+                    let got = tx.get("t", &[Value::Int(id)]).expect("a read");
+                    assert_eq!(
+                        got.as_ref(),
+                        after.get(&id),
+                        "step {step}: a transaction read"
+                    );
+                    read.push(id);
+                    match b % 3 {
+                        0 => {
+                            tx.delete("t", &[Value::Int(id)]).expect("delete");
+                            after.remove(&id);
+                            written.push((id, None));
+                        }
+                        1 => {
+                            let r = row(id, b >> 2, b >> 4, b);
+                            match tx.insert("t", r.clone()) {
+                                Ok(()) => {
+                                    assert!(!after.contains_key(&id), "step {step}: insert");
+                                    after.insert(id, r.clone());
+                                    written.push((id, Some(r)));
+                                }
+                                Err(Error::Conflict(_)) => {
+                                    assert!(after.contains_key(&id), "step {step}: a conflict");
+                                }
+                                Err(e) => panic!("step {step}: a transaction insert: {e}"),
+                            }
+                        }
+                        _ => {
+                            let r = row(id, b >> 2, b >> 4, b);
+                            tx.upsert("t", r.clone()).expect("upsert");
+                            after.insert(id, r.clone());
+                            written.push((id, Some(r)));
+                        }
+                    }
+                }
+                let how = input.byte().unwrap_or(0);
+                if how % 4 == 0 {
+                    tx.rollback();
+                } else if how % 4 == 1 {
+                    // A plain write to a key the transaction read, after its snapshot.
+                    let id = read[usize::from(how / 4) % read.len()];
+                    let r = row(id, how, how >> 3, how);
+                    db.upsert("t", r.clone()).expect("a plain write");
+                    model.insert(id, r.clone());
+                    since.push((id, Some(r.clone())));
+                    commits.push(vec![(id, Some(r))]);
+                    match tx.commit() {
+                        // It wrote nothing: a read-only transaction never conflicts.
+                        Ok(()) => assert!(written.is_empty(), "step {step}: a lost update"),
+                        Err(e) => assert!(e.is_retryable(), "step {step}: {e}"),
+                    }
+                } else {
+                    let sync = how % 4 == 3;
+                    let options = if sync {
+                        WriteOptions::synced()
+                    } else {
+                        WriteOptions::default()
+                    };
+                    tx.commit_with(options).expect("a commit with no rival");
+                    model = after;
+                    commits.push(last_values(&written));
+                    since.extend(written);
+                    if sync {
+                        durable = model.clone();
+                        since.clear();
+                        commits.clear();
+                    }
+                }
             }
             _ => {}
         }
