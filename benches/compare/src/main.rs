@@ -30,6 +30,7 @@ const MEMTABLE_BYTES: usize = 64 << 20;
 /// What every engine is asked to do.
 #[cfg(feature = "rocksdb")]
 mod rocks;
+mod txn;
 
 trait Engine: Send + Sync {
     fn put(&self, key: &[u8], value: &[u8], sync: bool);
@@ -270,7 +271,7 @@ fn parse_args() -> Config {
     config
 }
 
-const WORKLOADS: [&str; 13] = [
+const WORKLOADS: [&str; 15] = [
     "fillseq",
     "fillrandom",
     "readmissing",
@@ -284,6 +285,8 @@ const WORKLOADS: [&str; 13] = [
     "synced writes, 1 thread",
     "synced writes, 8 threads",
     "fillrandom, 2 threads",
+    "read-modify-write txn",
+    "read-modify-write txn, 2 thr",
 ];
 
 fn open(name: &str, dir: &Path) -> Arc<dyn Engine> {
@@ -422,6 +425,30 @@ fn run(name: &str, config: &Config) -> Vec<f64> {
         let k = key(rng.below(n));
         engine.put(&k, &value(rng), false);
     }));
+    drop(engine);
+
+    // Transactions: read two keys, write both, commit; a conflict retries (2 threads). On a
+    // tenth of the keys, loaded first, so both threads meet now and then.
+    let engine = txn::open(name, &dir);
+    let keys = (n / 10).max(2);
+    for i in 0..keys {
+        engine.load(i, &value(&mut values));
+    }
+    let ops = n / 5;
+    for threads in [1u64, 2] {
+        let retries = std::sync::atomic::AtomicU64::new(0);
+        results.push(threaded(threads, ops, |rng| {
+            let (a, b) = (rng.below(keys), rng.below(keys));
+            let v = value(rng);
+            while !engine.rmw(a, b, &v) {
+                retries.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+        }));
+        eprintln!(
+            "{name}: read-modify-write, {threads} thread(s): {} retries",
+            retries.into_inner()
+        );
+    }
     drop(engine);
     let _ = std::fs::remove_dir_all(&dir);
     results

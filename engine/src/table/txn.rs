@@ -33,7 +33,7 @@ use crate::table::query::{Reading, Rows};
 use crate::table::record::Record;
 use crate::table::txn_state::TxnState;
 use crate::table::write::{
-    Mutation, Parts, TableBatch, checked, display_key, plan, planned_unique_values, shard_parts,
+    Parts, Planned, checked, display_key, planned_unique_values, shard_parts,
 };
 
 /// A point-in-time view of every table and shard of a database: reads through it
@@ -302,6 +302,7 @@ impl Db {
             began,
             tables: BTreeMap::new(),
             reads: Vec::new(),
+            read_rows: HashMap::new(),
             done: false,
         })
     }
@@ -328,8 +329,9 @@ struct TableWrites {
     /// The table's definition when the transaction first wrote it: a table dropped and
     /// recreated since fails the commit.
     table: Arc<Table>,
-    /// The mutations, in order, replayed at commit against the rows as they are then.
-    mutations: TableBatch,
+    /// The mutations, checked and encoded, in order, replayed at commit against the rows as
+    /// they are then.
+    mutations: Vec<Planned>,
     /// Each written key's row after the transaction's writes (`None`: deleted).
     rows: HashMap<Vec<u8>, Option<Record>>,
 }
@@ -345,6 +347,9 @@ pub struct Transaction<'db> {
     began: SeqNo,
     tables: BTreeMap<String, TableWrites>,
     reads: Vec<ReadRange>,
+    /// Rows read by key at the snapshot, by table id and key: at commit they are the rows'
+    /// current state (or the validation fails), so they are not read again.
+    read_rows: HashMap<(u64, Vec<u8>), Option<Record>>,
     done: bool,
 }
 
@@ -397,7 +402,9 @@ impl<'db> Transaction<'db> {
         let shard = &t.shards[t.fact_shard(pk)];
         self.reads
             .push(ReadRange::key(shard.store.number, shard.fact.id(), pk));
-        self.db.read_record_at(t, pk, &self.snapshot)
+        let row = self.db.read_record_at(t, pk, &self.snapshot)?;
+        self.read_rows.insert((t.def.id, pk.to_vec()), row.clone());
+        Ok(row)
     }
 
     /// The rows of `query` on `table` at the transaction's snapshot with its own writes
@@ -465,14 +472,14 @@ impl<'db> Transaction<'db> {
     pub fn insert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         let t = self.db.handle(table)?;
-        let (pk, record, _) = checked(&t.def, record)?;
+        let (pk, record, encoded) = checked(&t.def, record)?;
         if self.read_row(&t, &pk)?.is_some() {
             return Err(Error::Conflict(format!(
                 "table {table:?} has a row with key {}",
                 display_key(&t, Some(&record))
             )));
         }
-        self.buffer(&t, pk, Mutation::Insert(record.clone()), Some(record));
+        self.buffer(&t, pk, Some((record, encoded)), true);
         Ok(())
     }
 
@@ -480,8 +487,8 @@ impl<'db> Transaction<'db> {
     pub fn upsert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         let t = self.db.handle(table)?;
-        let (pk, record, _) = checked(&t.def, record)?;
-        self.buffer(&t, pk, Mutation::Upsert(record.clone()), Some(record));
+        let (pk, record, encoded) = checked(&t.def, record)?;
+        self.buffer(&t, pk, Some((record, encoded)), false);
         Ok(())
     }
 
@@ -491,21 +498,37 @@ impl<'db> Transaction<'db> {
         let t = self.db.handle(table)?;
         let values: Vec<&Value> = key.iter().collect();
         let pk = encode_primary_key(&t.def, &values)?;
-        self.buffer(&t, pk, Mutation::Delete(key.to_vec()), None);
+        self.buffer(&t, pk, None, false);
         Ok(())
     }
 
-    fn buffer(&mut self, t: &Arc<Table>, pk: Vec<u8>, mutation: Mutation, row: Option<Record>) {
+    /// Buffers a write of `pk`: the row and its encoding (`None`: a delete).
+    fn buffer(
+        &mut self,
+        t: &Arc<Table>,
+        pk: Vec<u8>,
+        row: Option<(Record, Vec<u8>)>,
+        insert: bool,
+    ) {
         let writes = self
             .tables
             .entry(t.def.name.clone())
             .or_insert_with(|| TableWrites {
                 table: Arc::clone(t),
-                mutations: TableBatch::new(),
+                mutations: Vec::new(),
                 rows: HashMap::new(),
             });
-        writes.mutations.push(mutation);
-        writes.rows.insert(pk, row);
+        let (record, encoded) = match row {
+            Some((record, encoded)) => (Some(record), encoded),
+            None => (None, Vec::new()),
+        };
+        writes.rows.insert(pk.clone(), record.clone());
+        writes.mutations.push(Planned {
+            key: pk,
+            record,
+            encoded,
+            insert,
+        });
     }
 
     /// Commits with the default [`WriteOptions`].
@@ -535,7 +558,7 @@ impl<'db> Transaction<'db> {
                 self.reads
                     .push(ReadRange::key(shard.store.number, shard.fact.id(), pk));
             }
-            planned.push((name, t.def.id, plan(&t.def, writes.mutations)?));
+            planned.push((name, t.def.id, writes.mutations));
         }
         // 2. Lock every written key's stripe and its new unique values', then re-read the
         // definitions.
@@ -561,10 +584,14 @@ impl<'db> Transaction<'db> {
             }
             // 3. The rows as they are now, with the mutations applied. An insert whose key
             // is taken now was free at the snapshot: a concurrent commit, so retryable.
-            let changes = db.overlay(&t, planned).map_err(|e| match e {
-                Error::Conflict(why) => Error::TransactionConflict(why),
-                other => other,
-            })?;
+            let read_rows = &mut self.read_rows;
+            let mut known = |pk: &[u8]| read_rows.remove(&(id, pk.to_vec()));
+            let changes = db
+                .overlay_knowing(&t, planned, &mut known)
+                .map_err(|e| match e {
+                    Error::Conflict(why) => Error::TransactionConflict(why),
+                    other => other,
+                })?;
             db.check_unique(&t, &changes)?;
             shard_parts(&t, &changes, &mut parts, true)?;
             changed.push((t, changes.iter().filter(|c| c.changes_anything()).count()));

@@ -112,10 +112,6 @@ impl TableBatch {
         self
     }
 
-    pub(crate) fn push(&mut self, mutation: Mutation) {
-        self.mutations.push(mutation);
-    }
-
     /// Number of mutations.
     pub fn len(&self) -> usize {
         self.mutations.len()
@@ -324,13 +320,27 @@ impl Db {
     /// put by an earlier mutation of the batch) is a conflict.
     /// REQUIRES: the stripes of every planned key are locked.
     pub(crate) fn overlay(&self, t: &Table, planned: Vec<Planned>) -> Result<Vec<KeyChange>> {
+        self.overlay_knowing(t, planned, &mut |_| None)
+    }
+
+    /// [`Db::overlay`], taking a key's row from `known` when it has it (a transaction's read at
+    /// its snapshot, which its validation proves current) instead of reading it.
+    pub(crate) fn overlay_knowing(
+        &self,
+        t: &Table,
+        planned: Vec<Planned>,
+        known: &mut dyn FnMut(&[u8]) -> Option<Option<Record>>,
+    ) -> Result<Vec<KeyChange>> {
         let mut changes: Vec<KeyChange> = Vec::new();
         let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
         for p in planned {
             let i = match slot.get(&p.key) {
                 Some(&i) => i,
                 None => {
-                    let before = self.read_record(t, &p.key)?;
+                    let before = match known(&p.key) {
+                        Some(row) => row,
+                        None => self.read_record(t, &p.key)?,
+                    };
                     slot.insert(p.key.clone(), changes.len());
                     changes.push(KeyChange {
                         key: p.key,
