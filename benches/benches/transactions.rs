@@ -174,22 +174,22 @@ fn snapshot_queries(c: &mut Criterion) {
     group.throughput(Throughput::Elements(expected as u64));
     group.bench_function("query", |b| {
         b.iter(|| {
-            let n = db
-                .query("t", &q)
-                .expect("query")
-                .map(|r| black_box(r.expect("row")))
-                .count();
+            let mut n = 0;
+            for r in db.query("t", &q).expect("query") {
+                black_box(r.expect("row"));
+                n += 1;
+            }
             assert_eq!(n, expected);
         })
     });
     let snapshot = db.snapshot();
     group.bench_function("query_at", |b| {
         b.iter(|| {
-            let n = db
-                .query_at(&snapshot, "t", &q)
-                .expect("query")
-                .map(|r| black_box(r.expect("row")))
-                .count();
+            let mut n = 0;
+            for r in db.query_at(&snapshot, "t", &q).expect("query") {
+                black_box(r.expect("row"));
+                n += 1;
+            }
             assert_eq!(n, expected);
         })
     });

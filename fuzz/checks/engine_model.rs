@@ -402,7 +402,7 @@ pub fn check(data: &[u8]) {
                     }
                 }
                 let how = input.byte().unwrap_or(0);
-                if how % 4 == 0 {
+                if how.is_multiple_of(4) {
                     tx.rollback();
                 } else if how % 4 == 1 {
                     // A plain write to a key the transaction read, after its snapshot.

@@ -180,9 +180,12 @@ impl ResolverState {
 }
 
 impl Resolver {
-    /// Whether a transaction is live: a commit gathers the keys it writes if so.
-    pub(crate) fn has_live(&self) -> bool {
-        self.live_count.load(Ordering::SeqCst) > 0
+    /// Whether more than `own` transactions are live (`own`: 1 for a transaction's own
+    /// commit, 0 for a plain write): a commit gathers the keys it writes if so. A
+    /// transaction that begins after the commit allocates sees the commit in its snapshot,
+    /// so only those live before need the keys.
+    pub(crate) fn has_live(&self, own: usize) -> bool {
+        self.live_count.load(Ordering::SeqCst) > own
     }
 
     /// Registers a transaction beginning now; returns the seqno it must see (every commit
@@ -206,6 +209,14 @@ impl Resolver {
         }
         self.live_count.fetch_sub(1, Ordering::SeqCst);
         state.trim();
+    }
+
+    /// Validates `v` alone (a transaction whose writes change nothing).
+    pub(crate) fn validate(&self, v: &Validation<'_>) -> Result<()> {
+        match lock(&self.state).conflict(v) {
+            Some(why) => Err(Error::TransactionConflict(why)),
+            None => Ok(()),
+        }
     }
 
     /// Validates `reads` (for a transaction), allocates `total` seqnos for `parts` and, while a
@@ -232,7 +243,9 @@ impl Resolver {
             )))
         })?;
         let last = first + total - 1;
-        if !state.live.is_empty() {
+        // Transactions live now, other than the committing one.
+        let others = state.live.values().sum::<usize>() - usize::from(reads.is_some());
+        if others > 0 {
             for (&store, part) in parts {
                 match &part.keys {
                     Some(keys) => {
@@ -593,7 +606,7 @@ impl<'db> Transaction<'db> {
                     other => other,
                 })?;
             db.check_unique(&t, &changes)?;
-            shard_parts(&t, &changes, &mut parts, true)?;
+            shard_parts(&t, &changes, &mut parts, db.resolver.has_live(1))?;
             changed.push((t, changes.iter().filter(|c| c.changes_anything()).count()));
         }
         // 4. Validate, allocate and write.

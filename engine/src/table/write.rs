@@ -302,7 +302,7 @@ impl Db {
         // 4. Per shard store: one batch for facts, sync index diffs and the outbox entry,
         // all committed under one range of seqnos.
         let mut parts = Parts::new();
-        let keys = self.resolver.has_live();
+        let keys = self.resolver.has_live(0);
         shard_parts(&t, &changes, &mut parts, keys)?;
         let wrote = self.commit_parts(parts, options, None)?;
         let changed = changes.iter().filter(|c| c.changes_anything()).count();
@@ -431,7 +431,13 @@ impl Db {
     ) -> Result<()> {
         let total: u64 = parts.values().map(|p| p.wb.len() as u64).sum();
         if total == 0 {
-            return Ok(());
+            // Nothing to write (a delete of a row that is not there): a transaction still
+            // validates, or a delete it based on a stale read would pass (found by the
+            // `engine_model` fuzz target).
+            return match reads {
+                Some(v) => self.resolver.validate(v),
+                None => Ok(()),
+            };
         }
         // Back-pressure before the range exists: once allocated, every part must go in
         // without waiting, or the range would hold back every reader.
