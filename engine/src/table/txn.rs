@@ -180,12 +180,9 @@ impl ResolverState {
 }
 
 impl Resolver {
-    /// Whether more than `own` transactions are live (`own`: 1 for a transaction's own
-    /// commit, 0 for a plain write): a commit gathers the keys it writes if so. A
-    /// transaction that begins after the commit allocates sees the commit in its snapshot,
-    /// so only those live before need the keys.
-    pub(crate) fn has_live(&self, own: usize) -> bool {
-        self.live_count.load(Ordering::SeqCst) > own
+    /// Whether a transaction is live: a plain write gathers the keys it writes if so.
+    pub(crate) fn has_live(&self) -> bool {
+        self.live_count.load(Ordering::SeqCst) > 0
     }
 
     /// Registers a transaction beginning now; returns the seqno it must see (every commit
@@ -606,7 +603,12 @@ impl<'db> Transaction<'db> {
                     other => other,
                 })?;
             db.check_unique(&t, &changes)?;
-            shard_parts(&t, &changes, &mut parts, db.resolver.has_live(1))?;
+            // Always gathered: a transaction that begins before this one allocates needs
+            // them, and the barrier a commit without them raises fails such a transaction
+            // whatever it read (with two threads in transactions that measured 600 retries
+            // per 200,000 commits instead of 5). The resolver records them only when
+            // another transaction is live.
+            shard_parts(&t, &changes, &mut parts, true)?;
             changed.push((t, changes.iter().filter(|c| c.changes_anything()).count()));
         }
         // 4. Validate, allocate and write.

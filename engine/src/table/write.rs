@@ -302,7 +302,7 @@ impl Db {
         // 4. Per shard store: one batch for facts, sync index diffs and the outbox entry,
         // all committed under one range of seqnos.
         let mut parts = Parts::new();
-        let keys = self.resolver.has_live(0);
+        let keys = self.resolver.has_live();
         shard_parts(&t, &changes, &mut parts, keys)?;
         let wrote = self.commit_parts(parts, options, None)?;
         let changed = changes.iter().filter(|c| c.changes_anything()).count();
