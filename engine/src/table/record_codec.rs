@@ -224,7 +224,7 @@ impl<'a> View<'a> {
 
     /// A reader over value `i` (below the count), and where the value must end in the
     /// record: it is checked to fill exactly its place.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn value_reader(&self, i: usize) -> Result<(Reader<'a>, usize), RecordError> {
         let start = if i == 0 { 0 } else { self.end(i - 1) };
         let end = self.end(i);
@@ -241,7 +241,7 @@ impl<'a> View<'a> {
 
     /// Puts value `i` (below the count), checked to fill exactly its place, in `slot` (see
     /// [`Reader::value_into`]).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn value_into(&self, i: usize, slot: &mut Value) -> Result<(), RecordError> {
         let (mut r, end) = self.value_reader(i)?;
         r.value_into(slot)?;
@@ -436,7 +436,7 @@ impl<'a> Reader<'a> {
     /// [`Reader::value`] into `slot`: a number is written where it goes, not moved there
     /// through a returned `Result` (whose error shares the value's bytes, so each move copies
     /// them piecewise).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn value_into(&mut self, slot: &mut Value) -> Result<(), RecordError> {
         match self.bytes.get(self.at) {
             Some(&VALUE_INT) => {
