@@ -201,18 +201,8 @@ impl Opening<'_> {
             .keys()
             .map(|id| (*id, Memtable::new(0, 0)))
             .collect();
-        let oldest_needed = state
-            .cfs
-            .values()
-            .map(|cf| cf.log_number)
-            .min()
-            .unwrap_or(0);
         let logs = Opening::needed_logs(state, numbered);
-        if let Some((number, size)) = state.closed_log
-            && number >= oldest_needed
-        {
-            self.check_closed_log(number, size)?;
-        }
+        self.check_closed_log_if_needed(state)?;
         let mut last_seqno = 0;
         for (i, &number) in logs.iter().enumerate() {
             let is_last = i + 1 == logs.len();
@@ -283,14 +273,29 @@ impl Opening<'_> {
         Ok(edit)
     }
 
-    /// The logs the families still need, oldest first.
-    fn needed_logs(state: &ManifestState, numbered: &[(FileKind, u64)]) -> Vec<u64> {
-        let oldest_needed = state
+    /// The oldest log the families still need.
+    fn oldest_needed(state: &ManifestState) -> u64 {
+        state
             .cfs
             .values()
             .map(|cf| cf.log_number)
             .min()
-            .unwrap_or(0);
+            .unwrap_or(0)
+    }
+
+    /// The check of a cleanly closed log's size, when the replay needs that log.
+    fn check_closed_log_if_needed(&self, state: &ManifestState) -> Result<()> {
+        match state.closed_log {
+            Some((number, size)) if number >= Opening::oldest_needed(state) => {
+                self.check_closed_log(number, size)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The logs the families still need, oldest first.
+    fn needed_logs(state: &ManifestState, numbered: &[(FileKind, u64)]) -> Vec<u64> {
+        let oldest_needed = Opening::oldest_needed(state);
         let mut logs: Vec<u64> = numbered
             .iter()
             .filter(|(kind, n)| *kind == FileKind::Log && *n >= oldest_needed)
@@ -445,12 +450,8 @@ pub(crate) fn logged_transactions(dir: &Path, options: &Options) -> Result<Logge
     };
     let state = read_manifest(&opening.fs, dir, number)?;
     let logs = Opening::needed_logs(&state, &numbered);
-    // The checks an open makes before it replays, so a scan fails as the open would.
-    if let Some((number, size)) = state.closed_log
-        && logs.first().is_some_and(|&first| number >= first)
-    {
-        opening.check_closed_log(number, size)?;
-    }
+    // The check an open makes before it replays, so a scan fails as the open would.
+    opening.check_closed_log_if_needed(&state)?;
     for (i, &number) in logs.iter().enumerate() {
         let is_last = i + 1 == logs.len();
         let into = Into::Trailers(&mut logged.transactions);

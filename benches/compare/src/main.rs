@@ -126,14 +126,17 @@ impl Fjall {
             .open()
             .expect("fjall opens");
         let keyspace = db
-            .keyspace("bench", || {
-                fjall::KeyspaceCreateOptions::default()
-                    .max_memtable_size(MEMTABLE_BYTES as u64)
-                    .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
-            })
+            .keyspace("bench", fjall_keyspace_options)
             .expect("keyspace");
         Fjall { db, keyspace }
     }
+}
+
+/// The harness's shared settings for fjall's keyspace (plain and transactional).
+fn fjall_keyspace_options() -> fjall::KeyspaceCreateOptions {
+    fjall::KeyspaceCreateOptions::default()
+        .max_memtable_size(MEMTABLE_BYTES as u64)
+        .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
 }
 
 impl Engine for Fjall {

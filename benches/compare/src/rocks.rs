@@ -9,18 +9,23 @@ pub(crate) struct Rocks {
     db: rocksdb::DB,
 }
 
+/// The harness's shared settings, for the plain and the transactional database.
+pub(crate) fn options() -> rocksdb::Options {
+    let mut options = rocksdb::Options::default();
+    options.create_if_missing(true);
+    options.set_compression_type(rocksdb::DBCompressionType::None);
+    options.set_write_buffer_size(MEMTABLE_BYTES);
+    let mut table = rocksdb::BlockBasedOptions::default();
+    table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE_BYTES));
+    table.set_bloom_filter(10.0, false);
+    options.set_block_based_table_factory(&table);
+    options
+}
+
 impl Rocks {
     pub(crate) fn open(dir: &Path) -> Rocks {
-        let mut options = rocksdb::Options::default();
-        options.create_if_missing(true);
-        options.set_compression_type(rocksdb::DBCompressionType::None);
-        options.set_write_buffer_size(MEMTABLE_BYTES);
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE_BYTES));
-        table.set_bloom_filter(10.0, false);
-        options.set_block_based_table_factory(&table);
         Rocks {
-            db: rocksdb::DB::open(&options, dir).expect("rocksdb opens"),
+            db: rocksdb::DB::open(&options(), dir).expect("rocksdb opens"),
         }
     }
 }

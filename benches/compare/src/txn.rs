@@ -83,14 +83,7 @@ struct RocksTx {
 #[cfg(feature = "rocksdb")]
 impl RocksTx {
     fn open(dir: &Path) -> RocksTx {
-        let mut options = rocksdb::Options::default();
-        options.create_if_missing(true);
-        options.set_compression_type(rocksdb::DBCompressionType::None);
-        options.set_write_buffer_size(MEMTABLE_BYTES);
-        let mut table = rocksdb::BlockBasedOptions::default();
-        table.set_block_cache(&rocksdb::Cache::new_lru_cache(CACHE_BYTES));
-        table.set_bloom_filter(10.0, false);
-        options.set_block_based_table_factory(&table);
+        let options = crate::rocks::options();
         RocksTx {
             db: rocksdb::OptimisticTransactionDB::open(&options, dir).expect("rocksdb opens"),
         }
@@ -113,7 +106,12 @@ impl TxEngine for RocksTx {
         txn.put(kb, value).expect("put");
         match txn.commit() {
             Ok(()) => true,
-            Err(e) if e.kind() == rocksdb::ErrorKind::Busy || e.kind() == rocksdb::ErrorKind::TryAgain => false,
+            Err(e)
+                if e.kind() == rocksdb::ErrorKind::Busy
+                    || e.kind() == rocksdb::ErrorKind::TryAgain =>
+            {
+                false
+            }
             Err(e) => panic!("commit: {e}"),
         }
     }
@@ -131,11 +129,7 @@ impl FjallTx {
             .open()
             .expect("fjall opens");
         let keyspace = db
-            .keyspace("bench", || {
-                fjall::KeyspaceCreateOptions::default()
-                    .max_memtable_size(MEMTABLE_BYTES as u64)
-                    .data_block_compression_policy(fjall::config::CompressionPolicy::disabled())
-            })
+            .keyspace("bench", crate::fjall_keyspace_options)
             .expect("keyspace");
         FjallTx { db, keyspace }
     }
