@@ -176,6 +176,23 @@ fn caught_up_and_clean(db: &Db, step: usize) {
     assert!(report.is_clean(), "step {step}: {report}");
 }
 
+/// Records a commit of `written` that left `model`: a synced one (or a sync, with nothing
+/// written) makes the model durable and forgets the commits before it.
+fn committed(
+    durable: &mut Rows,
+    commits: &mut Vec<Vec<(i64, Option<Record>)>>,
+    model: &Rows,
+    written: &[(i64, Option<Record>)],
+    sync: bool,
+) {
+    if sync {
+        *durable = model.clone();
+        commits.clear();
+    } else {
+        commits.push(last_values(written));
+    }
+}
+
 /// Each row's last value among `written`.
 fn last_values(written: &[(i64, Option<Record>)]) -> Vec<(i64, Option<Record>)> {
     let mut last: BTreeMap<i64, Option<Record>> = BTreeMap::new();
@@ -194,10 +211,9 @@ pub fn check(data: &[u8]) {
     let mut fs = SimFs::new();
     let mut db = open(&fs, shards, true);
     let mut model = Rows::new();
-    // The model as of the last synced write, and every row value written since.
+    // The model as of the last synced write, and each commit since: the rows it wrote, as
+    // it left them.
     let mut durable = Rows::new();
-    let mut since: Vec<(i64, Option<Record>)> = Vec::new();
-    // Each commit since the last sync: the rows it wrote, as it left them.
     let mut commits: Vec<Vec<(i64, Option<Record>)>> = Vec::new();
     let mut paused = false;
     for step in 0..MAX_STEPS {
@@ -249,13 +265,7 @@ pub fn check(data: &[u8]) {
                             "step {step}: an insert of an existing key passed"
                         );
                         model = after;
-                        commits.push(last_values(&written));
-                        since.extend(written);
-                        if sync {
-                            durable = model.clone();
-                            since.clear();
-                            commits.clear();
-                        }
+                        committed(&mut durable, &mut commits, &model, &written, sync);
                     }
                     // A refused batch writes nothing and syncs nothing.
                     Err(Error::Conflict(_)) => {
@@ -267,14 +277,11 @@ pub fn check(data: &[u8]) {
             5 => {
                 db.delete("t", &[Value::Int(id)]).expect("delete");
                 model.remove(&id);
-                since.push((id, None));
-                commits.push(vec![(id, None)]);
+                committed(&mut durable, &mut commits, &model, &[(id, None)], false);
             }
             6 => {
                 db.flush().expect("flush");
-                durable = model.clone();
-                since.clear();
-                commits.clear();
+                committed(&mut durable, &mut commits, &model, &[], true);
             }
             7 => {
                 // Compaction of the table's families: it must not make anything less durable
@@ -293,9 +300,7 @@ pub fn check(data: &[u8]) {
                 db.close().expect("close");
                 db = open(&fs, shards, false);
                 paused = false;
-                durable = model.clone();
-                since.clear();
-                commits.clear();
+                committed(&mut durable, &mut commits, &model, &[], true);
                 caught_up_and_clean(&db, step);
             }
             10 => {
@@ -316,7 +321,10 @@ pub fn check(data: &[u8]) {
                 for id in ids {
                     let got = found.get(&id);
                     let ok = got == durable.get(&id)
-                        || since.iter().any(|(k, v)| *k == id && v.as_ref() == got);
+                        || commits
+                            .iter()
+                            .flatten()
+                            .any(|(k, v)| *k == id && v.as_ref() == got);
                     assert!(
                         ok,
                         "step {step}: after a power cut row {id} is {got:?}; the last sync left \
@@ -352,9 +360,7 @@ pub fn check(data: &[u8]) {
                     );
                 }
                 model = found;
-                durable = model.clone();
-                since.clear();
-                commits.clear();
+                committed(&mut durable, &mut commits, &model, &[], true);
             }
             11 => {
                 // A transaction: reads and writes, then commit, rollback, or a conflict.
@@ -410,8 +416,7 @@ pub fn check(data: &[u8]) {
                     let r = row(id, how, how >> 3, how);
                     db.upsert("t", r.clone()).expect("a plain write");
                     model.insert(id, r.clone());
-                    since.push((id, Some(r.clone())));
-                    commits.push(vec![(id, Some(r))]);
+                    committed(&mut durable, &mut commits, &model, &[(id, Some(r))], false);
                     match tx.commit() {
                         // It wrote nothing: a read-only transaction never conflicts.
                         Ok(()) => assert!(written.is_empty(), "step {step}: a lost update"),
@@ -426,13 +431,7 @@ pub fn check(data: &[u8]) {
                     };
                     tx.commit_with(options).expect("a commit with no rival");
                     model = after;
-                    commits.push(last_values(&written));
-                    since.extend(written);
-                    if sync {
-                        durable = model.clone();
-                        since.clear();
-                        commits.clear();
-                    }
+                    committed(&mut durable, &mut commits, &model, &written, sync);
                 }
             }
             _ => {}
