@@ -5,10 +5,14 @@
 //! 2. Only the commit leader inserts (one thread at a time); readers run concurrently and see
 //!    an entry once it is linked. Readers ignore entries newer than their snapshot, which is
 //!    how a half-inserted batch stays invisible: its seqnos are above the published one.
-//! 3. Values are slices of the batch buffer they came in. Keys of up to 30 bytes (most keys:
-//!    a table's index entry of a short string and a 64-bit key is 23) are copied into the
-//!    skip-list node, so searches compare without a pointer chase; longer keys get an
-//!    allocation of their own.
+//! 3. Values are copied into chunks the memtable allocates ([`ValueArena`]), not kept as
+//!    slices of the batch buffers they came in (which held every batch's buffer for the
+//!    memtable's life: one small allocation per write among the writer's short-lived ones,
+//!    which fragmented the heap until `malloc` itself was a fifth of a multi-store commit's
+//!    profile). A value over [`ARENA_LARGE_VALUE`] bytes still keeps its batch's buffer: it
+//!    is most of that buffer. Keys of up to 30 bytes (most keys: a table's index entry of a
+//!    short string and a 64-bit key is 23) are copied into the skip-list node, so searches
+//!    compare without a pointer chase; longer keys get an allocation of their own.
 //! 4. The size, used to decide when to seal the memtable, is the keys and values it holds plus
 //!    the skip-list slots its entries use. The list's arenas grow by fixed segments, so the
 //!    memory held is at most one segment (about half a MiB) more.
@@ -16,13 +20,14 @@
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use strata_sstable::ValueKind;
 
 use crate::SeqNo;
 use crate::batch::BatchEntry;
 use crate::memtable_filter::MemtableFilter;
 use crate::skiplist::{self, Finger, Position, SkipList};
+use crate::sync::core::{self as sync, Mutex};
 
 /// A memtable key: `(user_key, seqno)` in internal order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -47,7 +52,7 @@ const INLINE_KEY_BYTES: usize = 30;
 /// A user key as the memtable holds it: inside the skip-list node when it is short (as most
 /// keys are), so a search compares keys without following a pointer into another allocation
 /// (a cache miss per comparison, which dominated insert profiles); a longer key in an
-/// allocation of its own. (Not a slice of the batch buffer, as values are: a `Bytes` handle is
+/// allocation of its own. (Not a slice of a shared buffer, as values are: a `Bytes` handle is
 /// 32 bytes where a box is 16, and those 16 bytes hold 8 more bytes of inline key.)
 #[derive(Clone)]
 pub(crate) enum UserKey {
@@ -168,6 +173,8 @@ pub(crate) struct Memtable {
     filter: MemtableFilter,
     /// Bytes of keys stored outside the list's slots, and of values.
     payload_bytes: AtomicUsize,
+    /// Where inserted values are copied. Only the inserting leader locks it.
+    values: Mutex<ValueArena>,
     deletions: AtomicU64,
     /// The log file this memtable's first write went to: it holds none of the memtable's data
     /// before that file.
@@ -180,6 +187,51 @@ pub(crate) struct Found {
     pub(crate) seqno: SeqNo,
     pub(crate) kind: ValueKind,
     pub(crate) value: Bytes,
+}
+
+/// The first chunk a memtable's values are copied into; each next one is twice the size of
+/// the last, up to [`ARENA_MAX_CHUNK`], so a family written once holds 4 KiB, not a large
+/// chunk, and a busy one allocates rarely.
+const ARENA_FIRST_CHUNK: usize = 4 << 10;
+const ARENA_MAX_CHUNK: usize = 256 << 10;
+/// Values longer than this keep the batch buffer they came in (no copy): they are most of it.
+pub(crate) const ARENA_LARGE_VALUE: usize = 8 << 10;
+
+/// A memtable's values, copied into chunks that one `Bytes` handle per value shares, as
+/// slices of the batch buffer shared it before: the chunk is freed when the memtable and
+/// every value read from it are gone. Unlike the batch buffers, the chunks are few and large,
+/// and a write's buffer is freed as soon as its entries are in.
+#[derive(Debug)]
+pub(crate) struct ValueArena {
+    chunk: BytesMut,
+    next_chunk: usize,
+}
+
+impl Default for ValueArena {
+    fn default() -> Self {
+        ValueArena {
+            chunk: BytesMut::new(),
+            next_chunk: ARENA_FIRST_CHUNK,
+        }
+    }
+}
+
+impl ValueArena {
+    /// `value` as the memtable keeps it: a copy in the current chunk (a new one when it
+    /// has no room), or `value` itself when it is empty or large.
+    pub(crate) fn copy(&mut self, value: &Bytes) -> Bytes {
+        if value.is_empty() || value.len() > ARENA_LARGE_VALUE {
+            return value.clone();
+        }
+        if self.chunk.capacity() - self.chunk.len() < value.len() {
+            // `value.len() <= ARENA_LARGE_VALUE < ARENA_FIRST_CHUNK * 2`: a fresh chunk
+            // (at least 4 KiB, and 8 KiB from the second on) holds it.
+            self.chunk = BytesMut::with_capacity(self.next_chunk.max(value.len()));
+            self.next_chunk = (self.next_chunk * 2).min(ARENA_MAX_CHUNK);
+        }
+        self.chunk.extend_from_slice(value);
+        self.chunk.split().freeze()
+    }
 }
 
 /// How far a flush's walk of the memtable runs ahead of the entry it writes.
@@ -195,6 +247,7 @@ impl Memtable {
             list: SkipList::new(),
             filter: MemtableFilter::new(filter_bytes),
             payload_bytes: AtomicUsize::new(0),
+            values: Mutex::new(ValueArena::default()),
             deletions: AtomicU64::new(0),
             first_log_number,
         }
@@ -204,7 +257,7 @@ impl Memtable {
     /// inserts anyway), and the entry's seqno is not yet published. Fails, inserting nothing,
     /// when the memtable holds [`MAX_ENTRIES`]; the write path seals it before that.
     pub(crate) fn insert(&self, entry: &BatchEntry) -> Result<(), skiplist::Full> {
-        let (key, value) = Self::list_entry(entry);
+        let (key, value) = self.list_entry(entry, &mut sync::lock(&self.values));
         self.filter.insert(&entry.key);
         self.list.insert(key, value)?;
         self.count(entry);
@@ -223,7 +276,7 @@ impl Memtable {
             entries
                 .iter()
                 .map(|(mem, entry)| {
-                    let (key, value) = Self::list_entry(entry);
+                    let (key, value) = mem.list_entry(entry, &mut sync::lock(&mem.values));
                     mem.filter.insert(&entry.key);
                     (&mem.list, key, value)
                 })
@@ -235,12 +288,16 @@ impl Memtable {
         Ok(())
     }
 
-    fn list_entry(entry: &BatchEntry) -> (MemKey, (ValueKind, Bytes)) {
+    fn list_entry(
+        &self,
+        entry: &BatchEntry,
+        values: &mut ValueArena,
+    ) -> (MemKey, (ValueKind, Bytes)) {
         let key = MemKey {
             user_key: UserKey::copy(&entry.key),
             seqno: entry.seqno,
         };
-        (key, (entry.kind, entry.value.clone()))
+        (key, (entry.kind, values.copy(&entry.value)))
     }
 
     /// Counts an inserted entry in the size and the deletions.
@@ -337,7 +394,7 @@ impl Memtable {
     /// Every entry in internal order, for a flush.
     ///
     /// The walk runs [`FLUSH_AHEAD`] entries ahead of `f`: nodes inserted in random order sit
-    /// in random places, and so do their values (in the batch buffers they came in), so each
+    /// in random places, and so do their values (in arena chunks, in insertion order), so each
     /// entry is two cache misses, which `f` used to wait for one after the other. The entry
     /// at the head of the walk is prefetched as it is reached, and its value halfway down the
     /// window, so `f` finds both loaded. (The walk itself is a chain of dependent loads, one
@@ -505,6 +562,71 @@ mod tests {
             });
             assert_eq!(calls, count.min(2), "stops after the first false");
         }
+    }
+
+    /// Whether `part` lies inside `whole`'s memory.
+    fn inside(part: &Bytes, whole: &Bytes) -> bool {
+        let (start, end) = (
+            whole.as_ptr() as usize,
+            whole.as_ptr() as usize + whole.len(),
+        );
+        (start..end).contains(&(part.as_ptr() as usize))
+    }
+
+    #[test]
+    fn small_values_are_copied_out_of_their_batch_and_large_ones_are_not() {
+        let mem = Memtable::new(1, 1024);
+        let small = Bytes::from(vec![7u8; 100]);
+        let large = Bytes::from(vec![9u8; ARENA_LARGE_VALUE + 1]);
+        // Many small values: the arena moves to new, larger chunks and keeps every value.
+        for i in 0..2_000u64 {
+            let value = if i == 1_000 { &large } else { &small };
+            let entry = BatchEntry {
+                cf_id: 0,
+                seqno: i + 1,
+                kind: ValueKind::Put,
+                key: Bytes::from(format!("key{i:05}")),
+                value: value.clone(),
+            };
+            mem.insert(&entry).expect("room");
+        }
+        let mut seen = 0;
+        mem.for_each(|key, _, value| {
+            let large_one = key.user_key.as_slice() == b"key01000";
+            if large_one {
+                assert_eq!(value, &large);
+                assert!(inside(value, &large), "a large value is not copied");
+            } else {
+                assert_eq!(value, &small);
+                assert!(
+                    !inside(value, &small),
+                    "a small value must not keep its batch's buffer alive"
+                );
+            }
+            seen += 1;
+            true
+        });
+        assert_eq!(seen, 2_000);
+    }
+
+    #[test]
+    fn the_arena_grows_its_chunks_up_to_the_limit() {
+        let mut arena = ValueArena::default();
+        let value = Bytes::from(vec![1u8; 1_000]);
+        let mut chunks: Vec<usize> = Vec::new();
+        let mut last_end = 0usize;
+        for _ in 0..2_000 {
+            let copy = arena.copy(&value);
+            assert_eq!(copy, value);
+            if copy.as_ptr() as usize != last_end {
+                chunks.push(arena.chunk.capacity() + copy.len());
+            }
+            last_end = copy.as_ptr() as usize + copy.len();
+        }
+        assert_eq!(chunks[0], ARENA_FIRST_CHUNK);
+        assert_eq!(chunks[1], ARENA_FIRST_CHUNK * 2);
+        assert!(chunks.iter().all(|&c| c <= ARENA_MAX_CHUNK));
+        assert_eq!(*chunks.last().expect("chunks"), ARENA_MAX_CHUNK);
     }
 
     #[test]
