@@ -14,8 +14,9 @@
 //!    short string and a 64-bit key is 23) are copied into the skip-list node, so searches
 //!    compare without a pointer chase; longer keys get an allocation of their own.
 //! 4. The size, used to decide when to seal the memtable, is the keys and values it holds plus
-//!    the skip-list slots its entries use. The list's arenas grow by fixed segments, so the
-//!    memory held is at most one segment (about half a MiB) more.
+//!    the skip-list slots its entries use. The list's arenas grow by fixed segments and the
+//!    values' by chunks, so the memory held is at most one segment (about half a MiB) and one
+//!    chunk (at most 256 KiB) more.
 
 use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
