@@ -60,6 +60,7 @@ pub(crate) mod iter;
 pub(crate) mod manifest;
 pub(crate) mod memtable;
 mod memtable_filter;
+mod memtable_index;
 pub(crate) mod open;
 pub(crate) mod options;
 #[doc(hidden)]

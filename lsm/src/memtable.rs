@@ -22,13 +22,14 @@ use std::cmp::Ordering;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::{Bytes, BytesMut};
-use strata_sstable::ValueKind;
+use strata_sstable::{ValueKind, hash64};
 
 use crate::SeqNo;
 use crate::batch::BatchEntry;
 use crate::memtable_filter::MemtableFilter;
-use crate::skiplist::{self, Finger, Position, SkipList};
-use crate::sync::core::{self as sync, Mutex};
+use crate::memtable_index::{PointIndex, WALK};
+use crate::skiplist::{self, Finger, Linked, Position, SkipList};
+use crate::sync::core::{self as sync, Mutex, MutexGuard};
 
 /// A memtable key: `(user_key, seqno)` in internal order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,10 +173,13 @@ pub(crate) struct Memtable {
     list: SkipList<MemKey, (ValueKind, Bytes)>,
     /// The user keys inserted, so most reads of a key not here skip the search.
     filter: MemtableFilter,
+    /// Each user key's newest node, by hash, so most reads of a key here skip it too.
+    index: PointIndex,
     /// Bytes of keys stored outside the list's slots, and of values.
     payload_bytes: AtomicUsize,
-    /// Where inserted values are copied. Only the inserting leader locks it.
-    values: Mutex<ValueArena>,
+    /// Where inserted values are copied. Held by the inserting writer from the value's copy
+    /// to the point index's update, which must not interleave with another insert's.
+    writer: Mutex<ValueArena>,
     deletions: AtomicU64,
     /// The log file this memtable's first write went to: it holds none of the memtable's data
     /// before that file.
@@ -247,8 +251,9 @@ impl Memtable {
         Memtable {
             list: SkipList::new(),
             filter: MemtableFilter::new(filter_bytes),
+            index: PointIndex::new(filter_bytes),
             payload_bytes: AtomicUsize::new(0),
-            values: Mutex::new(ValueArena::default()),
+            writer: Mutex::new(ValueArena::default()),
             deletions: AtomicU64::new(0),
             first_log_number,
         }
@@ -258,47 +263,72 @@ impl Memtable {
     /// inserts anyway), and the entry's seqno is not yet published. Fails, inserting nothing,
     /// when the memtable holds [`MAX_ENTRIES`]; the write path seals it before that.
     pub(crate) fn insert(&self, entry: &BatchEntry) -> Result<(), skiplist::Full> {
-        let (key, value) = self.list_entry(entry, &mut sync::lock(&self.values));
-        self.filter.insert(&entry.key);
-        self.list.insert(key, value)?;
+        let mut values = sync::lock(&self.writer);
+        let hash = hash64(&entry.key);
+        let (key, value) = Self::list_entry(entry, &mut values);
+        self.filter.insert_hash(hash);
+        let linked = self.list.insert(key, value)?;
+        self.index_node(hash, &entry.key, linked);
         self.count(entry);
         Ok(())
     }
 
-    /// Inserts one entry into each memtable, as [`Memtable::insert`] would, with the
-    /// skip-list searches interleaved ([`SkipList::insert_each`]). The memtables must be
-    /// distinct. On `Full` some entries may be inserted and others not: the caller fails
-    /// the store, as after a failed `insert`.
+    /// Inserts the entries, each into its memtable, as [`Memtable::insert`] would one after
+    /// another, with the skip-list searches interleaved ([`SkipList::insert_each`]); a
+    /// memtable may take several. On `Full` some entries may be inserted and others not: the
+    /// caller fails the store, as after a failed `insert`.
     pub(crate) fn insert_each(entries: &[(&Memtable, &BatchEntry)]) -> Result<(), skiplist::Full> {
         if let [(mem, entry)] = entries {
             return mem.insert(entry);
         }
-        SkipList::insert_each(
-            entries
-                .iter()
-                .map(|(mem, entry)| {
-                    let (key, value) = mem.list_entry(entry, &mut sync::lock(&mem.values));
-                    mem.filter.insert(&entry.key);
-                    (&mem.list, key, value)
-                })
-                .collect(),
-        )?;
-        for (mem, entry) in entries {
+        // Each memtable's writer lock once, in address order (as the lists take theirs).
+        let address = |mem: &Memtable| std::ptr::from_ref(mem) as usize;
+        let mut memtables: Vec<&Memtable> = entries.iter().map(|(mem, _)| *mem).collect();
+        memtables.sort_by_key(|mem| address(mem));
+        memtables.dedup_by_key(|mem| address(mem));
+        let mut guards: Vec<MutexGuard<'_, ValueArena>> = memtables
+            .iter()
+            .map(|mem| sync::lock(&mem.writer))
+            .collect();
+        let hashes: Vec<u64> = entries.iter().map(|(_, e)| hash64(&e.key)).collect();
+        let mut inserts = Vec::with_capacity(entries.len());
+        for ((mem, entry), &hash) in entries.iter().zip(&hashes) {
+            let at = memtables
+                .binary_search_by_key(&address(mem), |m| address(m))
+                .unwrap_or_default();
+            let (key, value) = Self::list_entry(entry, &mut guards[at]);
+            mem.filter.insert_hash(hash);
+            inserts.push((&mem.list, key, value));
+        }
+        let linked = SkipList::insert_each(inserts)?;
+        // In the order given, which is each list's order of linking: a key's newest node is
+        // indexed last.
+        for (((mem, entry), linked), hash) in entries.iter().zip(linked).zip(hashes) {
+            mem.index_node(hash, &entry.key, linked);
             mem.count(entry);
         }
+        drop(guards);
         Ok(())
     }
 
-    fn list_entry(
-        &self,
-        entry: &BatchEntry,
-        values: &mut ValueArena,
-    ) -> (MemKey, (ValueKind, Bytes)) {
+    fn list_entry(entry: &BatchEntry, values: &mut ValueArena) -> (MemKey, (ValueKind, Bytes)) {
         let key = MemKey {
             user_key: UserKey::copy(&entry.key),
             seqno: entry.seqno,
         };
         (key, (entry.kind, values.copy(&entry.value)))
+    }
+
+    /// Points the index at a node just linked if it is its key's first (the newest version:
+    /// the entry before it holds another key). REQUIRES: the writer lock, held since before
+    /// the node was inserted.
+    fn index_node(&self, hash: u64, key: &[u8], linked: Linked) {
+        let first = linked
+            .after
+            .is_none_or(|before| self.list.entry(before).0.user_key.as_slice() != key);
+        if first {
+            self.index.set(hash, linked.at);
+        }
     }
 
     /// Counts an inserted entry in the size and the deletions.
@@ -317,7 +347,11 @@ impl Memtable {
 
     /// The newest version of `key` with a seqno at or below `snapshot`.
     pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> Option<Found> {
-        if !self.filter.may_hold(key) {
+        let hash = hash64(key);
+        if let Some(answer) = self.get_indexed(key, hash, snapshot) {
+            return answer;
+        }
+        if !self.filter.may_hold_hash(hash) {
             return None;
         }
         let probe = MemKey {
@@ -335,7 +369,11 @@ impl Memtable {
         snapshot: SeqNo,
         finger: &mut Finger,
     ) -> Option<Found> {
-        if !self.filter.may_hold(key) {
+        let hash = hash64(key);
+        if let Some(answer) = self.get_indexed(key, hash, snapshot) {
+            return answer;
+        }
+        if !self.filter.may_hold_hash(hash) {
             return None;
         }
         let probe = MemKey {
@@ -343,6 +381,33 @@ impl Memtable {
             seqno: snapshot,
         };
         self.found(&probe, self.list.seek_near(&probe, finger)?)
+    }
+
+    /// [`Memtable::get`] through the point index (see [`crate::memtable_index`]): `None` when
+    /// the index cannot tell (its bucket names another key, or the key's versions newer than
+    /// `snapshot` run past [`WALK`] nodes), else the answer.
+    fn get_indexed(&self, key: &[u8], hash: u64, snapshot: SeqNo) -> Option<Option<Found>> {
+        let mut at = self.index.get(hash)?;
+        for step in 0..WALK {
+            let (found, (kind, value)) = self.list.entry(at);
+            if found.user_key.as_slice() != key {
+                // The bucket names another key (step 0), or the walk went past this key's
+                // versions, all newer than `snapshot`.
+                return (step > 0).then_some(None);
+            }
+            if found.seqno <= snapshot {
+                return Some(Some(Found {
+                    seqno: found.seqno,
+                    kind: *kind,
+                    value: value.clone(),
+                }));
+            }
+            match self.list.next_entry(at) {
+                Some(next) => at = next,
+                None => return Some(None),
+            }
+        }
+        None
     }
 
     fn found(&self, probe: &MemKey, at: Position) -> Option<Found> {
@@ -478,6 +543,8 @@ impl Memtable {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use proptest::prelude::*;
 
     use super::*;
@@ -650,5 +717,87 @@ mod tests {
         assert_eq!(value(9).as_deref(), Some(&b"three"[..]));
         assert_eq!(mem.get(b"kk", 9), None);
         assert_eq!(mem.entries(), 3);
+    }
+
+    /// One write of the point-index model: key (few, so versions pile up and buckets are
+    /// shared), whether it is a delete, and where its seqno falls in the shuffled order.
+    fn writes() -> impl Strategy<Value = Vec<(u8, bool)>> {
+        proptest::collection::vec((0u8..12, proptest::bool::weighted(0.2)), 1..120)
+    }
+
+    proptest! {
+        /// Reads through the point index answer as the search does, at every snapshot, with
+        /// seqnos inserted out of order (a range allocated earlier and written later, as a
+        /// commit across stores does) and with buckets shared by several keys. Without the
+        /// "first node of its key" rule, a version inserted behind a newer one would take the
+        /// bucket and hide the newer one.
+        #[test]
+        fn reads_through_the_point_index_match_the_search(
+            writes in writes(),
+            shuffle in proptest::collection::vec(any::<u32>(), 120),
+            // 64 bytes: 16 buckets for 12 keys, often shared; 4096: mostly one each.
+            index_bytes in prop_oneof![Just(64usize), Just(4096usize)],
+        ) {
+            let mem = Memtable::new(1, index_bytes);
+            let plain = Memtable::new(1, 0);
+            // Seqnos 1..=n, inserted in an order shuffled within windows of 4.
+            let n = writes.len();
+            let mut order: Vec<usize> = (0..n).collect();
+            for chunk in order.chunks_mut(4) {
+                chunk.sort_by_key(|&i| shuffle[i]);
+            }
+            let mut model: BTreeMap<(u8, u64), Option<u64>> = BTreeMap::new();
+            for i in order {
+                let (key, delete) = writes[i];
+                let seqno = i as u64 + 1;
+                let entry = BatchEntry {
+                    cf_id: 0,
+                    seqno,
+                    kind: if delete { ValueKind::Delete } else { ValueKind::Put },
+                    key: Bytes::from(vec![b'k', key]),
+                    value: if delete { Bytes::new() } else { Bytes::from(seqno.to_le_bytes().to_vec()) },
+                };
+                mem.insert(&entry).expect("room");
+                plain.insert(&entry).expect("room");
+                model.insert((key, seqno), (!delete).then_some(seqno));
+            }
+            for key in 0u8..13 {
+                for snapshot in 0..=n as u64 + 1 {
+                    let want = model
+                        .range((key, 0)..=(key, snapshot))
+                        .next_back()
+                        .map(|(&(_, seqno), value)| (seqno, *value));
+                    let got = mem.get(&[b'k', key], snapshot).map(|f| {
+                        let value = (f.kind == ValueKind::Put)
+                            .then(|| u64::from_le_bytes(f.value[..].try_into().expect("8 bytes")));
+                        (f.seqno, value)
+                    });
+                    prop_assert_eq!(got, want, "key {} at {}", key, snapshot);
+                    prop_assert_eq!(
+                        plain.get(&[b'k', key], snapshot).map(|f| f.seqno),
+                        want.map(|(seqno, _)| seqno)
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_key_read_far_behind_its_versions_is_still_found() {
+        let mem = Memtable::new(1, 4096);
+        for seqno in 1..=(WALK as u64 * 3) {
+            let entry = BatchEntry {
+                cf_id: 0,
+                seqno,
+                kind: ValueKind::Put,
+                key: Bytes::from_static(b"k"),
+                value: Bytes::from(seqno.to_le_bytes().to_vec()),
+            };
+            mem.insert(&entry).expect("room");
+        }
+        for snapshot in 1..=(WALK as u64 * 3) {
+            assert_eq!(mem.get(b"k", snapshot).map(|f| f.seqno), Some(snapshot));
+        }
+        assert_eq!(mem.get(b"k", 0), None);
     }
 }

@@ -7,7 +7,7 @@
 //!    memtable is made from `Options::memtable_filter_ratio` of `write_buffer_bytes`, and
 //!    allocated on the first insert, so the idle memtables of a store with many families cost
 //!    nothing.
-//! 2. A key's [`hash64`] picks a block (its high half) and [`PROBES`] bits in it (double
+//! 2. A key's [`strata_sstable::hash64`] picks a block (its high half) and [`PROBES`] bits in it (double
 //!    hashing over its low half). The probes of a lookup touch one cache line.
 //! 3. An insert sets the bits before the entry is linked in the skip list; the entry becomes
 //!    visible only when the commit leader publishes its seqno (a release store after the
@@ -22,6 +22,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+#[cfg(test)]
 use strata_sstable::hash64;
 
 /// Bits set per key.
@@ -49,7 +50,13 @@ impl MemtableFilter {
     }
 
     /// Records `key`. REQUIRES: called before the entry is visible to readers.
+    #[cfg(test)]
     pub(crate) fn insert(&self, key: &[u8]) {
+        self.insert_hash(hash64(key));
+    }
+
+    /// Records the key whose [`strata_sstable::hash64`] is `hash`, as [`MemtableFilter::insert`].
+    pub(crate) fn insert_hash(&self, hash: u64) {
         if self.blocks == 0 {
             return;
         }
@@ -58,7 +65,7 @@ impl MemtableFilter {
                 .map(|_| AtomicU64::new(0))
                 .collect()
         });
-        let (block, masks) = self.locate(hash64(key));
+        let (block, masks) = self.locate(hash);
         for (word, mask) in words[block..block + BLOCK_WORDS].iter().zip(masks) {
             // Most bits are set once the filter fills: a plain load first spares the locked
             // instruction. `fetch_or`, not a store, so that inserts need no other lock.
@@ -69,7 +76,13 @@ impl MemtableFilter {
     }
 
     /// Whether the memtable may hold `key`: `false` only when no entry of it was inserted.
+    #[cfg(test)]
     pub(crate) fn may_hold(&self, key: &[u8]) -> bool {
+        self.may_hold_hash(hash64(key))
+    }
+
+    /// [`MemtableFilter::may_hold`] for the key whose [`strata_sstable::hash64`] is `hash`.
+    pub(crate) fn may_hold_hash(&self, hash: u64) -> bool {
         if self.blocks == 0 {
             return true;
         }
@@ -77,7 +90,7 @@ impl MemtableFilter {
             // Nothing was ever inserted.
             return false;
         };
-        let (block, masks) = self.locate(hash64(key));
+        let (block, masks) = self.locate(hash);
         words[block..block + BLOCK_WORDS]
             .iter()
             .zip(masks)

@@ -183,9 +183,10 @@ struct Cold<V> {
 
 /// The writer's state.
 struct Writer {
-    /// The next free node index.
+    /// The next free node index (reserved by `begin`, so several inserts of one call each
+    /// get their own).
     nodes: u32,
-    /// The next free link-arena index.
+    /// The next free link-arena index (reserved likewise).
     links: u32,
     /// xorshift64 state for tower heights.
     rng: u64,
@@ -204,6 +205,30 @@ pub struct Full;
 /// A position in the list: a node index, valid for the list that returned it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Position(u32);
+
+impl Position {
+    /// The node index, to keep outside the list (a memtable's point index).
+    pub fn index(self) -> u32 {
+        self.0
+    }
+
+    /// The position of node `index`, as [`Position::index`] returned it for the same list.
+    /// Another index panics when used.
+    pub fn from_index(index: u32) -> Self {
+        Position(index)
+    }
+}
+
+/// One entry for [`SkipList::insert_each`]: the list, the key, the value.
+pub type Insert<'a, K, V> = (&'a SkipList<K, V>, K, V);
+
+/// Where an insert linked its node: the node, and the entry before it in the list (`None`:
+/// it is first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Linked {
+    pub at: Position,
+    pub after: Option<Position>,
+}
 
 /// An append-only skip list of `(key, value)` entries ordered by key. See the module docs.
 pub struct SkipList<K, V> {
@@ -330,11 +355,10 @@ pub struct Finger {
     levels: usize,
 }
 
-/// An insert under way: its list's writer lock held, its node's index and tower reserved, its
-/// search for the predecessors in progress.
+/// An insert under way: its node's index and tower reserved (under its list's writer lock,
+/// which the caller holds until it is linked), its search for the predecessors in progress.
 struct Pending<'a, K, V> {
     list: &'a SkipList<K, V>,
-    writer: MutexGuard<'a, Writer>,
     index: u32,
     height: usize,
     upper_links: u32,
@@ -355,11 +379,11 @@ impl<K: Ord, V> Pending<'_, K, V> {
             .is_some();
     }
 
-    /// Writes the node and links it in from level 0 upward. The search is done.
-    fn link(self) -> Result<(), Full> {
+    /// Writes the node and links it in from level 0 upward. The search is done, and every
+    /// node reserved before this one in the list is linked (or will never be).
+    fn link(self, writer: &mut Writer) -> Result<Linked, Full> {
         let Pending {
             list,
-            mut writer,
             index,
             height,
             upper_links,
@@ -383,8 +407,6 @@ impl<K: Ord, V> Pending<'_, K, V> {
             && slot.key.set(key).is_ok();
         assert!(written, "node index {index} handed out twice");
         let upper = height.saturating_sub(INLINE_LINKS) as u32;
-        writer.nodes += 1;
-        writer.links += upper;
         list.upper_links
             .fetch_add(upper as usize, Ordering::Relaxed);
 
@@ -403,7 +425,27 @@ impl<K: Ord, V> Pending<'_, K, V> {
         writer.last = index;
         writer.splice = preds;
         writer.splice[..height].fill(Some(index));
-        Ok(())
+        Ok(Linked {
+            at: Position(index),
+            after: preds[0].map(Position),
+        })
+    }
+
+    /// After `linked` (a node of the same list, searched at the same time as this insert)
+    /// went in: where it now sits between this insert's predecessor at a level and this key,
+    /// it is the predecessor there. (It went in right after its own predecessor; if that is
+    /// this insert's too and its key is below this one, it is the last node below this key.)
+    fn after_linked(&mut self, linked: u32, linked_preds: &[Option<u32>; MAX_HEIGHT]) {
+        let slot = self.list.slot(linked);
+        if *slot.key() >= self.key {
+            return;
+        }
+        let height = usize::from(slot.cold().height);
+        for (pred, linked_pred) in self.preds.iter_mut().zip(linked_preds).take(height) {
+            if pred == linked_pred {
+                *pred = Some(linked);
+            }
+        }
     }
 }
 
@@ -522,35 +564,44 @@ impl<K: Ord, V> SkipList<K, V> {
 
     /// Inserts an entry. Concurrent readers see it whole or not at all; concurrent inserts are
     /// serialised. Fails, inserting nothing, only when the list holds [`CAPACITY`] nodes.
-    pub fn insert(&self, key: K, value: V) -> Result<(), Full> {
-        let mut pending = self.begin(key, value)?;
+    /// Returns where the entry went.
+    pub fn insert(&self, key: K, value: V) -> Result<Linked, Full> {
+        let mut writer = lock(&self.writer);
+        let mut pending = self.begin(&mut writer, key, value, true)?;
         while !pending.searched {
             pending.step::<true>();
         }
-        pending.link()
+        pending.link(&mut writer)
     }
 
-    /// Inserts one entry into each list, as [`SkipList::insert`] would, with the searches
-    /// taking turns a node at a time: each is a chain of dependent cache misses, and chains in
-    /// different lists are independent, so the processor overlaps their misses instead of
-    /// waiting for each in turn. A write to a table and its index tables is an insert into
-    /// several lists, one each (group prefetching, as in hash joins, applied to skip lists).
+    /// Inserts each entry into its list, as [`SkipList::insert`] would one after another,
+    /// with the searches taking turns a node at a time: each is a chain of dependent cache
+    /// misses, and the chains are independent, so the processor overlaps their misses instead
+    /// of waiting for each in turn (group prefetching, as in hash joins, applied to skip
+    /// lists). A write to a table and its index tables is an insert into several lists; a
+    /// small group of writes, several inserts into one list.
     ///
-    /// The lists must be distinct; their writer locks are taken in address order, so two
-    /// callers cannot deadlock. On `Full`, the entries before the list that is full are
-    /// inserted and the rest are not.
-    pub fn insert_each(entries: Vec<(&SkipList<K, V>, K, V)>) -> Result<(), Full> {
-        let mut entries = entries;
-        entries.sort_by_key(|(list, _, _)| std::ptr::from_ref(*list) as usize);
-        debug_assert!(
-            entries.windows(2).all(|w| !std::ptr::eq(w[0].0, w[1].0)),
-            "insert_each takes distinct lists"
-        );
-        let mut pending = Vec::with_capacity(entries.len());
+    /// Several entries of one list search the list as it was before any of them went in;
+    /// each, once linked, corrects the predecessors of the entries of its list still to link
+    /// ([`Pending::after_linked`]). Writer locks are taken in list address order, so two
+    /// callers cannot deadlock. Returns where each entry went, in the order given. On `Full`,
+    /// some entries are inserted and the rest are not.
+    pub fn insert_each(entries: Vec<Insert<'_, K, V>>) -> Result<Vec<Linked>, Full> {
+        let count = entries.len();
+        let mut entries: Vec<(usize, Insert<'_, K, V>)> = entries.into_iter().enumerate().collect();
+        // Stable: a list's entries keep their order.
+        entries.sort_by_key(|(_, (list, _, _))| std::ptr::from_ref(*list) as usize);
+        let mut writers: Vec<(&SkipList<K, V>, MutexGuard<'_, Writer>)> = Vec::new();
+        let mut pending: Vec<(usize, usize, Pending<'_, K, V>)> = Vec::with_capacity(count);
         let mut full = false;
-        for (list, key, value) in entries {
-            match list.begin(key, value) {
-                Ok(p) => pending.push(p),
+        for (given, (list, key, value)) in entries {
+            let first = writers.last().is_none_or(|(l, _)| !std::ptr::eq(*l, list));
+            if first {
+                writers.push((list, lock(&list.writer)));
+            }
+            let w = writers.len() - 1;
+            match list.begin(&mut writers[w].1, key, value, first) {
+                Ok(p) => pending.push((given, w, p)),
                 Err(Full) => {
                     full = true;
                     break;
@@ -560,25 +611,52 @@ impl<K: Ord, V> SkipList<K, V> {
         let mut searching = pending.len();
         while searching > 0 {
             searching = 0;
-            for p in pending.iter_mut().filter(|p| !p.searched) {
+            for (_, _, p) in pending.iter_mut().filter(|(_, _, p)| !p.searched) {
                 p.step::<false>();
                 searching += usize::from(!p.searched);
             }
         }
-        for p in pending {
-            p.link()?;
+        // In order, so each list's nodes go in in the order their indexes were reserved.
+        let mut linked = vec![None; count];
+        // (position given, writer, the insert until it is linked)
+        let mut pending: Vec<(usize, usize, Option<_>)> = pending
+            .into_iter()
+            .map(|(given, w, p)| (given, w, Some(p)))
+            .collect();
+        for i in 0..pending.len() {
+            let (given, w) = (pending[i].0, pending[i].1);
+            let Some(p) = pending[i].2.take() else {
+                continue;
+            };
+            let preds = p.preds;
+            let at = p.link(&mut writers[w].1)?;
+            for (_, _, later) in pending[i + 1..].iter_mut().filter(|(_, lw, _)| *lw == w) {
+                if let Some(later) = later {
+                    later.after_linked(at.at.0, &preds);
+                }
+            }
+            linked[given] = Some(at);
         }
-        if full { Err(Full) } else { Ok(()) }
+        if full {
+            return Err(Full);
+        }
+        // Not full: every entry was begun, so every given position is filled.
+        Ok(linked.into_iter().flatten().collect())
     }
 
     /// Locks the writer and reserves the node and its tower.
-    fn begin(&self, key: K, value: V) -> Result<Pending<'_, K, V>, Full> {
-        let mut writer = lock(&self.writer);
+    fn begin(
+        &self,
+        writer: &mut Writer,
+        key: K,
+        value: V,
+        first: bool,
+    ) -> Result<Pending<'_, K, V>, Full> {
         let index = writer.nodes;
         if index >= CAPACITY {
             return Err(Full);
         }
-        let height = Self::random_height(&mut writer);
+        let height = Self::random_height(writer);
         let upper = height.saturating_sub(INLINE_LINKS) as u32;
         let upper_links = writer.links;
         if upper > 0 {
@@ -591,7 +669,11 @@ impl<K: Ord, V> SkipList<K, V> {
                 .get_or_allocate(last, || AtomicU32::new(NIL))
                 .ok_or(Full)?;
         }
-        let last = (writer.last != NIL).then(|| self.slot(writer.last));
+        writer.nodes += 1;
+        writer.links += upper;
+        // The last insert's splice describes the list only for the first insert of a call:
+        // the others search from the head (and are corrected as the earlier ones go in).
+        let last = (first && writer.last != NIL).then(|| self.slot(writer.last));
         let above_last = last.is_some_and(|last| *last.key() < key);
         // An append: the last insert is the list's last node, so its splice holds the last
         // node of every level, which are this key's predecessors. No search at all.
@@ -609,7 +691,6 @@ impl<K: Ord, V> SkipList<K, V> {
         };
         Ok(Pending {
             list: self,
-            writer,
             index,
             height,
             upper_links,

@@ -34,6 +34,10 @@ use crate::store::{Shared, WalState};
 use crate::sync::lock;
 use crate::version::{Sealed, SuperVersion};
 
+/// A group of at most this many entries goes into the memtables in one interleaved wave
+/// (see [`Shared::commit_accepted`]'s step 4).
+const ONE_WAVE_ENTRIES: usize = 16;
+
 impl Shared {
     pub(crate) fn log_path(&self, number: u64) -> std::path::PathBuf {
         file_path(&self.dir, FileKind::Log, number)
@@ -176,10 +180,18 @@ impl Shared {
             })?;
             batches.push((i, batch));
         }
-        // Entries go in in waves of distinct memtables, each wave's searches interleaved
-        // (`Memtable::insert_each`): a row and its index entries are one wave. The order of
-        // inserts does not matter: every entry has its own seqno, and none is visible before
-        // the group is published.
+        // Entries go in in waves, each wave's searches interleaved (`Memtable::insert_each`).
+        // A small group (a transaction's few rows, a few writers' single puts) is one wave:
+        // its searches are cold and independent. A larger one goes in waves of distinct
+        // memtables (a row and its index entries are one wave), so that a memtable's run of
+        // ascending keys (a bulk load) keeps the search from the last insert's splice. The
+        // order of inserts does not matter: every entry has its own seqno, and none is
+        // visible before the group is published.
+        let entries = batches
+            .iter()
+            .map(|(_, batch)| batch.entries.len())
+            .sum::<usize>();
+        let one_wave = entries <= ONE_WAVE_ENTRIES;
         let mut wave: Vec<(&Memtable, &BatchEntry)> = Vec::new();
         let full = |wave: &[(&Memtable, &BatchEntry)]| Error::Capacity {
             what: Capacity::MemtableFull,
@@ -190,7 +202,7 @@ impl Shared {
             let Some((_, mem)) = memtables.iter().find(|(id, _)| *id == entry.cf_id) else {
                 continue;
             };
-            if wave.iter().any(|(m, _)| std::ptr::eq(*m, mem.as_ref())) {
+            if !one_wave && wave.iter().any(|(m, _)| std::ptr::eq(*m, mem.as_ref())) {
                 // `make_room` sealed every memtable that could not take the whole group.
                 Memtable::insert_each(&wave).map_err(|_| full(&wave))?;
                 wave.clear();

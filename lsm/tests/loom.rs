@@ -227,3 +227,37 @@ fn skip_list_interleaved_inserts_into_several_lists_neither_deadlock_nor_lose_en
         assert_eq!(all, [vec![(15, 16), (20, 21)], vec![(10, 11), (25, 26)]]);
     });
 }
+
+/// One call inserting three entries into one list (their searches interleaved, each linked
+/// one after another with its predecessors corrected for those linked before it) while a
+/// reader walks the list: the reader sees it sorted throughout, every entry whole, and every
+/// entry the writer told it of; the list ends as one-at-a-time inserts would leave it.
+#[test]
+fn skip_list_several_inserts_into_one_list_in_one_call_stay_sorted_for_readers() {
+    model(|| {
+        let list = Arc::new(SkipList::<u32, u32>::new());
+        list.insert(20, 21).expect("room");
+        let published = Arc::new(AtomicUsize::new(0));
+        let writer = {
+            let (list, published) = (list.clone(), published.clone());
+            thread::spawn(move || {
+                let l = list.as_ref();
+                SkipList::insert_each(vec![(l, 30, 31), (l, 10, 11), (l, 25, 26)]).expect("room");
+                published.store(1, Ordering::Release);
+            })
+        };
+        let known = published.load(Ordering::Acquire);
+        let seen: Vec<(u32, u32)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "sorted: {seen:?}");
+        assert!(
+            seen.iter().all(|(k, v)| *v == k + 1),
+            "whole entries: {seen:?}"
+        );
+        if known == 1 {
+            assert_eq!(seen.len(), 4, "all published, all seen: {seen:?}");
+        }
+        writer.join().unwrap();
+        let all: Vec<u32> = list.iter().map(|(k, _)| *k).collect();
+        assert_eq!(all, [10, 20, 25, 30]);
+    });
+}

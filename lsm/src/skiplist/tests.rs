@@ -181,6 +181,59 @@ fn interleaved_inserts_build_the_same_lists_as_one_at_a_time() {
 }
 
 #[test]
+fn several_inserts_into_one_list_in_one_call_build_what_one_at_a_time_builds() {
+    // Calls of 1 to 9 entries over two lists, most into the same one: random keys, equal
+    // keys within a call, and ascending runs (the first of a call may use the splice, the
+    // rest search from the head and are corrected as earlier ones go in).
+    let lists: Vec<SkipList<u64, u64>> = (0..2).map(|_| SkipList::new()).collect();
+    let mut want: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 2];
+    let mut seq = 0u64;
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    for call in 0..4_000u64 {
+        let n = 1 + next() % 9;
+        let mut entries = Vec::new();
+        let base = next() % 5_000;
+        for k in 0..n {
+            let j = usize::from(next() % 4 == 0);
+            let key = match call % 3 {
+                0 => next() % 5_000,
+                1 => base + k,
+                _ => base + next() % 3,
+            };
+            seq += 1;
+            entries.push((&lists[j], key, seq));
+            want[j].push((key, seq));
+        }
+        let given: Vec<(u64, u64)> = entries.iter().map(|(_, k, v)| (*k, *v)).collect();
+        let owners: Vec<usize> = entries
+            .iter()
+            .map(|(l, _, _)| usize::from(std::ptr::eq(*l, &lists[1])))
+            .collect();
+        let linked = SkipList::insert_each(entries).expect("room");
+        for ((linked, (key, value)), owner) in linked.iter().zip(given).zip(owners) {
+            let list = &lists[owner];
+            assert_eq!(list.entry(linked.at), (&key, &value));
+            if let Some(after) = linked.after {
+                assert!(*list.entry(after).0 < key, "the entry before is below");
+            }
+        }
+    }
+    for (list, want) in lists.iter().zip(&mut want) {
+        assert_well_formed(list);
+        // Equal keys: the newest first.
+        want.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+        let got: Vec<(u64, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+        assert_eq!(&got, want);
+    }
+}
+
+#[test]
 fn an_empty_list_has_no_positions() {
     let list: SkipList<u8, ()> = SkipList::new();
     assert!(list.is_empty());
