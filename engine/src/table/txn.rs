@@ -119,13 +119,19 @@ pub(crate) struct Resolver {
 
 #[derive(Debug, Default)]
 struct ResolverState {
-    /// The seqno each live transaction began at (the sequencer's allocated seqno then), with
-    /// a count: writes at or below the smallest conflict with no live transaction.
+    /// The seqno each live transaction registered at (the visible seqno then; its snapshot
+    /// is at or above it), with a count: writes at or below the smallest conflict with no
+    /// live transaction.
     live: BTreeMap<SeqNo, usize>,
-    /// Each key written since the oldest live transaction began: its last commit seqno.
+    /// Each key written, while a transaction was live, by a commit that a live transaction,
+    /// or one yet to begin, may not have seen: its last commit seqno. Kept down to the oldest
+    /// live registration, or to the visible seqno when none is live (a transaction beginning
+    /// later sees everything up to it; commits still in flight stay, so one beginning now
+    /// need not wait for them).
     writes: BTreeMap<WrittenKey, SeqNo>,
-    /// The last seqno of a commit recorded without its keys: a live transaction whose
-    /// snapshot is below it and that read anything conflicts.
+    /// The last seqno of a commit recorded without its keys (it had none, or no other
+    /// transaction was live): a transaction beginning while it is in flight waits for it, and
+    /// a live one whose snapshot is below it and that read anything conflicts.
     barrier: SeqNo,
     /// `writes.len()` after the last trim: the next trim waits until it has doubled.
     trimmed_at: usize,
@@ -163,18 +169,18 @@ impl ResolverState {
         None
     }
 
-    /// Drops what no live transaction can conflict with.
-    fn trim(&mut self) {
-        let Some(&oldest) = self.live.keys().next() else {
-            self.writes.clear();
-            self.barrier = 0;
-            self.trimmed_at = 0;
-            return;
-        };
+    /// Drops what no live transaction, nor one beginning later, can conflict with: writes at
+    /// or below the oldest live registration, or below `visible` (a later transaction's
+    /// snapshot is at or above it) when none is live.
+    fn trim(&mut self, visible: SeqNo) {
         if self.writes.len() < 1024 || self.writes.len() < 2 * self.trimmed_at {
             return;
         }
-        self.writes.retain(|_, at| *at > oldest);
+        let floor = match self.live.keys().next() {
+            Some(&oldest) => oldest.min(visible),
+            None => visible,
+        };
+        self.writes.retain(|_, at| *at > floor);
         self.trimmed_at = self.writes.len();
     }
 }
@@ -185,18 +191,22 @@ impl Resolver {
         self.live_count.load(Ordering::SeqCst) > 0
     }
 
-    /// Registers a transaction beginning now; returns the seqno it must see (every commit
-    /// allocated so far). A commit allocated later finds it live.
-    fn begin(&self, sequencer: &Sequencer) -> SeqNo {
+    /// Registers a transaction beginning now. Returns the seqno it registered at (the
+    /// visible one: its snapshot must be at or above it) and the seqno its snapshot must
+    /// reach: a commit recorded without its keys and not yet visible must be in it, as its
+    /// keys cannot be checked. Commits in flight with their keys recorded (admitted while
+    /// another transaction was live, as under concurrent transactions) need no wait: a write
+    /// of theirs above the snapshot to something the transaction reads is a conflict.
+    fn begin(&self, sequencer: &Sequencer) -> (SeqNo, SeqNo) {
         let mut state = lock(&self.state);
         self.live_count.fetch_add(1, Ordering::SeqCst);
-        let at = sequencer.allocated();
+        let at = sequencer.visible();
         *state.live.entry(at).or_insert(0) += 1;
-        at
+        (at, state.barrier)
     }
 
-    /// Unregisters a transaction that began at `at`.
-    fn end(&self, at: SeqNo) {
+    /// Unregisters a transaction that registered at `at`.
+    fn end(&self, at: SeqNo, sequencer: &Sequencer) {
         let mut state = lock(&self.state);
         if let Some(count) = state.live.get_mut(&at) {
             *count -= 1;
@@ -205,7 +215,7 @@ impl Resolver {
             }
         }
         self.live_count.fetch_sub(1, Ordering::SeqCst);
-        state.trim();
+        state.trim(sequencer.visible());
     }
 
     /// Validates `v` alone (a transaction whose writes change nothing).
@@ -216,9 +226,9 @@ impl Resolver {
         }
     }
 
-    /// Validates `reads` (for a transaction), allocates `total` seqnos for `parts` and, while a
-    /// transaction is live, records the keys they write at the commit's last seqno. Returns
-    /// the first seqno.
+    /// Validates `reads` (for a transaction), allocates `total` seqnos for `parts` and, while
+    /// another transaction is live, records the keys they write at the commit's last seqno;
+    /// otherwise, or for a part without its keys, raises the barrier. Returns the first seqno.
     pub(crate) fn admit(
         &self,
         sequencer: &Sequencer,
@@ -240,21 +250,21 @@ impl Resolver {
             )))
         })?;
         let last = first + total - 1;
-        // Transactions live now, other than the committing one.
+        // The keys, if another transaction is live: it may have read them below this
+        // commit. If none is, a transaction beginning before this commit is visible waits
+        // for it instead (the barrier), so a lone writer records nothing.
         let others = state.live.values().sum::<usize>() - usize::from(reads.is_some());
-        if others > 0 {
-            for (&store, part) in parts {
-                match &part.keys {
-                    Some(keys) => {
-                        for (cf, key) in keys {
-                            state.writes.insert((store as u32, *cf, key.clone()), last);
-                        }
+        for (&store, part) in parts {
+            match &part.keys {
+                Some(keys) if others > 0 => {
+                    for (cf, key) in keys {
+                        state.writes.insert((store as u32, *cf, key.clone()), last);
                     }
-                    None => state.barrier = state.barrier.max(last),
                 }
+                _ => state.barrier = state.barrier.max(last),
             }
-            state.trim();
         }
+        state.trim(sequencer.visible());
         Ok(first)
     }
 }
@@ -296,10 +306,10 @@ impl Db {
     /// [`Error::is_retryable`] is true when another commit since its snapshot wrote what it
     /// read or wrote.
     pub fn begin(&self) -> Result<Transaction<'_>> {
-        let began = self.resolver.begin(&self.sequencer);
-        // Every commit allocated before it registered must be in its snapshot.
-        if !self.sequencer.wait_visible(began) {
-            self.resolver.end(began);
+        let (began, barrier) = self.resolver.begin(&self.sequencer);
+        // A commit without its keys recorded must be in the snapshot.
+        if barrier > began && !self.sequencer.wait_visible(barrier) {
+            self.resolver.end(began, &self.sequencer);
             return Err(Error::Store(crate::lsm::Error::ReadOnly(Box::new(
                 crate::lsm::Error::Conflict(
                     "a write across shard stores failed; reopen the database".into(),
@@ -353,7 +363,7 @@ struct TableWrites {
 pub struct Transaction<'db> {
     db: &'db Db,
     snapshot: DbSnapshot,
-    /// The sequencer's allocated seqno when it began (its registration with the resolver).
+    /// The visible seqno when it began (its registration with the resolver).
     began: SeqNo,
     tables: BTreeMap<String, TableWrites>,
     reads: Vec<ReadRange>,
@@ -634,7 +644,7 @@ impl<'db> Transaction<'db> {
 
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
-        self.db.resolver.end(self.began);
+        self.db.resolver.end(self.began, &self.db.sequencer);
     }
 }
 
@@ -800,5 +810,43 @@ impl crate::lsm::FlushBarrier for CommitBarrier {
             *state = next;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A commit admitted while a transaction was live records its keys; one that begins
+    /// while that commit is still in flight registers below it without waiting, so the keys
+    /// must outlive every transaction live at the commit: a trim with none live keeps what
+    /// is above the visible seqno. (Trimming everything when none was live, as before
+    /// transactions stopped waiting at `begin`, loses the conflict.)
+    #[test]
+    fn keys_of_a_commit_in_flight_survive_a_trim_and_conflict_with_a_later_snapshot() {
+        let mut state = ResolverState::default();
+        // Commits long visible, enough for a trim to run.
+        for i in 0..2_000u32 {
+            state
+                .writes
+                .insert((0, 1, i.to_be_bytes().to_vec()), u64::from(i % 10) + 1);
+        }
+        // In flight: seqno 12, visible 10.
+        state.writes.insert((0, 1, b"k".to_vec()), 12);
+        state.trim(10);
+        assert_eq!(state.writes.len(), 1, "only the commit in flight is kept");
+        // A transaction registered now reads at 10 and read "k".
+        let reads = [ReadRange::key(0, 1, b"k")];
+        let v = Validation {
+            snapshot: 10,
+            reads: &reads,
+        };
+        assert!(state.conflict(&v).is_some());
+        // One that began after the commit was visible does not conflict.
+        let later = Validation {
+            snapshot: 12,
+            reads: &reads,
+        };
+        assert!(state.conflict(&later).is_none());
     }
 }
