@@ -40,8 +40,10 @@ pub struct Options {
     pub manifest_rewrite_bytes: u64,
     /// Each memtable keeps a bloom filter of its keys this fraction of `write_buffer_bytes` in
     /// size (default 1/64: 1 MiB for 64 MiB memtables, ~20 bits per key of 100-byte values),
-    /// allocated at its first write, so a read of a key it lacks skips the skip-list search.
-    /// 0 turns it off; at most 0.25. The filter is not counted in the memtable's size.
+    /// allocated at its first write, so a read of a key it lacks skips the skip-list search;
+    /// and a point index of the same size (hash → the key's newest entry), so most reads of a
+    /// key it holds skip the search too. 0 turns both off; at most 0.25. Neither is counted
+    /// in the memtable's size.
     pub memtable_filter_ratio: f64,
     /// Capacity of the block cache shared by every table (default 64 MiB).
     pub block_cache_bytes: usize,
