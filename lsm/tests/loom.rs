@@ -159,6 +159,18 @@ fn a_shared_sequencer_publishes_a_two_store_commit_whole_and_in_order() {
     });
 }
 
+/// The entries a reader sees, checked sorted by key and whole (each value its key plus one,
+/// as the skip-list models write them).
+fn sorted_whole_entries(list: &SkipList<u32, u32>) -> Vec<(u32, u32)> {
+    let seen: Vec<(u32, u32)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+    assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "sorted: {seen:?}");
+    assert!(
+        seen.iter().all(|(k, v)| *v == k + 1),
+        "whole entries: {seen:?}"
+    );
+    seen
+}
+
 /// A reader walking the skip list while the writer links nodes in sees a sorted list of whole
 /// entries, and every entry whose insertion it knows to be finished (told through a release
 /// counter, as seqno publication tells readers).
@@ -178,12 +190,7 @@ fn skip_list_readers_see_whole_sorted_entries_and_everything_published() {
             })
         };
         let known = published.load(Ordering::Acquire);
-        let seen: Vec<(u32, u32)> = list.iter().map(|(k, v)| (*k, *v)).collect();
-        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "sorted: {seen:?}");
-        assert!(
-            seen.iter().all(|(k, v)| *v == k + 1),
-            "whole entries: {seen:?}"
-        );
+        let seen = sorted_whole_entries(&list);
         for key in &order[..known] {
             assert!(
                 seen.iter().any(|(k, _)| k == key),
@@ -247,12 +254,7 @@ fn skip_list_several_inserts_into_one_list_in_one_call_stay_sorted_for_readers()
             })
         };
         let known = published.load(Ordering::Acquire);
-        let seen: Vec<(u32, u32)> = list.iter().map(|(k, v)| (*k, *v)).collect();
-        assert!(seen.windows(2).all(|w| w[0].0 < w[1].0), "sorted: {seen:?}");
-        assert!(
-            seen.iter().all(|(k, v)| *v == k + 1),
-            "whole entries: {seen:?}"
-        );
+        let seen = sorted_whole_entries(&list);
         if known == 1 {
             assert_eq!(seen.len(), 4, "all published, all seen: {seen:?}");
         }
