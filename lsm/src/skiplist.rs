@@ -618,22 +618,12 @@ impl<K: Ord, V> SkipList<K, V> {
         }
         // In order, so each list's nodes go in in the order their indexes were reserved.
         let mut linked = vec![None; count];
-        // (position given, writer, the insert until it is linked)
-        let mut pending: Vec<(usize, usize, Option<_>)> = pending
-            .into_iter()
-            .map(|(given, w, p)| (given, w, Some(p)))
-            .collect();
-        for i in 0..pending.len() {
-            let (given, w) = (pending[i].0, pending[i].1);
-            let Some(p) = pending[i].2.take() else {
-                continue;
-            };
+        let mut pending = std::collections::VecDeque::from(pending);
+        while let Some((given, w, p)) = pending.pop_front() {
             let preds = p.preds;
             let at = p.link(&mut writers[w].1)?;
-            for (_, _, later) in pending[i + 1..].iter_mut().filter(|(_, lw, _)| *lw == w) {
-                if let Some(later) = later {
-                    later.after_linked(at.at.0, &preds);
-                }
+            for (_, _, later) in pending.iter_mut().filter(|(_, lw, _)| *lw == w) {
+                later.after_linked(at.at.0, &preds);
             }
             linked[given] = Some(at);
         }
@@ -644,7 +634,9 @@ impl<K: Ord, V> SkipList<K, V> {
         Ok(linked.into_iter().flatten().collect())
     }
 
-    /// Locks the writer and reserves the node and its tower.
+    /// Reserves the node and its tower under the list's writer lock (`writer`) and starts
+    /// the search: from the last insert's splice for the `first` insert of a call, when its
+    /// key is above that insert's; from the head otherwise.
     fn begin(
         &self,
         writer: &mut Writer,
