@@ -265,9 +265,10 @@ impl Memtable {
     pub(crate) fn insert(&self, entry: &BatchEntry) -> Result<(), skiplist::Full> {
         let mut values = sync::lock(&self.writer);
         let hash = hash64(&entry.key);
+        let before = self.newest_below(hash, entry);
         let (key, value) = Self::list_entry(entry, &mut values);
         self.filter.insert_hash(hash);
-        let linked = self.list.insert(key, value)?;
+        let linked = self.list.insert_before(key, value, before)?;
         self.index_node(hash, &entry.key, linked);
         self.count(entry);
         Ok(())
@@ -296,11 +297,12 @@ impl Memtable {
             let at = memtables
                 .binary_search_by_key(&address(mem), |m| address(m))
                 .unwrap_or_default();
+            let before = mem.newest_below(hash, entry);
             let (key, value) = Self::list_entry(entry, &mut guards[at]);
             mem.filter.insert_hash(hash);
-            inserts.push((&mem.list, key, value));
+            inserts.push(((&mem.list, key, value), before));
         }
-        let linked = SkipList::insert_each(inserts)?;
+        let linked = SkipList::insert_each_before(inserts)?;
         // In the order given, which is each list's order of linking: a key's newest node is
         // indexed last.
         for (((mem, entry), linked), hash) in entries.iter().zip(linked).zip(hashes) {
@@ -317,6 +319,17 @@ impl Memtable {
             seqno: entry.seqno,
         };
         (key, (entry.kind, values.copy(&entry.value)))
+    }
+
+    /// The node a new version of `entry`'s key goes right before, if the point index knows
+    /// it: the key's newest version, when it is older than the entry (a version inserted
+    /// behind a newer one, out of order, is searched for). The list checks the place.
+    /// REQUIRES: the writer lock.
+    fn newest_below(&self, hash: u64, entry: &BatchEntry) -> Option<Position> {
+        let at = self.index.get(hash)?;
+        let newest = self.list.entry(at).0;
+        (newest.user_key.as_slice() == entry.key.as_ref() && newest.seqno < entry.seqno)
+            .then_some(at)
     }
 
     /// Points the index at a node just linked if it is its key's first (the newest version:

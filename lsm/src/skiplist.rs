@@ -179,6 +179,10 @@ struct Cold<V> {
     height: u8,
     /// The link-arena index of this node's link at level `INLINE_LINKS`, if it is that tall.
     upper_links: u32,
+    /// The node before this one at level 0 (`NIL`: the head). Only the writer reads or
+    /// stores it, under the writer lock: it places an insert given a hint
+    /// ([`SkipList::insert_before`]) without a search.
+    prev: AtomicU32,
 }
 
 /// The writer's state.
@@ -221,6 +225,10 @@ impl Position {
 
 /// One entry for [`SkipList::insert_each`]: the list, the key, the value.
 pub type Insert<'a, K, V> = (&'a SkipList<K, V>, K, V);
+
+/// One entry for [`SkipList::insert_each_before`]: an [`Insert`] and, if the caller knows
+/// it, the entry its key goes right before (see [`SkipList::insert_before`]).
+pub type HintedInsert<'a, K, V> = (Insert<'a, K, V>, Option<Position>);
 
 /// Where an insert linked its node: the node, and the entry before it in the list (`None`:
 /// it is first).
@@ -365,11 +373,38 @@ struct Pending<'a, K, V> {
     search: Search<'a, K, V>,
     preds: [Option<u32>; MAX_HEIGHT],
     searched: bool,
+    /// The node this key should go right before, checked by [`Pending::place`] when the
+    /// insert is linked; set only for a node of height 1, which then does not search.
+    hint: Option<u32>,
+    /// Whether `hint` was set.
+    hinted: bool,
     key: K,
     value: V,
 }
 
 impl<K: Ord, V> Pending<'_, K, V> {
+    /// Finds the predecessor of a hinted insert (of height 1: its only one) right before
+    /// linking it: the hinted node's level-0 predecessor, if its key is below this one and
+    /// the hinted node's is above. Otherwise (a stale hint: an insert of the same call went
+    /// in between) searches. REQUIRES: the writer lock, every earlier node linked.
+    fn place(&mut self) {
+        let Some(hint) = self.hint.take() else {
+            return;
+        };
+        let list = self.list;
+        let before = list.slot(hint);
+        let prev = before.cold().prev.load(Ordering::Relaxed);
+        let prev = (prev != NIL).then_some(prev);
+        let fits =
+            self.key < *before.key() && prev.is_none_or(|prev| *list.slot(prev).key() < self.key);
+        if fits {
+            self.preds[0] = prev;
+        } else {
+            self.preds = [None; MAX_HEIGHT];
+            list.find_less(&self.key, Some(&mut self.preds));
+        }
+    }
+
     /// One step of the search for the predecessors.
     #[inline]
     fn step<const AHEAD: bool>(&mut self) {
@@ -381,7 +416,16 @@ impl<K: Ord, V> Pending<'_, K, V> {
 
     /// Writes the node and links it in from level 0 upward. The search is done, and every
     /// node reserved before this one in the list is linked (or will never be).
+    ///
+    /// A hinted insert leaves the writer's splice to the last searched one: its node, of
+    /// height 1, went in before a node already linked, so it is neither the list's last nor
+    /// any level's, and the splice still holds nodes below every later key it serves.
     fn link(self, writer: &mut Writer) -> Result<Linked, Full> {
+        let hinted = self.hinted;
+        debug_assert!(
+            self.hint.is_none(),
+            "a hinted insert is placed before it is linked"
+        );
         let Pending {
             list,
             index,
@@ -402,6 +446,7 @@ impl<K: Ord, V> Pending<'_, K, V> {
                 value,
                 height: height as u8,
                 upper_links,
+                prev: AtomicU32::new(preds[0].unwrap_or(NIL)),
             })
             .is_ok()
             && slot.key.set(key).is_ok();
@@ -417,14 +462,22 @@ impl<K: Ord, V> Pending<'_, K, V> {
             list.link(Some(index), level)
                 .store(successor, Ordering::Relaxed);
             list.link(*pred, level).store(index, Ordering::Release);
+            if level == 0 && successor != NIL {
+                list.slot(successor)
+                    .cold()
+                    .prev
+                    .store(index, Ordering::Relaxed);
+            }
         }
         if height > list_height {
             list.height.store(height, Ordering::Release);
         }
         list.len.fetch_add(1, Ordering::Release);
-        writer.last = index;
-        writer.splice = preds;
-        writer.splice[..height].fill(Some(index));
+        if !hinted {
+            writer.last = index;
+            writer.splice = preds;
+            writer.splice[..height].fill(Some(index));
+        }
         Ok(Linked {
             at: Position(index),
             after: preds[0].map(Position),
@@ -566,11 +619,26 @@ impl<K: Ord, V> SkipList<K, V> {
     /// serialised. Fails, inserting nothing, only when the list holds [`CAPACITY`] nodes.
     /// Returns where the entry went.
     pub fn insert(&self, key: K, value: V) -> Result<Linked, Full> {
+        self.insert_before(key, value, None)
+    }
+
+    /// [`SkipList::insert`], given the entry the key goes right before if the caller knows it
+    /// (a memtable knows a key's newest version, which a newer one precedes). Then most
+    /// inserts (those of height 1, three in four) need no search: the new node goes between
+    /// `before` and the node before it, found through a back link only the writer keeps, once
+    /// a comparison with each confirms the place. A hint that does not fit costs a search.
+    pub fn insert_before(
+        &self,
+        key: K,
+        value: V,
+        before: Option<Position>,
+    ) -> Result<Linked, Full> {
         let mut writer = lock(&self.writer);
-        let mut pending = self.begin(&mut writer, key, value, true)?;
+        let mut pending = self.begin(&mut writer, key, value, true, before)?;
         while !pending.searched {
             pending.step::<true>();
         }
+        pending.place();
         pending.link(&mut writer)
     }
 
@@ -587,20 +655,28 @@ impl<K: Ord, V> SkipList<K, V> {
     /// callers cannot deadlock. Returns where each entry went, in the order given. On `Full`,
     /// some entries are inserted and the rest are not.
     pub fn insert_each(entries: Vec<Insert<'_, K, V>>) -> Result<Vec<Linked>, Full> {
+        Self::insert_each_before(entries.into_iter().map(|entry| (entry, None)).collect())
+    }
+
+    /// [`SkipList::insert_each`] with each entry's hint, as [`SkipList::insert_before`] takes
+    /// it. A hinted entry is placed when it is linked, after the entries before it in the
+    /// call: a hint an earlier entry made stale is caught by the comparisons, and searched.
+    pub fn insert_each_before(entries: Vec<HintedInsert<'_, K, V>>) -> Result<Vec<Linked>, Full> {
         let count = entries.len();
-        let mut entries: Vec<(usize, Insert<'_, K, V>)> = entries.into_iter().enumerate().collect();
+        let mut entries: Vec<(usize, HintedInsert<'_, K, V>)> =
+            entries.into_iter().enumerate().collect();
         // Stable: a list's entries keep their order.
-        entries.sort_by_key(|(_, (list, _, _))| std::ptr::from_ref(*list) as usize);
+        entries.sort_by_key(|(_, ((list, _, _), _))| std::ptr::from_ref(*list) as usize);
         let mut writers: Vec<(&SkipList<K, V>, MutexGuard<'_, Writer>)> = Vec::new();
         let mut pending: Vec<(usize, usize, Pending<'_, K, V>)> = Vec::with_capacity(count);
         let mut full = false;
-        for (given, (list, key, value)) in entries {
+        for (given, ((list, key, value), before)) in entries {
             let first = writers.last().is_none_or(|(l, _)| !std::ptr::eq(*l, list));
             if first {
                 writers.push((list, lock(&list.writer)));
             }
             let w = writers.len() - 1;
-            match list.begin(&mut writers[w].1, key, value, first) {
+            match list.begin(&mut writers[w].1, key, value, first, before) {
                 Ok(p) => pending.push((given, w, p)),
                 Err(Full) => {
                     full = true;
@@ -619,7 +695,8 @@ impl<K: Ord, V> SkipList<K, V> {
         // In order, so each list's nodes go in in the order their indexes were reserved.
         let mut linked = vec![None; count];
         let mut pending = std::collections::VecDeque::from(pending);
-        while let Some((given, w, p)) = pending.pop_front() {
+        while let Some((given, w, mut p)) = pending.pop_front() {
+            p.place();
             let preds = p.preds;
             let at = p.link(&mut writers[w].1)?;
             for (_, _, later) in pending.iter_mut().filter(|(_, lw, _)| *lw == w) {
@@ -635,14 +712,16 @@ impl<K: Ord, V> SkipList<K, V> {
     }
 
     /// Reserves the node and its tower under the list's writer lock (`writer`) and starts
-    /// the search: from the last insert's splice for the `first` insert of a call, when its
-    /// key is above that insert's; from the head otherwise.
+    /// the search: none for a node of height 1 with a hint (`before`; placed at link time),
+    /// from the last insert's splice for the `first` insert of a call when its key is above
+    /// that insert's, from the head otherwise.
     fn begin(
         &self,
         writer: &mut Writer,
         key: K,
         value: V,
         first: bool,
+        before: Option<Position>,
     ) -> Result<Pending<'_, K, V>, Full> {
         let index = writer.nodes;
         if index >= CAPACITY {
@@ -681,6 +760,9 @@ impl<K: Ord, V> SkipList<K, V> {
         } else {
             [None; MAX_HEIGHT]
         };
+        // Only a node of height 1 is placed by its hint: a taller one needs its predecessors
+        // at the upper levels, which only a search finds.
+        let hint = before.filter(|_| height == 1 && !appends).map(|at| at.0);
         Ok(Pending {
             list: self,
             index,
@@ -688,7 +770,9 @@ impl<K: Ord, V> SkipList<K, V> {
             upper_links,
             search,
             preds,
-            searched: appends,
+            searched: appends || hint.is_some(),
+            hint,
+            hinted: hint.is_some(),
             key,
             value,
         })

@@ -236,20 +236,26 @@ fn skip_list_interleaved_inserts_into_several_lists_neither_deadlock_nor_lose_en
 }
 
 /// One call inserting three entries into one list (their searches interleaved, each linked
-/// one after another with its predecessors corrected for those linked before it) while a
-/// reader walks the list: the reader sees it sorted throughout, every entry whole, and every
-/// entry the writer told it of; the list ends as one-at-a-time inserts would leave it.
+/// one after another with its predecessors corrected for those linked before it; 10 placed by
+/// its hint, 25 given the same hint, which does not fit it) while a reader walks the list:
+/// the reader sees it sorted throughout, every entry whole, and every entry the writer told
+/// it of; the list ends as one-at-a-time inserts would leave it.
 #[test]
 fn skip_list_several_inserts_into_one_list_in_one_call_stay_sorted_for_readers() {
     model(|| {
         let list = Arc::new(SkipList::<u32, u32>::new());
-        list.insert(20, 21).expect("room");
+        let twenty = list.insert(20, 21).expect("room").at;
         let published = Arc::new(AtomicUsize::new(0));
         let writer = {
             let (list, published) = (list.clone(), published.clone());
             thread::spawn(move || {
                 let l = list.as_ref();
-                SkipList::insert_each(vec![(l, 30, 31), (l, 10, 11), (l, 25, 26)]).expect("room");
+                SkipList::insert_each_before(vec![
+                    ((l, 30, 31), None),
+                    ((l, 10, 11), Some(twenty)),
+                    ((l, 25, 26), Some(twenty)),
+                ])
+                .expect("room");
                 published.store(1, Ordering::Release);
             })
         };

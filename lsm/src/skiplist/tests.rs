@@ -104,6 +104,13 @@ fn assert_well_formed<K: Ord + std::fmt::Debug, V>(list: &SkipList<K, V>) {
             assert!(nodes.iter().all(|index| below.contains(index)));
         } else {
             assert_eq!(nodes.len(), list.len());
+            // The writer's back links name each node's level-0 predecessor.
+            let mut prev = NIL;
+            for &index in &nodes {
+                let back = list.slot(index).cold().prev.load(Ordering::Relaxed);
+                assert_eq!(back, prev, "node {index}'s back link");
+                prev = index;
+            }
         }
         below = Some(nodes.into_iter().collect());
     }
@@ -231,6 +238,72 @@ fn several_inserts_into_one_list_in_one_call_build_what_one_at_a_time_builds() {
         let got: Vec<(u64, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
         assert_eq!(&got, want);
     }
+}
+
+#[test]
+fn hinted_inserts_build_what_searched_inserts_build() {
+    // Versions of a few hundred keys, newest seqno first, as a memtable orders them. Each
+    // insert's hint is right (the key's newest version, which the new one precedes), stale
+    // (taken before an earlier entry of the same call went in before it), or wrong (some
+    // other node, before or after the place): the list checks each and searches when it
+    // does not fit.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+    struct Version {
+        key: u64,
+        newest_first: std::cmp::Reverse<u64>,
+    }
+    let list: SkipList<Version, u64> = SkipList::new();
+    let mut want = Vec::new();
+    let mut newest: std::collections::HashMap<u64, Position> = std::collections::HashMap::new();
+    let mut any: Vec<Position> = Vec::new();
+    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut seq = 0u64;
+    for call in 0..3_000u64 {
+        let n = 1 + next() % 4;
+        let mut entries = Vec::new();
+        for _ in 0..n {
+            let key = next() % 300;
+            seq += 1;
+            // Now and then a version older than the newest: it goes behind it.
+            let seqno = if call % 5 == 0 { seq / 2 } else { seq };
+            let version = Version {
+                key,
+                newest_first: std::cmp::Reverse(seqno),
+            };
+            let hint = match next() % 4 {
+                0 if !any.is_empty() => Some(any[(next() % any.len() as u64) as usize]),
+                1 => None,
+                _ => newest.get(&key).copied(),
+            };
+            entries.push(((&list, version, seqno), hint));
+            want.push((version, seqno));
+        }
+        let given: Vec<Version> = entries.iter().map(|((_, k, _), _)| *k).collect();
+        let linked = SkipList::insert_each_before(entries).expect("room");
+        for (linked, version) in linked.iter().zip(given) {
+            assert_eq!(*list.entry(linked.at).0, version);
+            if let Some(after) = linked.after {
+                assert!(*list.entry(after).0 < version, "the entry before is below");
+            }
+            let first_of_key = linked
+                .after
+                .is_none_or(|after| list.entry(after).0.key != version.key);
+            if first_of_key {
+                newest.insert(version.key, linked.at);
+            }
+            any.push(linked.at);
+        }
+    }
+    assert_well_formed(&list);
+    want.sort();
+    let got: Vec<(Version, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(got, want);
 }
 
 #[test]
