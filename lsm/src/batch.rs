@@ -52,6 +52,9 @@ pub struct WriteBatch {
     /// The first seqno, when the caller allocated the batch's range from a shared
     /// [`crate::commit::Sequencer`] itself ([`crate::Store::write_assigned`]).
     pub(crate) assigned: Option<SeqNo>,
+    /// Where the entries go in the memtables, found before the batch joined a group
+    /// ([`crate::Store::place`]).
+    pub(crate) placed: Option<Box<crate::memtable::Placed>>,
 }
 
 impl Default for WriteBatch {
@@ -80,6 +83,7 @@ impl WriteBatch {
             other_cfs: Vec::new(),
             txn: None,
             assigned: None,
+            placed: None,
         }
     }
 
@@ -136,6 +140,7 @@ impl WriteBatch {
         self.first_cf = None;
         self.other_cfs.clear();
         self.txn = None;
+        self.placed = None;
     }
 
     fn push(&mut self, kind: u8, cf_id: u32, key: &[u8], value: Option<&[u8]>) -> Result<()> {
@@ -182,6 +187,15 @@ impl WriteBatch {
             }
         }
         Bytes::from(self.rep)
+    }
+
+    /// Each entry's column family and key, in order.
+    pub(crate) fn keys(&self) -> impl Iterator<Item = (u32, &[u8])> + '_ {
+        let body = &self.rep[BATCH_HEADER_SIZE..];
+        // The batch encoded these entries itself: they decode.
+        BatchEntries::new(body, self.count)
+            .map_while(|entry| entry.ok())
+            .filter_map(move |(cf, _, key, _)| Some((cf, body.get(key)?)))
     }
 
     /// The column families this batch writes to, each once.

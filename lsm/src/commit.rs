@@ -26,7 +26,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 
-use crate::sync::core::{AtomicU64, Condvar, Mutex, lock, spin_until};
+use crate::sync::core::{AtomicU64, AtomicUsize, Condvar, Mutex, lock, spin_until};
 
 /// One request handed to the leader.
 #[derive(Debug)]
@@ -63,6 +63,9 @@ pub struct GroupCommit<T, R> {
     /// microseconds before it sleeps on `wake` (a leader's group of small writes takes about
     /// that long, and a sleep and a wake cost two context switches).
     stepped_down: AtomicU64,
+    /// 1 while a leader is at work (`Queue::leader_active`), readable without the queue
+    /// lock: see [`GroupCommit::busy`].
+    leading: AtomicUsize,
     max_group_bytes: usize,
 }
 
@@ -88,8 +91,16 @@ impl<T, R> GroupCommit<T, R> {
             }),
             wake: Condvar::new(),
             stepped_down: AtomicU64::new(0),
+            leading: AtomicUsize::new(0),
             max_group_bytes,
         }
+    }
+
+    /// Whether a leader is at work now, so that a request submitted now would wait for it: a
+    /// writer may spend that time on work of its own first. A hint: the leader may step
+    /// down the next instant.
+    pub fn busy(&self) -> bool {
+        self.leading.load(Ordering::Relaxed) != 0
     }
 
     /// Submits `request` (weighing `bytes` against the group budget) and returns its result,
@@ -148,6 +159,7 @@ impl<T, R> GroupCommit<T, R> {
 
         // This thread leads: take the group.
         queue.leader_active = true;
+        self.leading.store(1, Ordering::Relaxed);
         let mut group = Vec::new();
         let mut tickets = Vec::new();
         let mut group_bytes = 0usize;
@@ -185,6 +197,7 @@ impl<T, R> GroupCommit<T, R> {
             }
         }
         queue.leader_active = false;
+        self.leading.store(0, Ordering::Relaxed);
         self.stepped_down.fetch_add(1, Ordering::Release);
         // A thread that waits later takes the lock first and sees this leader gone.
         let anyone_waiting = queue.waiting > 0;

@@ -19,6 +19,7 @@
 //!    chunk (at most 256 KiB) more.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use bytes::{Bytes, BytesMut};
@@ -28,7 +29,7 @@ use crate::SeqNo;
 use crate::batch::BatchEntry;
 use crate::memtable_filter::MemtableFilter;
 use crate::memtable_index::{PointIndex, WALK};
-use crate::skiplist::{self, Finger, Linked, Position, SkipList};
+use crate::skiplist::{self, Finger, Hint, Linked, Position, SkipList};
 use crate::sync::core::{self as sync, Mutex, MutexGuard};
 
 /// A memtable key: `(user_key, seqno)` in internal order.
@@ -167,6 +168,29 @@ impl PartialOrd for MemKey {
     }
 }
 
+/// Where a batch's entries go, found by [`Memtable::place`] before the batch joined a group:
+/// a hint per entry, in the memtable that was active for its family then. The memtables are
+/// held, so a hint is never read against a memtable that reused a freed one's address.
+#[derive(Clone, Debug)]
+pub(crate) struct Placed {
+    pub(crate) memtables: Vec<(u32, Arc<Memtable>)>,
+    pub(crate) hints: Vec<Hint>,
+}
+
+impl Placed {
+    /// Entry `at`'s hint, if it was placed in `mem` (family `cf`'s memtable now).
+    pub(crate) fn hint(&self, at: usize, cf: u32, mem: &Memtable) -> Hint {
+        let same = self
+            .memtables
+            .iter()
+            .any(|(id, placed)| *id == cf && std::ptr::eq(placed.as_ref(), mem));
+        match self.hints.get(at) {
+            Some(hint) if same => *hint,
+            _ => Hint::None,
+        }
+    }
+}
+
 /// One column family's memtable.
 #[derive(Debug)]
 pub(crate) struct Memtable {
@@ -263,12 +287,17 @@ impl Memtable {
     /// inserts anyway), and the entry's seqno is not yet published. Fails, inserting nothing,
     /// when the memtable holds [`MAX_ENTRIES`]; the write path seals it before that.
     pub(crate) fn insert(&self, entry: &BatchEntry) -> Result<(), skiplist::Full> {
+        self.insert_hinted(entry, Hint::None)
+    }
+
+    /// [`Memtable::insert`] with what [`Memtable::place`] found for the entry's key.
+    fn insert_hinted(&self, entry: &BatchEntry, hint: Hint) -> Result<(), skiplist::Full> {
         let mut values = sync::lock(&self.writer);
         let hash = hash64(&entry.key);
-        let before = self.newest_below(hash, entry);
+        let hint = self.hint_now(hash, entry, hint);
         let (key, value) = Self::list_entry(entry, &mut values);
         self.filter.insert_hash(hash);
-        let linked = self.list.insert_before(key, value, before)?;
+        let linked = self.list.insert_hinted(key, value, hint)?;
         self.index_node(hash, &entry.key, linked);
         self.count(entry);
         Ok(())
@@ -276,36 +305,39 @@ impl Memtable {
 
     /// Inserts the entries, each into its memtable, as [`Memtable::insert`] would one after
     /// another, with the skip-list searches interleaved ([`SkipList::insert_each`]); a
-    /// memtable may take several. On `Full` some entries may be inserted and others not: the
-    /// caller fails the store, as after a failed `insert`.
-    pub(crate) fn insert_each(entries: &[(&Memtable, &BatchEntry)]) -> Result<(), skiplist::Full> {
-        if let [(mem, entry)] = entries {
-            return mem.insert(entry);
+    /// memtable may take several. Each entry comes with what [`Memtable::place`] found for
+    /// it in that memtable, or [`Hint::None`]. On `Full` some entries may be inserted and
+    /// others not: the caller fails the store, as after a failed `insert`.
+    pub(crate) fn insert_each(
+        entries: &[(&Memtable, &BatchEntry, Hint)],
+    ) -> Result<(), skiplist::Full> {
+        if let [(mem, entry, hint)] = entries {
+            return mem.insert_hinted(entry, *hint);
         }
         // Each memtable's writer lock once, in address order (as the lists take theirs).
         let address = |mem: &Memtable| std::ptr::from_ref(mem) as usize;
-        let mut memtables: Vec<&Memtable> = entries.iter().map(|(mem, _)| *mem).collect();
+        let mut memtables: Vec<&Memtable> = entries.iter().map(|(mem, _, _)| *mem).collect();
         memtables.sort_by_key(|mem| address(mem));
         memtables.dedup_by_key(|mem| address(mem));
         let mut guards: Vec<MutexGuard<'_, ValueArena>> = memtables
             .iter()
             .map(|mem| sync::lock(&mem.writer))
             .collect();
-        let hashes: Vec<u64> = entries.iter().map(|(_, e)| hash64(&e.key)).collect();
+        let hashes: Vec<u64> = entries.iter().map(|(_, e, _)| hash64(&e.key)).collect();
         let mut inserts = Vec::with_capacity(entries.len());
-        for ((mem, entry), &hash) in entries.iter().zip(&hashes) {
+        for ((mem, entry, hint), &hash) in entries.iter().zip(&hashes) {
             let at = memtables
                 .binary_search_by_key(&address(mem), |m| address(m))
                 .unwrap_or_default();
-            let before = mem.newest_below(hash, entry);
+            let hint = mem.hint_now(hash, entry, *hint);
             let (key, value) = Self::list_entry(entry, &mut guards[at]);
             mem.filter.insert_hash(hash);
-            inserts.push(((&mem.list, key, value), before));
+            inserts.push(((&mem.list, key, value), hint));
         }
-        let linked = SkipList::insert_each_before(inserts)?;
+        let linked = SkipList::insert_each_hinted(inserts)?;
         // In the order given, which is each list's order of linking: a key's newest node is
         // indexed last.
-        for (((mem, entry), linked), hash) in entries.iter().zip(linked).zip(hashes) {
+        for (((mem, entry, _), linked), hash) in entries.iter().zip(linked).zip(hashes) {
             mem.index_node(hash, &entry.key, linked);
             mem.count(entry);
         }
@@ -321,15 +353,60 @@ impl Memtable {
         (key, (entry.kind, values.copy(&entry.value)))
     }
 
-    /// The node a new version of `entry`'s key goes right before, if the point index knows
-    /// it: the key's newest version, when it is older than the entry (a version inserted
-    /// behind a newer one, out of order, is searched for). The list checks the place.
-    /// REQUIRES: the writer lock.
-    fn newest_below(&self, hash: u64, entry: &BatchEntry) -> Option<Position> {
-        let at = self.index.get(hash)?;
+    /// Where writes of `keys` (each with its memtable) will go, found before the writer
+    /// takes its turn in the group commit, so that two writers' searches run at once and the
+    /// leader only links: the key's newest version if the point index knows it (a new
+    /// version goes right before it); nothing for a key above every entry (an append goes in
+    /// from the last insert's splice); otherwise its predecessors, searched for as a reader
+    /// would, the searches taking turns ([`SkipList::locate_each`]). Any of these may be
+    /// stale by the insert: the list checks a `Before` hint and walks right from `Located`
+    /// predecessors. Valid only for those memtables, which the caller keeps alive.
+    pub(crate) fn place_each(keys: &[(&Memtable, &[u8])]) -> Vec<Hint> {
+        let mut hints = Vec::with_capacity(keys.len());
+        let mut searches = Vec::new();
+        for (at, (mem, key)) in keys.iter().enumerate() {
+            if let Some(newest) = mem.index.get(hash64(key))
+                && mem.list.entry(newest).0.user_key.as_slice() == *key
+            {
+                hints.push(Hint::Before(newest));
+                continue;
+            }
+            hints.push(Hint::None);
+            // The key's first possible version: every version of it sorts at or after this.
+            let first = MemKey {
+                user_key: UserKey::copy(key),
+                seqno: SeqNo::MAX,
+            };
+            if !mem.list.is_above_last(&first) {
+                searches.push((at, &mem.list, first));
+            }
+        }
+        if !searches.is_empty() {
+            let lookups: Vec<_> = searches.iter().map(|(_, list, key)| (*list, key)).collect();
+            for ((at, _, _), located) in searches.iter().zip(SkipList::locate_each(&lookups)) {
+                hints[*at] = Hint::Located(located);
+            }
+        }
+        hints
+    }
+
+    /// The hint to insert `entry` with: the one [`Memtable::place`] found, or failing that
+    /// the node the point index names now, if it is an older version of the key (a version
+    /// inserted behind a newer one, out of order, is searched for). The list checks the
+    /// place. REQUIRES: the writer lock.
+    fn hint_now(&self, hash: u64, entry: &BatchEntry, placed: Hint) -> Hint {
+        if placed != Hint::None {
+            return placed;
+        }
+        let Some(at) = self.index.get(hash) else {
+            return Hint::None;
+        };
         let newest = self.list.entry(at).0;
-        (newest.user_key.as_slice() == entry.key.as_ref() && newest.seqno < entry.seqno)
-            .then_some(at)
+        if newest.user_key.as_slice() == entry.key.as_ref() && newest.seqno < entry.seqno {
+            Hint::Before(at)
+        } else {
+            Hint::None
+        }
     }
 
     /// Points the index at a node just linked if it is its key's first (the newest version:
@@ -743,8 +820,9 @@ mod tests {
         /// seqnos inserted out of order (a range allocated earlier and written later, as a
         /// commit across stores does) and with sets shared by more keys than they hold.
         /// Without the "first node of its key" rule, a version inserted behind a newer one
-        /// would take the slot and hide the newer one. Inserts placed by the index's hint
-        /// build the same list as searched ones.
+        /// would take the slot and hide the newer one. Inserts placed by hints, the index's
+        /// and [`Memtable::place_each`]'s (stale ones among them), build the same list as
+        /// searched ones.
         #[test]
         fn reads_through_the_point_index_match_the_search(
             writes in writes(),
@@ -761,7 +839,12 @@ mod tests {
                 chunk.sort_by_key(|&i| shuffle[i]);
             }
             let mut model: BTreeMap<(u8, u64), Option<u64>> = BTreeMap::new();
-            for i in order {
+            // Each insert but the first is placed before the one ahead of it goes in (as a
+            // writer places its batch while another's group goes in), so its hint may be
+            // stale: a newer version now sits before the node it names, or new entries lie
+            // between its located predecessors and its place.
+            let mut placed = Hint::None;
+            for (turn, &i) in order.iter().enumerate() {
                 let (key, delete) = writes[i];
                 let seqno = i as u64 + 1;
                 let entry = BatchEntry {
@@ -771,7 +854,12 @@ mod tests {
                     key: Bytes::from(vec![b'k', key]),
                     value: if delete { Bytes::new() } else { Bytes::from(seqno.to_le_bytes().to_vec()) },
                 };
-                mem.insert(&entry).expect("room");
+                let next = order.get(turn + 1).map(|&n| [b'k', writes[n].0]);
+                let hint = std::mem::replace(
+                    &mut placed,
+                    next.map_or(Hint::None, |next| Memtable::place_each(&[(&mem, &next)])[0]),
+                );
+                Memtable::insert_each(&[(&mem, &entry, hint)]).expect("room");
                 plain.insert(&entry).expect("room");
                 model.insert((key, seqno), (!delete).then_some(seqno));
             }

@@ -226,9 +226,32 @@ impl Position {
 /// One entry for [`SkipList::insert_each`]: the list, the key, the value.
 pub type Insert<'a, K, V> = (&'a SkipList<K, V>, K, V);
 
-/// One entry for [`SkipList::insert_each_before`]: an [`Insert`] and, if the caller knows
-/// it, the entry its key goes right before (see [`SkipList::insert_before`]).
-pub type HintedInsert<'a, K, V> = (Insert<'a, K, V>, Option<Position>);
+/// One entry for [`SkipList::insert_each_before`]: an [`Insert`] and what the caller knows
+/// of where it goes.
+pub type HintedInsert<'a, K, V> = (Insert<'a, K, V>, Hint);
+
+/// What the caller of [`SkipList::insert_each_before`] knows of where an entry goes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Hint {
+    /// Nothing: the insert searches under the writer lock.
+    #[default]
+    None,
+    /// The entry its key goes right before (see [`SkipList::insert_before`]).
+    Before(Position),
+    /// Its predecessors as a search outside the writer lock found them
+    /// ([`SkipList::locate`]).
+    Located(Located),
+}
+
+/// A key's predecessor at every level, as [`SkipList::locate`] found them: each below the
+/// key, and at its level, so a search for the key may resume from it at any later time
+/// (nodes are never removed), walking right over what was linked since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Located {
+    /// The list searched (its address): a `Located` of another list is ignored.
+    list: usize,
+    preds: [Option<u32>; MAX_HEIGHT],
+}
 
 /// Where an insert linked its node: the node, and the entry before it in the list (`None`:
 /// it is first).
@@ -245,6 +268,8 @@ pub struct SkipList<K, V> {
     head: [AtomicU32; MAX_HEIGHT],
     /// The tallest tower in the list (at least 1).
     height: AtomicUsize,
+    /// The last node (`NIL`: none), for [`SkipList::is_above_last`].
+    tail: AtomicU32,
     len: AtomicUsize,
     /// Upper links handed out.
     upper_links: AtomicUsize,
@@ -376,10 +401,25 @@ struct Pending<'a, K, V> {
     /// The node this key should go right before, checked by [`Pending::place`] when the
     /// insert is linked; set only for a node of height 1, which then does not search.
     hint: Option<u32>,
-    /// Whether `hint` was set.
-    hinted: bool,
+    /// Whether `preds` came from [`SkipList::locate`]: lower bounds that [`Pending::place`]
+    /// walks right from when the insert is linked.
+    located: bool,
+    /// How the place was found other than by a search under the lock (a hint or a
+    /// `Located`): see [`Pending::link`] for what it does to the splice.
+    placed: Placed,
     key: K,
     value: V,
+}
+
+/// How an insert's place was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Placed {
+    /// By a search under the writer lock, or from the splice.
+    Searched,
+    /// Through a [`Hint::Before`], at height 1.
+    Before,
+    /// From a [`Hint::Located`].
+    Located,
 }
 
 impl<K: Ord, V> Pending<'_, K, V> {
@@ -388,6 +428,24 @@ impl<K: Ord, V> Pending<'_, K, V> {
     /// the hinted node's is above. Otherwise (a stale hint: an insert of the same call went
     /// in between) searches. REQUIRES: the writer lock, every earlier node linked.
     fn place(&mut self) {
+        if self.located {
+            self.located = false;
+            // Each level from its located predecessor: a node at that level below this key,
+            // then and now. Only the writer stores links.
+            let list = self.list;
+            for level in 0..self.height {
+                let mut at = self.preds[level];
+                loop {
+                    let next = list.link(at, level).load(Ordering::Relaxed);
+                    if next == NIL || *list.slot(next).key() >= self.key {
+                        break;
+                    }
+                    at = Some(next);
+                }
+                self.preds[level] = at;
+            }
+            return;
+        }
         let Some(hint) = self.hint.take() else {
             return;
         };
@@ -417,13 +475,16 @@ impl<K: Ord, V> Pending<'_, K, V> {
     /// Writes the node and links it in from level 0 upward. The search is done, and every
     /// node reserved before this one in the list is linked (or will never be).
     ///
-    /// A hinted insert leaves the writer's splice to the last searched one: its node, of
-    /// height 1, went in before a node already linked, so it is neither the list's last nor
-    /// any level's, and the splice still holds nodes below every later key it serves.
+    /// An insert placed through a [`Hint::Before`] leaves the writer's splice to the last
+    /// searched one: its node, of height 1, went in before a node already linked, so it is
+    /// neither the list's last nor any level's, and the splice still holds nodes below every
+    /// later key it serves. One placed from a [`Hint::Located`] knows its predecessors only
+    /// at the levels of its own tower, and may have gone in after a level's last node, so
+    /// it leaves no splice: the next insert searches from the head.
     fn link(self, writer: &mut Writer) -> Result<Linked, Full> {
-        let hinted = self.hinted;
+        let placed = self.placed;
         debug_assert!(
-            self.hint.is_none(),
+            self.hint.is_none() && !self.located,
             "a hinted insert is placed before it is linked"
         );
         let Pending {
@@ -455,6 +516,7 @@ impl<K: Ord, V> Pending<'_, K, V> {
         list.upper_links
             .fetch_add(upper as usize, Ordering::Relaxed);
 
+        let mut successor_at_0 = NIL;
         for (level, pred) in preds.iter().enumerate().take(height) {
             // The writer is the only one to store links, so `pred`'s successor cannot change
             // between this load and the store that replaces it.
@@ -462,21 +524,31 @@ impl<K: Ord, V> Pending<'_, K, V> {
             list.link(Some(index), level)
                 .store(successor, Ordering::Relaxed);
             list.link(*pred, level).store(index, Ordering::Release);
-            if level == 0 && successor != NIL {
-                list.slot(successor)
-                    .cold()
-                    .prev
-                    .store(index, Ordering::Relaxed);
+            if level == 0 {
+                successor_at_0 = successor;
+                if successor != NIL {
+                    list.slot(successor)
+                        .cold()
+                        .prev
+                        .store(index, Ordering::Relaxed);
+                }
             }
         }
         if height > list_height {
             list.height.store(height, Ordering::Release);
         }
         list.len.fetch_add(1, Ordering::Release);
-        if !hinted {
-            writer.last = index;
-            writer.splice = preds;
-            writer.splice[..height].fill(Some(index));
+        if successor_at_0 == NIL {
+            list.tail.store(index, Ordering::Release);
+        }
+        match placed {
+            Placed::Searched => {
+                writer.last = index;
+                writer.splice = preds;
+                writer.splice[..height].fill(Some(index));
+            }
+            Placed::Before => {}
+            Placed::Located => writer.last = NIL,
         }
         Ok(Linked {
             at: Position(index),
@@ -516,6 +588,7 @@ impl<K: Ord, V> SkipList<K, V> {
             links: Arena::new(),
             head: std::array::from_fn(|_| AtomicU32::new(NIL)),
             height: AtomicUsize::new(1),
+            tail: AtomicU32::new(NIL),
             len: AtomicUsize::new(0),
             upper_links: AtomicUsize::new(0),
             writer: Mutex::new(Writer {
@@ -619,22 +692,22 @@ impl<K: Ord, V> SkipList<K, V> {
     /// serialised. Fails, inserting nothing, only when the list holds [`CAPACITY`] nodes.
     /// Returns where the entry went.
     pub fn insert(&self, key: K, value: V) -> Result<Linked, Full> {
-        self.insert_before(key, value, None)
+        self.insert_hinted(key, value, Hint::None)
     }
 
-    /// [`SkipList::insert`], given the entry the key goes right before if the caller knows it
-    /// (a memtable knows a key's newest version, which a newer one precedes). Then most
-    /// inserts (those of height 1, three in four) need no search: the new node goes between
-    /// `before` and the node before it, found through a back link only the writer keeps, once
-    /// a comparison with each confirms the place. A hint that does not fit costs a search.
-    pub fn insert_before(
-        &self,
-        key: K,
-        value: V,
-        before: Option<Position>,
-    ) -> Result<Linked, Full> {
+    /// [`SkipList::insert`], given what the caller knows of where the key goes.
+    ///
+    /// - [`Hint::Before`]: the entry the key goes right before (a memtable knows a key's
+    ///   newest version, which a newer one precedes). Most inserts (those of height 1, three
+    ///   in four) then need no search: the new node goes between that entry and the node
+    ///   before it, found through a back link only the writer keeps, once a comparison with
+    ///   each confirms the place. A hint that does not fit costs a search.
+    /// - [`Hint::Located`]: the key's predecessors as [`SkipList::locate`] found them, before
+    ///   the caller took its turn to write (a search needs no lock): under the lock each level
+    ///   only walks right over what was linked since, usually nothing.
+    pub fn insert_hinted(&self, key: K, value: V, hint: Hint) -> Result<Linked, Full> {
         let mut writer = lock(&self.writer);
-        let mut pending = self.begin(&mut writer, key, value, true, before)?;
+        let mut pending = self.begin(&mut writer, key, value, true, hint)?;
         while !pending.searched {
             pending.step::<true>();
         }
@@ -655,13 +728,19 @@ impl<K: Ord, V> SkipList<K, V> {
     /// callers cannot deadlock. Returns where each entry went, in the order given. On `Full`,
     /// some entries are inserted and the rest are not.
     pub fn insert_each(entries: Vec<Insert<'_, K, V>>) -> Result<Vec<Linked>, Full> {
-        Self::insert_each_before(entries.into_iter().map(|entry| (entry, None)).collect())
+        Self::insert_each_hinted(
+            entries
+                .into_iter()
+                .map(|entry| (entry, Hint::None))
+                .collect(),
+        )
     }
 
-    /// [`SkipList::insert_each`] with each entry's hint, as [`SkipList::insert_before`] takes
+    /// [`SkipList::insert_each`] with each entry's hint, as [`SkipList::insert_hinted`] takes
     /// it. A hinted entry is placed when it is linked, after the entries before it in the
-    /// call: a hint an earlier entry made stale is caught by the comparisons, and searched.
-    pub fn insert_each_before(entries: Vec<HintedInsert<'_, K, V>>) -> Result<Vec<Linked>, Full> {
+    /// call: a `Before` hint an earlier entry made stale is caught by the comparisons, and
+    /// searched; a `Located` one walks right over the entries linked since.
+    pub fn insert_each_hinted(entries: Vec<HintedInsert<'_, K, V>>) -> Result<Vec<Linked>, Full> {
         let count = entries.len();
         let mut entries: Vec<(usize, HintedInsert<'_, K, V>)> =
             entries.into_iter().enumerate().collect();
@@ -670,13 +749,13 @@ impl<K: Ord, V> SkipList<K, V> {
         let mut writers: Vec<(&SkipList<K, V>, MutexGuard<'_, Writer>)> = Vec::new();
         let mut pending: Vec<(usize, usize, Pending<'_, K, V>)> = Vec::with_capacity(count);
         let mut full = false;
-        for (given, ((list, key, value), before)) in entries {
+        for (given, ((list, key, value), hint)) in entries {
             let first = writers.last().is_none_or(|(l, _)| !std::ptr::eq(*l, list));
             if first {
                 writers.push((list, lock(&list.writer)));
             }
             let w = writers.len() - 1;
-            match list.begin(&mut writers[w].1, key, value, first, before) {
+            match list.begin(&mut writers[w].1, key, value, first, hint) {
                 Ok(p) => pending.push((given, w, p)),
                 Err(Full) => {
                     full = true;
@@ -712,16 +791,17 @@ impl<K: Ord, V> SkipList<K, V> {
     }
 
     /// Reserves the node and its tower under the list's writer lock (`writer`) and starts
-    /// the search: none for a node of height 1 with a hint (`before`; placed at link time),
-    /// from the last insert's splice for the `first` insert of a call when its key is above
-    /// that insert's, from the head otherwise.
+    /// the search: none for an append, for a node of height 1 with a `Before` hint, or with
+    /// a `Located` one of this list (those are placed at link time); from the last insert's
+    /// splice for the `first` insert of a call when its key is above that insert's; from the
+    /// head otherwise.
     fn begin(
         &self,
         writer: &mut Writer,
         key: K,
         value: V,
         first: bool,
-        before: Option<Position>,
+        hint: Hint,
     ) -> Result<Pending<'_, K, V>, Full> {
         let index = writer.nodes;
         if index >= CAPACITY {
@@ -755,14 +835,27 @@ impl<K: Ord, V> SkipList<K, V> {
         } else {
             Search::new(self)
         };
-        let preds = if appends {
+        let mut preds = if appends {
             writer.splice
         } else {
             [None; MAX_HEIGHT]
         };
-        // Only a node of height 1 is placed by its hint: a taller one needs its predecessors
-        // at the upper levels, which only a search finds.
-        let hint = before.filter(|_| height == 1 && !appends).map(|at| at.0);
+        let mut placed = Placed::Searched;
+        let mut before = None;
+        match hint {
+            _ if appends => {}
+            // Only a node of height 1 is placed by its `Before` hint: a taller one needs its
+            // predecessors at the upper levels, which only a search finds.
+            Hint::Before(at) if height == 1 => {
+                before = Some(at.0);
+                placed = Placed::Before;
+            }
+            Hint::Located(located) if located.list == self.address() => {
+                preds = located.preds;
+                placed = Placed::Located;
+            }
+            _ => {}
+        }
         Ok(Pending {
             list: self,
             index,
@@ -770,12 +863,69 @@ impl<K: Ord, V> SkipList<K, V> {
             upper_links,
             search,
             preds,
-            searched: appends || hint.is_some(),
-            hint,
-            hinted: hint.is_some(),
+            searched: appends || placed != Placed::Searched,
+            hint: before,
+            located: placed == Placed::Located,
+            placed,
             key,
             value,
         })
+    }
+
+    /// This list's address, which names it in a [`Located`].
+    fn address(&self) -> usize {
+        std::ptr::from_ref(self) as usize
+    }
+
+    /// Searches for `key`'s predecessors without the writer lock, as a reader does, for a
+    /// later [`Hint::Located`] insert of `key` or of any key above it (the walk right at
+    /// link time covers what lies between: a memtable locates a new version of a key from
+    /// the key's first possible one). Valid for this list only, and only while it lives.
+    pub fn locate(&self, key: &K) -> Located {
+        let mut preds = [None; MAX_HEIGHT];
+        self.find_less(key, Some(&mut preds));
+        Located {
+            list: self.address(),
+            preds,
+        }
+    }
+
+    /// [`SkipList::locate`] for each key in its list, the searches taking turns a node at a
+    /// time, as [`SkipList::insert_each`]'s do, so their cache misses overlap.
+    pub fn locate_each(keys: &[(&Self, &K)]) -> Vec<Located> {
+        if let [(list, key)] = keys {
+            return vec![list.locate(key)];
+        }
+        let mut searches: Vec<_> = keys
+            .iter()
+            .map(|(list, _)| (Search::new(list), [None; MAX_HEIGHT], false))
+            .collect();
+        let mut searching = searches.len();
+        while searching > 0 {
+            searching = 0;
+            for ((search, preds, done), (_, key)) in searches.iter_mut().zip(keys) {
+                if !*done {
+                    *done = search.step::<false>(key, Some(preds)).is_some();
+                    searching += usize::from(!*done);
+                }
+            }
+        }
+        searches
+            .into_iter()
+            .zip(keys)
+            .map(|((_, preds, _), (list, _))| Located {
+                list: list.address(),
+                preds,
+            })
+            .collect()
+    }
+
+    /// Whether `key` is above every entry (a list with none: true). An insert of such a key
+    /// goes in from the last insert's splice with no search when that insert was the last
+    /// entry, so it is not worth [`SkipList::locate`]'s search.
+    pub fn is_above_last(&self, key: &K) -> bool {
+        let tail = self.tail.load(Ordering::Acquire);
+        tail == NIL || *self.slot(tail).key() < *key
     }
 
     /// The entry at `position`.

@@ -401,6 +401,8 @@ impl Store {
             return Ok(self.shared.seq.visible());
         }
         self.throttle(&batch);
+        let mut batch = batch;
+        self.place(&mut batch);
         let bytes = batch.encoded_bytes();
         let request = Request {
             item: batch,
@@ -459,6 +461,16 @@ impl Store {
         options: &Options,
     ) -> Result<crate::open::LoggedTransactions> {
         crate::open::logged_transactions(dir.as_ref(), options)
+    }
+
+    /// Finds, for a small batch, where its entries go in the memtables, so that the group
+    /// commit leader links them without searching and several writers' searches run at once
+    /// instead of one after another; [`Store::write`] does it itself. A caller of
+    /// [`Store::write_assigned`] calls it before allocating the range, which then waits for
+    /// nothing but the leader. It changes no entry: a memtable switched before the write
+    /// only makes the hints go unused.
+    pub fn place(&self, batch: &mut WriteBatch) {
+        self.shared.place(batch);
     }
 
     /// Waits while a family `batch` writes is at a write-stall threshold (slowed down once,

@@ -11,7 +11,7 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
 use strata_lsm::commit::{GroupCommit, Request, Sequencer};
-use strata_lsm::skiplist::SkipList;
+use strata_lsm::skiplist::{Hint, SkipList};
 
 fn model(f: impl Fn() + Send + Sync + 'static) {
     let mut builder = loom::model::Builder::new();
@@ -250,10 +250,10 @@ fn skip_list_several_inserts_into_one_list_in_one_call_stay_sorted_for_readers()
             let (list, published) = (list.clone(), published.clone());
             thread::spawn(move || {
                 let l = list.as_ref();
-                SkipList::insert_each_before(vec![
-                    ((l, 30, 31), None),
-                    ((l, 10, 11), Some(twenty)),
-                    ((l, 25, 26), Some(twenty)),
+                SkipList::insert_each_hinted(vec![
+                    ((l, 30, 31), Hint::None),
+                    ((l, 10, 11), Hint::Before(twenty)),
+                    ((l, 25, 26), Hint::Before(twenty)),
                 ])
                 .expect("room");
                 published.store(1, Ordering::Release);
@@ -267,5 +267,30 @@ fn skip_list_several_inserts_into_one_list_in_one_call_stay_sorted_for_readers()
         writer.join().unwrap();
         let all: Vec<u32> = list.iter().map(|(k, _)| *k).collect();
         assert_eq!(all, [10, 20, 25, 30]);
+    });
+}
+
+/// An insert placed from predecessors located before another insert went in between (as a
+/// writer locates its keys before its turn in the group commit) walks right over that
+/// entry, while a reader sees the list sorted and whole throughout.
+#[test]
+fn skip_list_located_inserts_walk_over_what_went_in_since_for_readers() {
+    model(|| {
+        let list = Arc::new(SkipList::<u32, u32>::new());
+        list.insert(10, 11).expect("room");
+        list.insert(20, 21).expect("room");
+        let writer = {
+            let list = list.clone();
+            thread::spawn(move || {
+                let located = list.locate(&15);
+                list.insert(12, 13).expect("room");
+                list.insert_hinted(15, 16, Hint::Located(located))
+                    .expect("room");
+            })
+        };
+        sorted_whole_entries(&list);
+        writer.join().unwrap();
+        let all: Vec<u32> = list.iter().map(|(k, _)| *k).collect();
+        assert_eq!(all, [10, 12, 15, 20]);
     });
 }

@@ -277,15 +277,15 @@ fn hinted_inserts_build_what_searched_inserts_build() {
                 newest_first: std::cmp::Reverse(seqno),
             };
             let hint = match next() % 4 {
-                0 if !any.is_empty() => Some(any[(next() % any.len() as u64) as usize]),
-                1 => None,
-                _ => newest.get(&key).copied(),
+                0 if !any.is_empty() => Hint::Before(any[(next() % any.len() as u64) as usize]),
+                1 => Hint::None,
+                _ => newest.get(&key).map_or(Hint::None, |at| Hint::Before(*at)),
             };
             entries.push(((&list, version, seqno), hint));
             want.push((version, seqno));
         }
         let given: Vec<Version> = entries.iter().map(|((_, k, _), _)| *k).collect();
-        let linked = SkipList::insert_each_before(entries).expect("room");
+        let linked = SkipList::insert_each_hinted(entries).expect("room");
         for (linked, version) in linked.iter().zip(given) {
             assert_eq!(*list.entry(linked.at).0, version);
             if let Some(after) = linked.after {
@@ -303,6 +303,57 @@ fn hinted_inserts_build_what_searched_inserts_build() {
     assert_well_formed(&list);
     want.sort();
     let got: Vec<(Version, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn located_inserts_build_what_searched_inserts_build() {
+    // Each insert's predecessors were located some calls before it went in (so entries were
+    // linked between, some at the levels of its tower), for its own key or a smaller one,
+    // or in another list (ignored); calls of several entries of one list locate before any
+    // of them goes in. Appends are mixed in, which a located insert must not mislead: it
+    // leaves no splice.
+    let list: SkipList<u64, u64> = SkipList::new();
+    let other: SkipList<u64, u64> = SkipList::new();
+    other.insert(5, 5).expect("room");
+    let mut want = Vec::new();
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    let mut waiting: std::collections::VecDeque<(u64, Hint)> = std::collections::VecDeque::new();
+    let mut top = 1_000_000u64;
+    for i in 0..6_000u64 {
+        // Runs of appends (located before the appends just ahead of them went in, so their
+        // upper predecessors are stale) between runs of random keys.
+        let key = if (i / 200) % 2 == 0 {
+            top += 1 + next() % 3;
+            top
+        } else {
+            next() % 100_000
+        };
+        let hint = match next() % 5 {
+            0 => Hint::Located(other.locate(&key)),
+            1 => Hint::Located(list.locate(&key.saturating_sub(next() % 50))),
+            _ => Hint::Located(list.locate(&key)),
+        };
+        waiting.push_back((key, hint));
+        if waiting.len() > 6 {
+            let n = 1 + (next() % 3) as usize;
+            let entries: Vec<_> = waiting
+                .drain(..n.min(waiting.len()))
+                .map(|(key, hint)| ((&list, key, key), hint))
+                .collect();
+            want.extend(entries.iter().map(|((_, k, _), _)| *k));
+            SkipList::insert_each_hinted(entries).expect("room");
+        }
+    }
+    assert_well_formed(&list);
+    want.sort();
+    let got: Vec<u64> = list.iter().map(|(k, _)| *k).collect();
     assert_eq!(got, want);
 }
 
