@@ -440,6 +440,7 @@ impl Store {
         }
         self.shared.check_writable()?;
         batch.assigned = Some(first);
+        self.place(&mut batch);
         let bytes = batch.encoded_bytes();
         let request = Request {
             item: batch,
@@ -463,13 +464,13 @@ impl Store {
         crate::open::logged_transactions(dir.as_ref(), options)
     }
 
-    /// Finds, for a small batch, where its entries go in the memtables, so that the group
-    /// commit leader links them without searching and several writers' searches run at once
-    /// instead of one after another; [`Store::write`] does it itself. A caller of
-    /// [`Store::write_assigned`] calls it before allocating the range, which then waits for
-    /// nothing but the leader. It changes no entry: a memtable switched before the write
-    /// only makes the hints go unused.
-    pub fn place(&self, batch: &mut WriteBatch) {
+    /// Finds, for a small batch, where its entries go in the memtables, when a group commit
+    /// leader is at work (the writer would wait for it): the next leader then links them
+    /// without searching, and several writers' searches run at once instead of one after
+    /// another under the writer lock. [`Store::write`] and [`Store::write_assigned`] do it
+    /// as they join a group. It changes no entry: a memtable switched before the write only
+    /// makes the hints go unused.
+    pub(crate) fn place(&self, batch: &mut WriteBatch) {
         self.shared.place(batch);
     }
 

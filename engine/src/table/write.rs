@@ -445,11 +445,6 @@ impl Db {
             part.store.store.throttle(&part.wb);
         }
         let mut parts = parts;
-        // Where the entries go in the memtables, found now, while other commits write: the
-        // leader then only links them.
-        for part in parts.values_mut() {
-            part.store.store.place(&mut part.wb);
-        }
         let first = self.resolver.admit(&self.sequencer, &parts, total, reads)?;
         let last = first + total - 1;
         if parts.len() > 1 {
