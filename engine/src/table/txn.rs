@@ -873,6 +873,55 @@ mod tests {
         assert!(state.conflict(&later).is_none());
     }
 
+    /// Every transaction, committed, refused at admission, failing before it or rolled back,
+    /// ends its registration with the resolver once: a registration left behind would keep
+    /// every later commit recording its keys and hold back the trim, and one ended twice
+    /// would wrap the live count, with the same effect.
+    #[test]
+    fn every_transaction_ends_its_registration_exactly_once() {
+        use crate::table::record::Record;
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Db::open(dir.path(), crate::table::options::Options::default()).expect("open");
+        db.create_table("t", &["k"]).expect("table");
+        let row = |k: i64, v: i64| {
+            let mut r = Record::new();
+            r.set("k", crate::Value::Int(k));
+            r.set("v", crate::Value::Int(v));
+            r
+        };
+        db.insert("t", row(1, 0)).expect("insert");
+        let key = [crate::Value::Int(1)];
+
+        let mut tx = db.begin().expect("begin");
+        tx.get("t", &key).expect("get");
+        tx.upsert("t", row(1, 1)).expect("upsert");
+        tx.commit().expect("commit");
+        assert!(!db.resolver.has_live(), "committed");
+
+        // Two read the row; the second to commit conflicts at admission.
+        let mut a = db.begin().expect("begin");
+        let mut b = db.begin().expect("begin");
+        a.get("t", &key).expect("get");
+        b.get("t", &key).expect("get");
+        a.upsert("t", row(1, 2)).expect("upsert");
+        b.upsert("t", row(1, 3)).expect("upsert");
+        a.commit().expect("commit");
+        assert!(db.resolver.has_live(), "b is still live");
+        let refused = b.commit().expect_err("a wrote what b read");
+        assert!(refused.is_retryable());
+        assert!(!db.resolver.has_live(), "refused");
+
+        // An insert of a key taken since the snapshot fails before admission.
+        let mut c = db.begin().expect("begin");
+        db.insert("t", row(2, 0)).expect("insert");
+        c.insert("t", row(2, 1)).expect("buffered");
+        assert!(c.commit().is_err());
+        assert!(!db.resolver.has_live(), "failed before admission");
+
+        db.begin().expect("begin").rollback();
+        assert!(!db.resolver.has_live(), "rolled back");
+    }
+
     /// A range read conflicts with a write inside it, up to its end or, open-ended, to the
     /// end of its family, and not with writes outside it or in another family or store.
     #[test]
