@@ -83,6 +83,16 @@ fn finger_searches_find_what_searches_from_the_head_find() {
 
 /// Every level ascends (equal keys allowed) and is a subsequence of the level below, and
 /// level 0 holds every node: what searches from the head and from a splice rely on.
+/// A xorshift64 generator from `seed`: the tests' random keys, the same on every run.
+fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+    move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    }
+}
+
 fn assert_well_formed<K: Ord + std::fmt::Debug, V>(list: &SkipList<K, V>) {
     let height = list.height.load(Ordering::Relaxed);
     let mut below: Option<std::collections::HashSet<u32>> = None;
@@ -195,19 +205,13 @@ fn several_inserts_into_one_list_in_one_call_build_what_one_at_a_time_builds() {
     let lists: Vec<SkipList<u64, u64>> = (0..2).map(|_| SkipList::new()).collect();
     let mut want: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 2];
     let mut seq = 0u64;
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     for call in 0..4_000u64 {
         let n = 1 + next() % 9;
         let mut entries = Vec::new();
         let base = next() % 5_000;
         for k in 0..n {
-            let j = usize::from(next() % 4 == 0);
+            let j = usize::from(next().is_multiple_of(4));
             let key = match call % 3 {
                 0 => next() % 5_000,
                 1 => base + k,
@@ -256,13 +260,7 @@ fn hinted_inserts_build_what_searched_inserts_build() {
     let mut want = Vec::new();
     let mut newest: std::collections::HashMap<u64, Position> = std::collections::HashMap::new();
     let mut any: Vec<Position> = Vec::new();
-    let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x9E37_79B9_7F4A_7C15u64);
     let mut seq = 0u64;
     for call in 0..3_000u64 {
         let n = 1 + next() % 4;
@@ -317,13 +315,7 @@ fn located_inserts_build_what_searched_inserts_build() {
     let other: SkipList<u64, u64> = SkipList::new();
     other.insert(5, 5).expect("room");
     let mut want = Vec::new();
-    let mut rng = 0x2545_F491_4F6C_DD1Du64;
-    let mut next = || {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng
-    };
+    let mut next = xorshift(0x2545_F491_4F6C_DD1Du64);
     let mut waiting: std::collections::VecDeque<(u64, Hint)> = std::collections::VecDeque::new();
     let mut top = 1_000_000u64;
     for i in 0..6_000u64 {
