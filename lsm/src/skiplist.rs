@@ -47,93 +47,10 @@ pub const INLINE_LINKS: usize = 4;
 /// The index that means "no node".
 const NIL: u32 = u32::MAX;
 
-/// Slots per segment, as a power of two: 4,096 slots, about half a MiB of memtable nodes, is the
-/// most an arena holds unused. Smaller under loom, where every atomic is a modelled object.
-#[cfg(not(loom))]
-const SEGMENT_BITS: u32 = 12;
-#[cfg(loom)]
-const SEGMENT_BITS: u32 = 1;
+mod arena;
 
-/// Segments per directory.
-const DIRECTORY_BITS: u32 = 8;
-
-/// Directories per arena.
-const DIRECTORIES: usize = 256;
-
-/// The number of slots an arena can hold.
-pub const CAPACITY: u32 = {
-    let capacity = (DIRECTORIES as u64) << (DIRECTORY_BITS + SEGMENT_BITS);
-    if capacity > NIL as u64 {
-        NIL
-    } else {
-        capacity as u32
-    }
-};
-
-/// Slots per segment.
-const SEGMENT_SLOTS: usize = 1 << SEGMENT_BITS;
-
-/// Segments per directory.
-const DIRECTORY_SEGMENTS: usize = 1 << DIRECTORY_BITS;
-
-/// A fixed-size run of slots. Fixed sizes let the compiler drop the bounds checks from the
-/// search path: every offset is masked to fit.
-type Segment<T> = Box<[T; SEGMENT_SLOTS]>;
-
-/// A table of segments, each allocated on first use.
-type Directory<T> = Box<[OnceLock<Segment<T>>; DIRECTORY_SEGMENTS]>;
-
-/// A growable array that readers index while one writer appends, without locks: slots live in
-/// fixed-size segments that never move, found through two levels of lazily allocated tables.
-/// A slot's memory is held until the arena is dropped.
-pub struct Arena<T> {
-    directories: Box<[OnceLock<Directory<T>>; DIRECTORIES]>,
-}
-
-impl<T> Arena<T> {
-    fn new() -> Self {
-        Arena {
-            directories: Box::new(std::array::from_fn(|_| OnceLock::new())),
-        }
-    }
-
-    #[inline]
-    fn split(index: u32) -> (usize, usize, usize) {
-        let index = index as usize;
-        (
-            index >> (DIRECTORY_BITS + SEGMENT_BITS),
-            (index >> SEGMENT_BITS) & (DIRECTORY_SEGMENTS - 1),
-            index & (SEGMENT_SLOTS - 1),
-        )
-    }
-
-    /// The slot at `index`, if its segment has been allocated.
-    #[inline]
-    fn get(&self, index: u32) -> Option<&T> {
-        let (directory, segment, slot) = Self::split(index);
-        let segment = self.directories.get(directory)?.get()?[segment].get()?;
-        Some(&segment[slot])
-    }
-
-    /// The slot at `index`, allocating its segment with `fresh` slots if needed. Only the
-    /// writer allocates. `None` only when `index` is at or beyond [`CAPACITY`].
-    fn get_or_allocate(&self, index: u32, fresh: impl Fn() -> T) -> Option<&T> {
-        let (directory, segment, slot) = Self::split(index);
-        let segments = self
-            .directories
-            .get(directory)?
-            .get_or_init(|| Box::new(std::array::from_fn(|_| OnceLock::new())));
-        let segment = segments[segment].get_or_init(|| {
-            // Built on the heap: a segment is too large for the stack.
-            let slots: Box<[T]> = (0..SEGMENT_SLOTS).map(|_| fresh()).collect();
-            match slots.try_into() {
-                Ok(segment) => segment,
-                Err(_) => unreachable!("the iterator yields SEGMENT_SLOTS slots"),
-            }
-        });
-        Some(&segment[slot])
-    }
-}
+use arena::Arena;
+pub use arena::CAPACITY;
 
 /// A node's slot: what a search step reads first, then the rest. With a key of up to 40
 /// bytes (the memtable's is 40), a search step touches one cache line: the links and the key.

@@ -361,42 +361,6 @@ fn an_empty_list_has_no_positions() {
 }
 
 #[test]
-fn the_arena_hands_out_slots_across_segments_and_directories() {
-    let arena: Arena<AtomicU32> = Arena::new();
-    let far = 3 << (DIRECTORY_BITS + SEGMENT_BITS);
-    let firsts = [0, 1 << SEGMENT_BITS, far];
-    for index in firsts {
-        assert!(
-            arena.get(index).is_none(),
-            "segment of {index} not yet allocated"
-        );
-        let slot = arena
-            .get_or_allocate(index, || AtomicU32::new(NIL))
-            .expect("below capacity");
-        slot.store(index, Ordering::Relaxed);
-    }
-    let last_of_first = (1 << SEGMENT_BITS) - 1;
-    let slot = arena
-        .get(last_of_first)
-        .expect("allocated with its segment");
-    assert_eq!(slot.load(Ordering::Relaxed), NIL, "a fresh slot");
-    for index in firsts {
-        let slot = arena.get(index).expect("allocated");
-        assert_eq!(slot.load(Ordering::Relaxed), index);
-    }
-    assert!(
-        arena.get(2 << SEGMENT_BITS).is_none(),
-        "a segment never touched"
-    );
-    assert!(
-        arena
-            .get_or_allocate(CAPACITY, || AtomicU32::new(NIL))
-            .is_none()
-    );
-    assert!(arena.get_or_allocate(NIL, || AtomicU32::new(NIL)).is_none());
-}
-
-#[test]
 fn readers_on_other_threads_see_a_sorted_list_that_only_grows() {
     let list = std::sync::Arc::new(SkipList::new());
     let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
