@@ -8,10 +8,11 @@
 //! `InlineSkipList`. On the comparison benchmark this is most of a put.
 //!
 //! The structure, in safe Rust:
-//! 1. A node is a slot in an [`Arena`] of slots, named by a `u32` index. A slot holds the
-//!    node's first [`INLINE_LINKS`] forward links (atomics) and its key in its first cache
-//!    line, so a search step misses the cache once, then (each in a `OnceLock`) its value
-//!    and height. Taller towers keep their upper links in a second arena of atomics.
+//! 1. A node is a slot in an arena of slots (`skiplist/arena.rs`), named by a `u32` index.
+//!    A slot holds the node's first [`INLINE_LINKS`] forward links (atomics) and its key in
+//!    its first cache line, so a search step misses the cache once, then (each in a
+//!    `OnceLock`) its value and height. Taller towers keep their upper links in a second
+//!    arena of atomics.
 //! 2. The writer (serialised by a mutex; the memtable's single writer is the commit leader, so
 //!    it is never contended) finds the predecessors at every level, fills a fresh slot, sets
 //!    the new node's own links, then links it in from level 0 upward, each with a release
@@ -98,7 +99,7 @@ struct Cold<V> {
     upper_links: u32,
     /// The node before this one at level 0 (`NIL`: the head). Only the writer reads or
     /// stores it, under the writer lock: it places an insert given a hint
-    /// ([`SkipList::insert_before`]) without a search.
+    /// ([`SkipList::insert_hinted`]) without a search.
     prev: AtomicU32,
 }
 
@@ -143,17 +144,17 @@ impl Position {
 /// One entry for [`SkipList::insert_each`]: the list, the key, the value.
 pub type Insert<'a, K, V> = (&'a SkipList<K, V>, K, V);
 
-/// One entry for [`SkipList::insert_each_before`]: an [`Insert`] and what the caller knows
+/// One entry for [`SkipList::insert_each_hinted`]: an [`Insert`] and what the caller knows
 /// of where it goes.
 pub type HintedInsert<'a, K, V> = (Insert<'a, K, V>, Hint);
 
-/// What the caller of [`SkipList::insert_each_before`] knows of where an entry goes.
+/// What the caller of [`SkipList::insert_each_hinted`] knows of where an entry goes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Hint {
     /// Nothing: the insert searches under the writer lock.
     #[default]
     None,
-    /// The entry its key goes right before (see [`SkipList::insert_before`]).
+    /// The entry its key goes right before (see [`SkipList::insert_hinted`]).
     Before(Position),
     /// Its predecessors as a search outside the writer lock found them
     /// ([`SkipList::locate`]).
