@@ -393,8 +393,9 @@ pub struct Transaction<'db> {
     tables: BTreeMap<String, TableWrites>,
     reads: Vec<ReadRange>,
     /// Rows read by key at the snapshot, by table id and key: at commit they are the rows'
-    /// current state (or the validation fails), so they are not read again.
-    read_rows: HashMap<(u64, Vec<u8>), Option<Record>>,
+    /// current state (or the validation fails), so they are not read again, and a written
+    /// key among them is not checked twice.
+    read_rows: HashMap<u64, HashMap<Vec<u8>, Option<Record>>>,
     done: bool,
 }
 
@@ -448,7 +449,10 @@ impl<'db> Transaction<'db> {
         self.reads
             .push(ReadRange::key(shard.store.number, shard.fact.id(), pk));
         let row = self.db.read_record_at(t, pk, &self.snapshot)?;
-        self.read_rows.insert((t.def.id, pk.to_vec()), row.clone());
+        self.read_rows
+            .entry(t.def.id)
+            .or_default()
+            .insert(pk.to_vec(), row.clone());
         Ok(row)
     }
 
@@ -598,7 +602,12 @@ impl<'db> Transaction<'db> {
         for (name, writes) in tables {
             let t = writes.table;
             // A written key counts as read: a write to it since the snapshot is a conflict.
+            // One read by key is already in the reads.
+            let read = self.read_rows.get(&t.def.id);
             for pk in writes.rows.keys() {
+                if read.is_some_and(|read| read.contains_key(pk)) {
+                    continue;
+                }
                 let shard = &t.shards[t.fact_shard(pk)];
                 self.reads
                     .push(ReadRange::key(shard.store.number, shard.fact.id(), pk));
@@ -630,7 +639,7 @@ impl<'db> Transaction<'db> {
             // 3. The rows as they are now, with the mutations applied. An insert whose key
             // is taken now was free at the snapshot: a concurrent commit, so retryable.
             let read_rows = &mut self.read_rows;
-            let mut known = |pk: &[u8]| read_rows.remove(&(id, pk.to_vec()));
+            let mut known = |pk: &[u8]| read_rows.get_mut(&id).and_then(|rows| rows.remove(pk));
             let changes = db
                 .overlay_knowing(&t, planned, &mut known)
                 .map_err(|e| match e {
