@@ -345,6 +345,7 @@ impl Db {
             db: self,
             snapshot: self.snapshot(),
             began,
+            handles: Vec::new(),
             tables: BTreeMap::new(),
             reads: Vec::new(),
             read_rows: HashMap::new(),
@@ -390,6 +391,8 @@ pub struct Transaction<'db> {
     snapshot: DbSnapshot,
     /// The visible seqno when it began (its registration with the resolver).
     began: SeqNo,
+    /// The tables it has used, as first looked up ([`Transaction::with_table`]).
+    handles: Vec<Arc<Table>>,
     tables: BTreeMap<String, TableWrites>,
     reads: Vec<ReadRange>,
     /// Rows read by key at the snapshot, by table id and key: at commit they are the rows'
@@ -431,10 +434,33 @@ impl<'db> Transaction<'db> {
     /// else the row at its snapshot.
     pub fn get(&mut self, table: &str, key: &[Value]) -> Result<Option<Record>> {
         self.check_open()?;
-        let t = self.db.handle(table)?;
-        let values: Vec<&Value> = key.iter().collect();
-        let pk = encode_primary_key(&t.def, &values)?;
-        self.read_row(&t, &pk)
+        self.with_table(table, |tx, t| {
+            let values: Vec<&Value> = key.iter().collect();
+            let pk = encode_primary_key(&t.def, &values)?;
+            tx.read_row(t, &pk)
+        })
+    }
+
+    /// Runs `f` with table `name` as the transaction first looked it up: the database's
+    /// table map is read (a shared lock and a shared count, both contended between threads)
+    /// once per table and transaction, not once per call. The commit reads the definition
+    /// again and fails on a table dropped and recreated since.
+    fn with_table<R>(
+        &mut self,
+        name: &str,
+        f: impl FnOnce(&mut Self, &Arc<Table>) -> Result<R>,
+    ) -> Result<R> {
+        let at = match self.handles.iter().position(|t| t.def.name == name) {
+            Some(at) => at,
+            None => {
+                self.handles.push(self.db.handle(name)?);
+                self.handles.len() - 1
+            }
+        };
+        let handles = std::mem::take(&mut self.handles);
+        let result = f(self, &handles[at]);
+        self.handles = handles;
+        result
     }
 
     /// The row at encoded key `pk`, recorded as read unless the transaction wrote it.
@@ -520,35 +546,38 @@ impl<'db> Transaction<'db> {
     /// the snapshot or was written by the transaction, and then changes nothing.
     pub fn insert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
-        let t = self.db.handle(table)?;
-        let (pk, record, encoded) = checked(&t.def, record)?;
-        if self.read_row(&t, &pk)?.is_some() {
-            return Err(Error::Conflict(format!(
-                "table {table:?} has a row with key {}",
-                display_key(&t, Some(&record))
-            )));
-        }
-        self.buffer(&t, pk, Some((record, encoded)), true);
-        Ok(())
+        self.with_table(table, |tx, t| {
+            let (pk, record, encoded) = checked(&t.def, record)?;
+            if tx.read_row(t, &pk)?.is_some() {
+                return Err(Error::Conflict(format!(
+                    "table {table:?} has a row with key {}",
+                    display_key(t, Some(&record))
+                )));
+            }
+            tx.buffer(t, pk, Some((record, encoded)), true);
+            Ok(())
+        })
     }
 
     /// Inserts or replaces `record` in `table`.
     pub fn upsert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
-        let t = self.db.handle(table)?;
-        let (pk, record, encoded) = checked(&t.def, record)?;
-        self.buffer(&t, pk, Some((record, encoded)), false);
-        Ok(())
+        self.with_table(table, |tx, t| {
+            let (pk, record, encoded) = checked(&t.def, record)?;
+            tx.buffer(t, pk, Some((record, encoded)), false);
+            Ok(())
+        })
     }
 
     /// Deletes the row of `table` whose primary key is `key`, if there is one.
     pub fn delete(&mut self, table: &str, key: &[Value]) -> Result<()> {
         self.check_open()?;
-        let t = self.db.handle(table)?;
-        let values: Vec<&Value> = key.iter().collect();
-        let pk = encode_primary_key(&t.def, &values)?;
-        self.buffer(&t, pk, None, false);
-        Ok(())
+        self.with_table(table, |tx, t| {
+            let values: Vec<&Value> = key.iter().collect();
+            let pk = encode_primary_key(&t.def, &values)?;
+            tx.buffer(t, pk, None, false);
+            Ok(())
+        })
     }
 
     /// Buffers a write of `pk`: the row and its encoding (`None`: a delete).
@@ -559,14 +588,18 @@ impl<'db> Transaction<'db> {
         row: Option<(Record, Vec<u8>)>,
         insert: bool,
     ) {
-        let writes = self
-            .tables
-            .entry(t.def.name.clone())
-            .or_insert_with(|| TableWrites {
-                table: Arc::clone(t),
-                mutations: Vec::new(),
-                rows: HashMap::new(),
-            });
+        // The name is cloned only for a table's first write.
+        let writes = if let Some(writes) = self.tables.get_mut(&t.def.name) {
+            writes
+        } else {
+            self.tables
+                .entry(t.def.name.clone())
+                .or_insert_with(|| TableWrites {
+                    table: Arc::clone(t),
+                    mutations: Vec::new(),
+                    rows: HashMap::new(),
+                })
+        };
         let (record, encoded) = match row {
             Some((record, encoded)) => (Some(record), encoded),
             None => (None, Vec::new()),
