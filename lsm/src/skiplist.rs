@@ -48,6 +48,14 @@ pub const INLINE_LINKS: usize = 4;
 /// The index that means "no node".
 const NIL: u32 = u32::MAX;
 
+/// The tallest node a [`Hint::Before`] places without a search: its predecessor at level 1
+/// is the nearest node of two levels or more before it, four back links away on average (one
+/// in four nodes has them); at level 2 it would be sixteen, more than a search costs.
+const BEFORE_HEIGHT: usize = 2;
+
+/// Back links a hinted insert follows for its upper predecessors before it searches.
+const BACK_WALK: usize = 16;
+
 mod arena;
 
 use arena::Arena;
@@ -317,7 +325,8 @@ struct Pending<'a, K, V> {
     preds: [Option<u32>; MAX_HEIGHT],
     searched: bool,
     /// The node this key should go right before, checked by [`Pending::place`] when the
-    /// insert is linked; set only for a node of height 1, which then does not search.
+    /// insert is linked; set only for a node of at most [`BEFORE_HEIGHT`] levels, which
+    /// then does not search.
     hint: Option<u32>,
     /// Whether `preds` came from [`SkipList::locate`]: lower bounds that [`Pending::place`]
     /// walks right from when the insert is linked.
@@ -334,17 +343,20 @@ struct Pending<'a, K, V> {
 enum Placed {
     /// By a search under the writer lock, or from the splice.
     Searched,
-    /// Through a [`Hint::Before`], at height 1.
+    /// Through a [`Hint::Before`], at most [`BEFORE_HEIGHT`] levels.
     Before,
     /// From a [`Hint::Located`].
     Located,
 }
 
 impl<K: Ord, V> Pending<'_, K, V> {
-    /// Finds the predecessor of a hinted insert (of height 1: its only one) right before
-    /// linking it: the hinted node's level-0 predecessor, if its key is below this one and
-    /// the hinted node's is above. Otherwise (a stale hint: an insert of the same call went
-    /// in between) searches. REQUIRES: the writer lock, every earlier node linked.
+    /// Finds the predecessors of a hinted insert right before linking it: at level 0 the
+    /// hinted node's level-0 predecessor, if its key is below this one and the hinted
+    /// node's is above; at each level above, the first node at or before that one, walking
+    /// back links, that is tall enough (the last node of the level below this key). A
+    /// stale hint (an insert of the same call went in between), or a walk longer than
+    /// [`BACK_WALK`] nodes, searches instead. REQUIRES: the writer lock, every earlier node
+    /// linked.
     fn place(&mut self) {
         if self.located {
             self.located = false;
@@ -373,12 +385,38 @@ impl<K: Ord, V> Pending<'_, K, V> {
         let prev = (prev != NIL).then_some(prev);
         let fits =
             self.key < *before.key() && prev.is_none_or(|prev| *list.slot(prev).key() < self.key);
-        if fits {
-            self.preds[0] = prev;
-        } else {
-            self.preds = [None; MAX_HEIGHT];
-            list.find_less(&self.key, Some(&mut self.preds));
+        if fits && self.walk_back(prev) {
+            return;
         }
+        self.preds = [None; MAX_HEIGHT];
+        list.find_less(&self.key, Some(&mut self.preds));
+    }
+
+    /// Sets the predecessors from `prev`, the node right before this key at level 0
+    /// (`None`: the head): at each level the nearest node at or before the one found for
+    /// the level below that reaches it. False, after [`BACK_WALK`] nodes, if it has not
+    /// found them all: a search then costs less.
+    fn walk_back(&mut self, prev: Option<u32>) -> bool {
+        let list = self.list;
+        let mut at = prev;
+        let mut walked = 0;
+        self.preds[0] = at;
+        for level in 1..self.height {
+            while let Some(node) = at {
+                let cold = list.slot(node).cold();
+                if usize::from(cold.height) > level {
+                    break;
+                }
+                walked += 1;
+                if walked > BACK_WALK {
+                    return false;
+                }
+                let back = cold.prev.load(Ordering::Relaxed);
+                at = (back != NIL).then_some(back);
+            }
+            self.preds[level] = at;
+        }
+        true
     }
 
     /// One step of the search for the predecessors.
@@ -393,10 +431,11 @@ impl<K: Ord, V> Pending<'_, K, V> {
     /// Writes the node and links it in from level 0 upward. The search is done, and every
     /// node reserved before this one in the list is linked (or will never be).
     ///
-    /// An insert placed through a [`Hint::Before`] leaves the writer's splice to the last
-    /// searched one: its node, of height 1, went in before a node already linked, so it is
+    /// An insert placed through a [`Hint::Before`] at height 1 leaves the writer's splice to
+    /// the last searched one: its node went in before a node already linked, so it is
     /// neither the list's last nor any level's, and the splice still holds nodes below every
-    /// later key it serves. One placed from a [`Hint::Located`] knows its predecessors only
+    /// later key it serves. A taller one may have become the last node of an upper level,
+    /// which an append from the splice would link behind: it leaves no splice. One placed from a [`Hint::Located`] knows its predecessors only
     /// at the levels of its own tower, and may have gone in after a level's last node, so
     /// it leaves no splice: the next insert searches from the head.
     fn link(self, writer: &mut Writer) -> Result<Linked, Full> {
@@ -465,8 +504,8 @@ impl<K: Ord, V> Pending<'_, K, V> {
                 writer.splice = preds;
                 writer.splice[..height].fill(Some(index));
             }
-            Placed::Before => {}
-            Placed::Located => writer.last = NIL,
+            Placed::Before if height == 1 => {}
+            Placed::Before | Placed::Located => writer.last = NIL,
         }
         Ok(Linked {
             at: Position(index),
@@ -616,10 +655,12 @@ impl<K: Ord, V> SkipList<K, V> {
     /// [`SkipList::insert`], given what the caller knows of where the key goes.
     ///
     /// - [`Hint::Before`]: the entry the key goes right before (a memtable knows a key's
-    ///   newest version, which a newer one precedes). Most inserts (those of height 1, three
-    ///   in four) then need no search: the new node goes between that entry and the node
-    ///   before it, found through a back link only the writer keeps, once a comparison with
-    ///   each confirms the place. A hint that does not fit costs a search.
+    ///   newest version, which a newer one precedes). Most inserts (those of one or two
+    ///   levels, fifteen in sixteen) then need no search: the new node goes between that
+    ///   entry and the node before it, found through a back link only the writer keeps, once
+    ///   a comparison with each confirms the place; a node of two levels walks back links to
+    ///   the nearest one as tall (four nodes on average). A hint that does not fit costs a
+    ///   search.
     /// - [`Hint::Located`]: the key's predecessors as [`SkipList::locate`] found them, before
     ///   the caller took its turn to write (a search needs no lock): under the lock each level
     ///   only walks right over what was linked since, usually nothing.
@@ -709,7 +750,8 @@ impl<K: Ord, V> SkipList<K, V> {
     }
 
     /// Reserves the node and its tower under the list's writer lock (`writer`) and starts
-    /// the search: none for an append, for a node of height 1 with a `Before` hint, or with
+    /// the search: none for an append, for a node of at most [`BEFORE_HEIGHT`] levels with a
+    /// `Before` hint, or with
     /// a `Located` one of this list (those are placed at link time); from the last insert's
     /// splice for the `first` insert of a call when its key is above that insert's; from the
     /// head otherwise.
@@ -762,9 +804,9 @@ impl<K: Ord, V> SkipList<K, V> {
         let mut before = None;
         match hint {
             _ if appends => {}
-            // Only a node of height 1 is placed by its `Before` hint: a taller one needs its
-            // predecessors at the upper levels, which only a search finds.
-            Hint::Before(at) if height == 1 => {
+            // A node of at most `BEFORE_HEIGHT` levels is placed by its `Before` hint (its
+            // upper predecessors a short walk back); a taller one searches.
+            Hint::Before(at) if height <= BEFORE_HEIGHT => {
                 before = Some(at.0);
                 placed = Placed::Before;
             }

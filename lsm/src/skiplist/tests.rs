@@ -96,6 +96,7 @@ fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
 fn assert_well_formed<K: Ord + std::fmt::Debug, V>(list: &SkipList<K, V>) {
     let height = list.height.load(Ordering::Relaxed);
     let mut below: Option<std::collections::HashSet<u32>> = None;
+    let mut heights = Vec::new();
     for level in 0..height {
         let mut nodes = Vec::new();
         let mut at = list.next(None, level);
@@ -104,6 +105,15 @@ fn assert_well_formed<K: Ord + std::fmt::Debug, V>(list: &SkipList<K, V>) {
             assert!(usize::from(list.slot(index).cold().height) > level);
             at = list.next(Some(index), level);
         }
+        if level == 0 {
+            heights = nodes
+                .iter()
+                .map(|&index| usize::from(list.slot(index).cold().height))
+                .collect();
+        }
+        // Every node is linked at every level of its tower.
+        let tall = heights.iter().filter(|&&h| h > level).count();
+        assert_eq!(nodes.len(), tall, "level {level} misses a node");
         for pair in nodes.windows(2) {
             assert!(
                 list.slot(pair[0]).key() <= list.slot(pair[1]).key(),
@@ -296,6 +306,37 @@ fn hinted_inserts_build_what_searched_inserts_build() {
                 newest.insert(version.key, linked.at);
             }
             any.push(linked.at);
+        }
+    }
+    assert_well_formed(&list);
+    want.sort();
+    let got: Vec<(Version, u64)> = list.iter().map(|(k, v)| (*k, *v)).collect();
+    assert_eq!(got, want);
+}
+
+#[test]
+fn hinted_updates_between_appends_leave_a_sound_list() {
+    // New keys appended in order (from the writer's splice), each followed by a new version
+    // of one of the last few keys, placed by its hint right before that key's newest one. A
+    // hinted node of two levels may become an upper level's last node: the next append
+    // must not link behind it from a stale splice.
+    type Version = (u64, std::cmp::Reverse<u64>);
+    let list: SkipList<Version, u64> = SkipList::new();
+    let mut newest: std::collections::HashMap<u64, Position> = std::collections::HashMap::new();
+    let mut want = Vec::new();
+    let mut next = xorshift(0x5DEE_CE66_D1CE_4E5Bu64);
+    let mut seq = 0u64;
+    for key in 0..6_000u64 {
+        for (key, hint) in [
+            (key, Hint::None),
+            (key.saturating_sub(next() % 3), Hint::None),
+        ] {
+            seq += 1;
+            let hint = newest.get(&key).map_or(hint, |at| Hint::Before(*at));
+            let version = (key, std::cmp::Reverse(seq));
+            let linked = list.insert_hinted(version, seq, hint).expect("room");
+            newest.insert(key, linked.at);
+            want.push((version, seq));
         }
     }
     assert_well_formed(&list);
