@@ -198,14 +198,10 @@ impl ResolverState {
     }
 
     /// Records that `key` of family `cf` of store `store` was written at `last`.
-    fn record(&mut self, store: u32, cf: u32, key: &[u8], last: SeqNo) {
+    fn record(&mut self, store: u32, cf: u32, key: Vec<u8>, last: SeqNo) {
         let written = self.writes.entry((store, cf)).or_default();
-        match written.get_mut(key) {
-            Some(at) => *at = last,
-            None => {
-                written.insert(key.to_vec(), last);
-                self.written += 1;
-            }
+        if written.insert(key, last).is_none() {
+            self.written += 1;
         }
     }
 }
@@ -252,12 +248,13 @@ impl Resolver {
     }
 
     /// Validates `reads` (for a transaction), allocates `total` seqnos for `parts` and, while
-    /// another transaction is live, records the keys they write at the commit's last seqno;
-    /// otherwise, or for a part without its keys, raises the barrier. Returns the first seqno.
+    /// another transaction is live, records the keys they write at the commit's last seqno
+    /// (taking them from the parts: nothing is copied under the lock); otherwise, or for a
+    /// part without its keys, raises the barrier. Returns the first seqno.
     pub(crate) fn admit(
         &self,
         sequencer: &Sequencer,
-        parts: &Parts,
+        parts: &mut Parts,
         total: u64,
         reads: Option<&Validation<'_>>,
     ) -> Result<SeqNo> {
@@ -280,10 +277,10 @@ impl Resolver {
         // for it instead (the barrier), so a lone writer records nothing.
         let others = state.live.values().sum::<usize>() - usize::from(reads.is_some());
         for (&store, part) in parts {
-            match &part.keys {
+            match &mut part.keys {
                 Some(keys) if others > 0 => {
-                    for (cf, key) in keys {
-                        state.record(store as u32, *cf, key, last);
+                    for (cf, key) in keys.drain(..) {
+                        state.record(store as u32, cf, key, last);
                     }
                 }
                 _ => state.barrier = state.barrier.max(last),
@@ -894,10 +891,10 @@ mod tests {
         let mut state = ResolverState::default();
         // Commits long visible, enough for a trim to run.
         for i in 0..2_000u32 {
-            state.record(0, 1, &i.to_be_bytes(), u64::from(i % 10) + 1);
+            state.record(0, 1, i.to_be_bytes().to_vec(), u64::from(i % 10) + 1);
         }
         // In flight: seqno 12, visible 10.
-        state.record(0, 1, b"k", 12);
+        state.record(0, 1, b"k".to_vec(), 12);
         state.trim(10);
         assert_eq!(state.written, 1, "only the commit in flight is kept");
         // A transaction registered now reads at 10 and read "k".
@@ -969,9 +966,9 @@ mod tests {
     #[test]
     fn a_range_read_conflicts_with_writes_in_it_and_only_those() {
         let mut state = ResolverState::default();
-        state.record(0, 1, b"b", 5);
-        state.record(0, 2, b"m", 5);
-        state.record(1, 1, b"m", 5);
+        state.record(0, 1, b"b".to_vec(), 5);
+        state.record(0, 2, b"m".to_vec(), 5);
+        state.record(1, 1, b"m".to_vec(), 5);
         let conflicts = |range: ReadRange| {
             let reads = [range];
             state

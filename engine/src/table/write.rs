@@ -445,7 +445,9 @@ impl Db {
             part.store.store.throttle(&part.wb);
         }
         let mut parts = parts;
-        let first = self.resolver.admit(&self.sequencer, &parts, total, reads)?;
+        let first = self
+            .resolver
+            .admit(&self.sequencer, &mut parts, total, reads)?;
         let last = first + total - 1;
         if parts.len() > 1 {
             // Each part names the others and the commit (its range's first seqno), so
