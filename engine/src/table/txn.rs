@@ -26,6 +26,7 @@ use strata_planner::{Query, Value};
 
 use crate::error::{Error, Result};
 use crate::lsm::commit::Sequencer;
+use crate::lsm::sync::lock_spinning;
 use crate::lsm::{SeqNo, Snapshot, WriteOptions};
 use crate::table::db::{Db, Table, lock};
 use crate::table::entry::{encode_primary_key, record_corrupt};
@@ -219,7 +220,7 @@ impl Resolver {
     /// another transaction was live, as under concurrent transactions) need no wait: a write
     /// of theirs above the snapshot to something the transaction reads is a conflict.
     fn begin(&self, sequencer: &Sequencer) -> (SeqNo, SeqNo) {
-        let mut state = lock(&self.state);
+        let mut state = lock_spinning(&self.state);
         self.live_count.fetch_add(1, Ordering::SeqCst);
         let at = sequencer.visible();
         *state.live.entry(at).or_insert(0) += 1;
@@ -228,7 +229,7 @@ impl Resolver {
 
     /// Unregisters a transaction that registered at `at`.
     fn end(&self, at: SeqNo, sequencer: &Sequencer) {
-        let mut state = lock(&self.state);
+        let mut state = lock_spinning(&self.state);
         if let Some(count) = state.live.get_mut(&at) {
             *count -= 1;
             if *count == 0 {
@@ -241,7 +242,7 @@ impl Resolver {
 
     /// Validates `v` alone (a transaction whose writes change nothing).
     pub(crate) fn validate(&self, v: &Validation<'_>) -> Result<()> {
-        match lock(&self.state).conflict(v) {
+        match lock_spinning(&self.state).conflict(v) {
             Some(why) => Err(Error::TransactionConflict(why)),
             None => Ok(()),
         }
@@ -258,7 +259,7 @@ impl Resolver {
         total: u64,
         reads: Option<&Validation<'_>>,
     ) -> Result<SeqNo> {
-        let mut state = lock(&self.state);
+        let mut state = lock_spinning(&self.state);
         if let Some(v) = reads
             && let Some(why) = state.conflict(v)
         {
