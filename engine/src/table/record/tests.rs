@@ -364,3 +364,37 @@ fn damaged_records_are_errors() {
     ];
     assert!(Record::decode(&huge).is_err());
 }
+
+#[test]
+fn records_decoded_one_after_another_keep_their_own_names_and_share_equal_lists() {
+    let rows = [
+        record! { "a" => 1, "b" => "x" },
+        record! { "a" => 2, "b" => "y" },
+        record! { "a" => 3, "b" => "z", "c" => 1.5 },
+        record! { "a" => 4 },
+        record! { "x" => 5, "y" => 6 },
+        record! { "a" => 7, "c" => 8 },
+        record! { "a" => 9, "b" => "w" },
+        record! { "a" => 10, "b" => "v" },
+        record! {},
+        record! { "a" => 11, "b" => "u" },
+    ];
+    let encoded: Vec<Vec<u8>> = rows.iter().map(Record::encode).collect();
+    let decoded: Vec<Record> = encoded
+        .iter()
+        .map(|bytes| Record::decode(bytes).expect("decodes"))
+        .collect();
+    assert_eq!(decoded, rows);
+    // The same names, one row after the other: one list.
+    assert!(decoded[0].names.same_list(&decoded[1].names));
+    assert!(decoded[6].names.same_list(&decoded[7].names));
+    assert!(
+        !decoded[1].names.same_list(&decoded[6].names),
+        "other names came between"
+    );
+    // A damaged row between two good ones changes neither.
+    let mut bad = encoded[0].clone();
+    bad[4] = 0xff;
+    assert!(Record::decode(&bad).is_err());
+    assert_eq!(Record::decode(&encoded[2]).expect("decodes"), rows[2]);
+}
