@@ -59,20 +59,77 @@ impl Default for Record {
 
 /// Builds a [`Record`]: `record! { "id" => 1, "town" => "Redmond" }`. Values go through
 /// `Value::from`, so integers, floats, booleans, strings, byte vectors and `Option`s work.
+/// Names may be `&str` or `String`; a name given twice keeps its last value.
+///
+/// A thread that builds records of the same names one after another (a loader, a loop of
+/// writes) shares one list of names among them: the record costs the allocation of its
+/// values and nothing for its names.
 #[macro_export]
 macro_rules! record {
     () => { $crate::Record::new() };
-    ($($name:expr => $value:expr),+ $(,)?) => {{
-        let mut record = $crate::Record::new();
-        $( record.set($name, $value); )+
-        record
-    }};
+    ($($name:expr => $value:expr),+ $(,)?) => {
+        $crate::Record::__from_named([
+            $( (
+                ::std::convert::AsRef::<str>::as_ref(&$name),
+                ::std::convert::Into::<$crate::Value>::into($value),
+            ) ),+
+        ])
+    };
 }
 
 impl Record {
     /// An empty record.
     pub fn new() -> Self {
         Record::default()
+    }
+
+    /// What [`record!`] builds with: `fields` in any order, a name given twice keeping its
+    /// last value, the list of names shared with the last record this thread built of the
+    /// same names. Not part of the API: use the macro.
+    #[doc(hidden)]
+    pub fn __from_named<const N: usize>(mut fields: [(&str, Value); N]) -> Record {
+        if fields.windows(2).any(|w| w[0].0 >= w[1].0) {
+            // Stable: of equal names the last given stays last.
+            fields.sort_by(|a, b| a.0.cmp(b.0));
+            if fields.windows(2).any(|w| w[0].0 == w[1].0) {
+                let mut kept = Vec::from(fields);
+                kept.reverse();
+                kept.dedup_by(|a, b| a.0 == b.0);
+                kept.reverse();
+                return Record::with_last_names(kept);
+            }
+        }
+        Record::with_last_names(fields)
+    }
+
+    /// A record of `fields` (strictly ascending names), its list of names the one of the
+    /// last record this thread built so if the names are the same.
+    fn with_last_names<'a, F>(fields: F) -> Record
+    where
+        F: AsRef<[(&'a str, Value)]> + IntoIterator<Item = (&'a str, Value)>,
+    {
+        thread_local! {
+            static LAST: std::cell::RefCell<NameList> = const {
+                std::cell::RefCell::new(NameList::EMPTY)
+            };
+        }
+        let given = fields.as_ref();
+        let build = || given.iter().map(|(name, _)| Name::from(*name)).collect();
+        let names = LAST.with(|last| match last.try_borrow_mut() {
+            Ok(last)
+                if last.len() == given.len()
+                    && last.iter().zip(given).all(|(n, (name, _))| **n == **name) =>
+            {
+                last.clone()
+            }
+            Ok(mut last) => {
+                *last = build();
+                last.clone()
+            }
+            Err(_) => build(),
+        });
+        let values = fields.into_iter().map(|(_, value)| value).collect();
+        Record::from_names(names, values)
     }
 
     fn position(&self, name: &str) -> Result<usize, usize> {

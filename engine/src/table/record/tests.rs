@@ -398,3 +398,34 @@ fn records_decoded_one_after_another_keep_their_own_names_and_share_equal_lists(
     assert!(Record::decode(&bad).is_err());
     assert_eq!(Record::decode(&encoded[2]).expect("decodes"), rows[2]);
 }
+
+#[test]
+fn the_record_macro_sorts_keeps_the_last_of_a_repeated_name_and_shares_repeated_lists() {
+    let town = String::from("town");
+    let r = record! { "z" => 1, town.clone() => "Redmond", "a" => 2, "z" => 3 };
+    assert_eq!(r.value("z"), &Value::Int(3));
+    assert_eq!(r.value("town"), &Value::Str("Redmond".into()));
+    assert_eq!(r.value("a"), &Value::Int(2));
+    assert_eq!(r.len(), 3);
+    let mut by_set = Record::new();
+    by_set.set("a", 2);
+    by_set.set("town", "Redmond");
+    by_set.set("z", 3);
+    assert_eq!(r, by_set);
+
+    let first = record! { "id" => 1, "v" => 1.5 };
+    let second = record! { "v" => 2.5, "id" => 2 };
+    assert!(
+        first.names.same_list(&second.names),
+        "the same names, built one after another"
+    );
+    let other = record! { "id" => 3, "w" => 1.5 };
+    assert!(!other.names.same_list(&first.names));
+    assert_eq!(other.value("w"), &Value::Float(1.5));
+    assert_eq!(second.value("v"), &Value::Float(2.5));
+    // A change to a record with a shared list gives it its own.
+    let mut changed = record! { "id" => 3, "w" => 1.5 };
+    changed.set("x", 1);
+    assert_eq!(other.len(), 2);
+    assert_eq!(changed.len(), 3);
+}
