@@ -376,8 +376,19 @@ struct TableWrites {
     /// The mutations, checked and encoded, in order, replayed at commit against the rows as
     /// they are then.
     mutations: Vec<Planned>,
-    /// Each written key's row after the transaction's writes (`None`: deleted).
-    rows: HashMap<Vec<u8>, Option<Record>>,
+    /// Each written key's last mutation, by its index in `mutations`: its record is the
+    /// key's row after the transaction's writes (`None`: deleted). Each mutation writes a
+    /// whole row, so the row is not copied a second time.
+    rows: HashMap<Vec<u8>, usize>,
+}
+
+impl TableWrites {
+    /// The row at `pk` after the transaction's writes, if it wrote `pk` (`Some(None)`:
+    /// deleted).
+    fn row(&self, pk: &[u8]) -> Option<&Option<Record>> {
+        let &at = self.rows.get(pk)?;
+        self.mutations.get(at).map(|m| &m.record)
+    }
 }
 
 /// An optimistic, serializable transaction over any tables and shards ([`Db::begin`]).
@@ -465,7 +476,7 @@ impl<'db> Transaction<'db> {
     fn read_row(&mut self, t: &Table, pk: &[u8]) -> Result<Option<Record>> {
         if let Some(own) = self.tables.get(&t.def.name)
             && own.table.def.id == t.def.id
-            && let Some(row) = own.rows.get(pk)
+            && let Some(row) = own.row(pk)
         {
             return Ok(row.clone());
         }
@@ -489,7 +500,14 @@ impl<'db> Transaction<'db> {
             .tables
             .get(table)
             .filter(|w| !w.rows.is_empty())
-            .map(|w| (Arc::clone(&w.table), w.rows.clone()));
+            .map(|w| {
+                let rows: HashMap<Vec<u8>, Option<Record>> = w
+                    .rows
+                    .keys()
+                    .map(|pk| (pk.clone(), w.row(pk).cloned().flatten()))
+                    .collect();
+                (Arc::clone(&w.table), rows)
+            });
         let reading = Reading {
             at: Some(&self.snapshot),
             record: true,
@@ -602,7 +620,7 @@ impl<'db> Transaction<'db> {
             Some((record, encoded)) => (Some(record), encoded),
             None => (None, Vec::new()),
         };
-        writes.rows.insert(pk.clone(), record.clone());
+        writes.rows.insert(pk.clone(), writes.mutations.len());
         writes.mutations.push(Planned {
             key: pk,
             record,
