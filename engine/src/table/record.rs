@@ -294,7 +294,11 @@ impl Record {
 
     /// The stored form.
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(16 + self.values.len() * 16);
+        // Sized once (a few bytes over): growing it reallocated, and `realloc` takes the
+        // allocator's arena lock, where committing threads slept.
+        let names: usize = self.names.iter().map(|name| name.len() + 2).sum();
+        let values: usize = self.values.iter().map(value_len).sum();
+        let mut out = Vec::with_capacity(12 + names + self.values.len() * 4 + values);
         self.encode_into(&mut out);
         out
     }
@@ -346,6 +350,7 @@ impl Record {
             .into_iter()
             .find(|&w| end_width(head + count * w + values_len) == w)
             .unwrap_or(4);
+        out.reserve(count * width + values_len);
         let mut end = 0;
         for value in &self.values {
             end += value_len(value);
