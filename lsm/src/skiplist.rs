@@ -324,61 +324,66 @@ struct Pending<'a, K, V> {
     search: Search<'a, K, V>,
     preds: [Option<u32>; MAX_HEIGHT],
     searched: bool,
-    /// The node this key should go right before, checked by [`Pending::place`] when the
-    /// insert is linked; set only for a node of at most [`BEFORE_HEIGHT`] levels, which
-    /// then does not search.
-    hint: Option<u32>,
-    /// Whether `preds` came from [`SkipList::locate`]: lower bounds that [`Pending::place`]
-    /// walks right from when the insert is linked.
-    located: bool,
-    /// How the place was found other than by a search under the lock (a hint or a
-    /// `Located`): see [`Pending::link`] for what it does to the splice.
+    /// How the place is found: by the search, or by [`Pending::place`] from a hint when the
+    /// insert is linked (see [`Placed::link`] for what each does to the splice).
     placed: Placed,
     key: K,
     value: V,
 }
 
-/// How an insert's place was found.
+/// How an insert's place is found.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Placed {
     /// By a search under the writer lock, or from the splice.
     Searched,
-    /// Through a [`Hint::Before`], at most [`BEFORE_HEIGHT`] levels.
-    Before,
-    /// From a [`Hint::Located`].
+    /// Right before this node, checked when the insert is linked ([`Hint::Before`], for a
+    /// node of at most [`BEFORE_HEIGHT`] levels).
+    Before(u32),
+    /// From `preds` as [`SkipList::locate`] found them: lower bounds, walked right from when
+    /// the insert is linked ([`Hint::Located`]).
     Located,
 }
 
-impl<K: Ord, V> Pending<'_, K, V> {
-    /// Finds the predecessors of a hinted insert right before linking it: at level 0 the
+/// An insert whose predecessors are final ([`Pending::place`]), ready to link.
+struct Ready<'a, K, V>(Pending<'a, K, V>);
+
+impl<'a, K: Ord, V> Pending<'a, K, V> {
+    /// Makes the predecessors final, right before the insert is linked: a searched insert's
+    /// are; a located one's walk right over what went in since; a hinted one's are checked
+    /// and found from the hint. REQUIRES: the writer lock, every earlier node linked.
+    fn place(mut self) -> Ready<'a, K, V> {
+        match self.placed {
+            Placed::Searched => {}
+            Placed::Located => self.walk_right(),
+            Placed::Before(hint) => self.check_before(hint),
+        }
+        Ready(self)
+    }
+
+    /// Each level from its located predecessor: a node at that level below this key, then
+    /// and now. Only the writer stores links.
+    fn walk_right(&mut self) {
+        let list = self.list;
+        for level in 0..self.height {
+            let mut at = self.preds[level];
+            loop {
+                let next = list.link(at, level).load(Ordering::Relaxed);
+                if next == NIL || *list.slot(next).key() >= self.key {
+                    break;
+                }
+                at = Some(next);
+            }
+            self.preds[level] = at;
+        }
+    }
+
+    /// The predecessors of an insert that goes right before node `hint`: at level 0 the
     /// hinted node's level-0 predecessor, if its key is below this one and the hinted
     /// node's is above; at each level above, the first node at or before that one, walking
     /// back links, that is tall enough (the last node of the level below this key). A
     /// stale hint (an insert of the same call went in between), or a walk longer than
-    /// [`BACK_WALK`] nodes, searches instead. REQUIRES: the writer lock, every earlier node
-    /// linked.
-    fn place(&mut self) {
-        if self.located {
-            self.located = false;
-            // Each level from its located predecessor: a node at that level below this key,
-            // then and now. Only the writer stores links.
-            let list = self.list;
-            for level in 0..self.height {
-                let mut at = self.preds[level];
-                loop {
-                    let next = list.link(at, level).load(Ordering::Relaxed);
-                    if next == NIL || *list.slot(next).key() >= self.key {
-                        break;
-                    }
-                    at = Some(next);
-                }
-                self.preds[level] = at;
-            }
-            return;
-        }
-        let Some(hint) = self.hint.take() else {
-            return;
-        };
+    /// [`BACK_WALK`] nodes, searches instead.
+    fn check_before(&mut self, hint: u32) {
         let list = self.list;
         let before = list.slot(hint);
         let prev = before.cold().prev.load(Ordering::Relaxed);
@@ -428,22 +433,39 @@ impl<K: Ord, V> Pending<'_, K, V> {
             .is_some();
     }
 
-    /// Writes the node and links it in from level 0 upward. The search is done, and every
-    /// node reserved before this one in the list is linked (or will never be).
+    /// After `linked` (a node of the same list, searched at the same time as this insert)
+    /// went in: where it now sits between this insert's predecessor at a level and this key,
+    /// it is the predecessor there. (It went in right after its own predecessor; if that is
+    /// this insert's too and its key is below this one, it is the last node below this key.)
+    fn after_linked(&mut self, linked: u32, linked_preds: &[Option<u32>; MAX_HEIGHT]) {
+        let slot = self.list.slot(linked);
+        if *slot.key() >= self.key {
+            return;
+        }
+        let height = usize::from(slot.cold().height);
+        for (pred, linked_pred) in self.preds.iter_mut().zip(linked_preds).take(height) {
+            if pred == linked_pred {
+                *pred = Some(linked);
+            }
+        }
+    }
+}
+
+impl<K: Ord, V> Ready<'_, K, V> {
+    /// Writes the node and links it in from level 0 upward. Every node reserved before this
+    /// one in the list is linked (or will never be).
     ///
     /// An insert placed through a [`Hint::Before`] at height 1 leaves the writer's splice to
     /// the last searched one: its node went in before a node already linked, so it is
     /// neither the list's last nor any level's, and the splice still holds nodes below every
     /// later key it serves. A taller one may have become the last node of an upper level,
-    /// which an append from the splice would link behind: it leaves no splice. One placed from a [`Hint::Located`] knows its predecessors only
-    /// at the levels of its own tower, and may have gone in after a level's last node, so
-    /// it leaves no splice: the next insert searches from the head.
+    /// which an append from the splice would link behind: it leaves no splice. One placed
+    /// from a [`Hint::Located`] knows its predecessors only at the levels of its own tower,
+    /// and may have gone in after a level's last node, so it leaves no splice either: the
+    /// next insert searches from the head.
     fn link(self, writer: &mut Writer) -> Result<Linked, Full> {
-        let placed = self.placed;
-        debug_assert!(
-            self.hint.is_none() && !self.located,
-            "a hinted insert is placed before it is linked"
-        );
+        let Ready(pending) = self;
+        let placed = pending.placed;
         let Pending {
             list,
             index,
@@ -453,7 +475,7 @@ impl<K: Ord, V> Pending<'_, K, V> {
             key,
             value,
             ..
-        } = self;
+        } = pending;
         // Levels above the list's height at the search start at the head: `preds` is already
         // `None` there.
         let list_height = list.height.load(Ordering::Relaxed);
@@ -504,30 +526,13 @@ impl<K: Ord, V> Pending<'_, K, V> {
                 writer.splice = preds;
                 writer.splice[..height].fill(Some(index));
             }
-            Placed::Before if height == 1 => {}
-            Placed::Before | Placed::Located => writer.last = NIL,
+            Placed::Before(_) if height == 1 => {}
+            Placed::Before(_) | Placed::Located => writer.last = NIL,
         }
         Ok(Linked {
             at: Position(index),
             after: preds[0].map(Position),
         })
-    }
-
-    /// After `linked` (a node of the same list, searched at the same time as this insert)
-    /// went in: where it now sits between this insert's predecessor at a level and this key,
-    /// it is the predecessor there. (It went in right after its own predecessor; if that is
-    /// this insert's too and its key is below this one, it is the last node below this key.)
-    fn after_linked(&mut self, linked: u32, linked_preds: &[Option<u32>; MAX_HEIGHT]) {
-        let slot = self.list.slot(linked);
-        if *slot.key() >= self.key {
-            return;
-        }
-        let height = usize::from(slot.cold().height);
-        for (pred, linked_pred) in self.preds.iter_mut().zip(linked_preds).take(height) {
-            if pred == linked_pred {
-                *pred = Some(linked);
-            }
-        }
     }
 }
 
@@ -670,8 +675,7 @@ impl<K: Ord, V> SkipList<K, V> {
         while !pending.searched {
             pending.step::<true>();
         }
-        pending.place();
-        pending.link(&mut writer)
+        pending.place().link(&mut writer)
     }
 
     /// Inserts each entry into its list, as [`SkipList::insert`] would one after another,
@@ -733,10 +737,10 @@ impl<K: Ord, V> SkipList<K, V> {
         // In order, so each list's nodes go in in the order their indexes were reserved.
         let mut linked = vec![None; count];
         let mut pending = std::collections::VecDeque::from(pending);
-        while let Some((given, w, mut p)) = pending.pop_front() {
-            p.place();
-            let preds = p.preds;
-            let at = p.link(&mut writers[w].1)?;
+        while let Some((given, w, p)) = pending.pop_front() {
+            let ready = p.place();
+            let preds = ready.0.preds;
+            let at = ready.link(&mut writers[w].1)?;
             for (_, _, later) in pending.iter_mut().filter(|(_, lw, _)| *lw == w) {
                 later.after_linked(at.at.0, &preds);
             }
@@ -801,15 +805,11 @@ impl<K: Ord, V> SkipList<K, V> {
             [None; MAX_HEIGHT]
         };
         let mut placed = Placed::Searched;
-        let mut before = None;
         match hint {
             _ if appends => {}
             // A node of at most `BEFORE_HEIGHT` levels is placed by its `Before` hint (its
             // upper predecessors a short walk back); a taller one searches.
-            Hint::Before(at) if height <= BEFORE_HEIGHT => {
-                before = Some(at.0);
-                placed = Placed::Before;
-            }
+            Hint::Before(at) if height <= BEFORE_HEIGHT => placed = Placed::Before(at.0),
             Hint::Located(located) if located.list == self.address() => {
                 preds = located.preds;
                 placed = Placed::Located;
@@ -824,8 +824,6 @@ impl<K: Ord, V> SkipList<K, V> {
             search,
             preds,
             searched: appends || placed != Placed::Searched,
-            hint: before,
-            located: placed == Placed::Located,
             placed,
             key,
             value,
