@@ -33,8 +33,9 @@ use crate::table::options::Options;
 use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::query::Planning;
 use crate::table::record::Record;
+use crate::table::resolver::Resolver;
 use crate::table::sketch::{LiveStats, SketchFactory};
-use crate::table::txn::{Recovery, Resolver};
+use crate::table::txn::Recovery;
 use crate::table::txn_state::TxnState;
 use crate::table::write::Stripes;
 

@@ -35,6 +35,7 @@ pub mod outbox;
 mod query;
 pub mod record;
 mod record_codec;
+mod resolver;
 mod row_reader;
 mod schema;
 pub mod sketch;

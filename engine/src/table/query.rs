@@ -30,8 +30,9 @@ use crate::table::db::{Db, Table};
 use crate::table::format::KEY_NULL;
 use crate::table::key::decode_value;
 use crate::table::record::Record;
+use crate::table::resolver::ReadRange;
 use crate::table::stream::{Mode, Source, Stream};
-use crate::table::txn::{DbSnapshot, ReadRange};
+use crate::table::txn::DbSnapshot;
 
 /// Average row size assumed for a table the store has no size for yet.
 pub const DEFAULT_ROW_BYTES: f64 = 100.0;

@@ -29,7 +29,7 @@ use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
 use crate::table::key::encode_value;
 use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
 use crate::table::record::Record;
-use crate::table::txn::Validation;
+use crate::table::resolver::Validation;
 
 /// Number of key lock stripes.
 /// TUNING: a power of two well above the writer threads of an embedded database, so two
