@@ -115,7 +115,9 @@ impl Record {
         }
         let given = fields.as_ref();
         let build = || given.iter().map(|(name, _)| Name::from(*name)).collect();
-        let names = LAST.with(|last| match last.try_borrow_mut() {
+        // `try_with`: a record built while the thread's locals are being destroyed (in
+        // another local's destructor) gets its own list.
+        let names = LAST.try_with(|last| match last.try_borrow_mut() {
             Ok(last)
                 if last.len() == given.len()
                     && last.iter().zip(given).all(|(n, (name, _))| **n == **name) =>
@@ -128,6 +130,7 @@ impl Record {
             }
             Err(_) => build(),
         });
+        let names = names.unwrap_or_else(|_| build());
         let values = fields.into_iter().map(|(_, value)| value).collect();
         Record::from_names(names, values)
     }
@@ -396,11 +399,15 @@ impl Record {
         thread_local! {
             static NAMES: std::cell::RefCell<Names> = std::cell::RefCell::default();
         }
-        NAMES.with(|names| match names.try_borrow_mut() {
-            Ok(mut names) => Record::decode_where(bytes, &mut names, |_| true),
-            // Not reentrant, but never worth a panic: decode without the cache.
-            Err(_) => Record::decode_where(bytes, &mut Names::default(), |_| true),
-        })
+        let uncached = || Record::decode_where(bytes, &mut Names::default(), |_| true);
+        // Without the cache when it is in use (not reentrant) or being destroyed (a decode in
+        // another thread local's destructor): never worth a panic.
+        NAMES
+            .try_with(|names| match names.try_borrow_mut() {
+                Ok(mut names) => Record::decode_where(bytes, &mut names, |_| true),
+                Err(_) => uncached(),
+            })
+            .unwrap_or_else(|_| uncached())
     }
 }
 

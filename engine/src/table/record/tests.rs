@@ -429,3 +429,29 @@ fn the_record_macro_sorts_keeps_the_last_of_a_repeated_name_and_shares_repeated_
     assert_eq!(other.len(), 2);
     assert_eq!(changed.len(), 3);
 }
+
+#[test]
+fn records_decode_and_build_in_a_thread_local_destructor() {
+    // A thread local whose destructor decodes and builds records, registered before the
+    // decoder's own cache: the cache is destroyed first (reverse order), and the destructor
+    // must still work, without the cache.
+    struct OnDrop(Vec<u8>);
+    impl Drop for OnDrop {
+        fn drop(&mut self) {
+            let decoded = Record::decode(&self.0).expect("decodes");
+            assert_eq!(decoded, record! { "a" => 1, "b" => "x" });
+        }
+    }
+    thread_local! {
+        static LATE: std::cell::RefCell<Option<OnDrop>> = const { std::cell::RefCell::new(None) };
+    }
+    let bytes = record! { "a" => 1, "b" => "x" }.encode();
+    std::thread::spawn(move || {
+        LATE.with(|late| *late.borrow_mut() = Some(OnDrop(bytes.clone())));
+        // The caches come to life after `LATE`.
+        assert!(Record::decode(&bytes).is_ok());
+        assert_eq!(record! { "c" => 1 }.len(), 1);
+    })
+    .join()
+    .expect("the thread ends cleanly");
+}
