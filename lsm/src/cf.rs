@@ -1,7 +1,7 @@
 //! Column families: named key spaces sharing the store's log, each with its own memtables and
 //! tables.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
@@ -44,6 +44,10 @@ pub(crate) struct CfShared {
     /// REQUIRES for replacing it: the writer lock (memtable switch) or the versions lock
     /// (flush install); readers clone the `Arc` and let go.
     current: Mutex<Arc<SuperVersion>>,
+    /// The current sources' level-0 tables (high half) and sealed memtables (low half), for
+    /// the write path's back-pressure check without the lock and the shared count of
+    /// `current` (both bounce between writing threads' cores).
+    counts: AtomicU64,
     dropped: AtomicBool,
     /// Bytes flushed and compacted, per level.
     pub(crate) io: Mutex<Vec<LevelIo>>,
@@ -73,6 +77,7 @@ impl CfShared {
         CfShared {
             id,
             name,
+            counts: AtomicU64::new(counts_of(&version)),
             current: Mutex::new(Arc::new(version)),
             dropped: AtomicBool::new(false),
             io: Mutex::new(vec![LevelIo::default(); crate::format::MAX_LEVELS]),
@@ -90,7 +95,17 @@ impl CfShared {
         let mut current = lock(&self.current);
         let mut next = SuperVersion::clone(&current);
         change(&mut next);
+        self.counts.store(counts_of(&next), Ordering::Release);
         *current = Arc::new(next);
+    }
+
+    /// The current sources' level-0 tables and sealed memtables, as of the last update.
+    pub(crate) fn l0_and_sealed(&self) -> (usize, usize) {
+        let counts = self.counts.load(Ordering::Acquire);
+        (
+            (counts >> 32) as usize,
+            (counts & u64::from(u32::MAX)) as usize,
+        )
     }
 
     /// Adds one flush or compaction's counts to `level`.
@@ -122,6 +137,17 @@ impl CfShared {
         }
         Ok(())
     }
+}
+
+/// `version`'s level-0 tables and sealed memtables, packed for [`CfShared::l0_and_sealed`].
+fn counts_of(version: &SuperVersion) -> u64 {
+    let l0 = version.levels.first().map_or(0, Vec::len);
+    let clamp = |n: usize| {
+        u64::try_from(n)
+            .unwrap_or(u64::MAX)
+            .min(u64::from(u32::MAX))
+    };
+    clamp(l0) << 32 | clamp(version.sealed.len())
 }
 
 /// Checks a new family's name: 1 to 255 bytes of printable characters.

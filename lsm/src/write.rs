@@ -321,8 +321,7 @@ impl Shared {
         let cfs = self.cfs_read();
         let mut slow = None;
         for cf in ids.iter().filter_map(|id| cfs.get(id)) {
-            let version = cf.current();
-            let (l0, sealed) = (version.levels[0].len(), version.sealed.len());
+            let (l0, sealed) = cf.l0_and_sealed();
             if l0 >= options.l0_stop_trigger {
                 return Some((true, "level-0 tables at l0_stop_trigger"));
             }
