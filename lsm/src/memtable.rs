@@ -18,7 +18,6 @@
 //!    values' by chunks, so the memory held is at most one segment (about half a MiB) and one
 //!    chunk (at most 256 KiB) more.
 
-use std::cmp::Ordering;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
@@ -32,143 +31,12 @@ use crate::memtable_index::{PointIndex, WALK};
 use crate::skiplist::{self, Finger, Hint, Linked, Position, SkipList};
 use crate::sync::core::{self as sync, Mutex, MutexGuard};
 
-/// A memtable key: `(user_key, seqno)` in internal order.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct MemKey {
-    pub(crate) user_key: UserKey,
-    pub(crate) seqno: SeqNo,
-}
+mod key;
 
-impl Ord for MemKey {
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.user_key
-            .cmp(&other.user_key)
-            .then_with(|| other.seqno.cmp(&self.seqno))
-    }
-}
+use key::INLINE_KEY_BYTES;
+pub(crate) use key::{MemKey, UserKey};
 
-/// Keys up to this long are stored in the skip list node itself: 30 bytes keep a `MemKey` at
-/// 40 bytes, so a search step reads one cache line (see [`skiplist::search_bytes`]).
-const INLINE_KEY_BYTES: usize = 30;
-
-/// A user key as the memtable holds it: inside the skip-list node when it is short (as most
-/// keys are), so a search compares keys without following a pointer into another allocation
-/// (a cache miss per comparison, which dominated insert profiles); a longer key in an
-/// allocation of its own. (Not a slice of a shared buffer, as values are: a `Bytes` handle is
-/// 32 bytes where a box is 16, and those 16 bytes hold 8 more bytes of inline key.)
-#[derive(Clone)]
-pub(crate) enum UserKey {
-    Inline {
-        len: u8,
-        bytes: [u8; INLINE_KEY_BYTES],
-    },
-    Boxed(Box<[u8]>),
-}
-
-impl UserKey {
-    /// A copy of `key` (no allocation when short).
-    pub(crate) fn copy(key: &[u8]) -> Self {
-        if key.len() <= INLINE_KEY_BYTES {
-            let mut bytes = [0u8; INLINE_KEY_BYTES];
-            bytes[..key.len()].copy_from_slice(key);
-            UserKey::Inline {
-                len: key.len() as u8,
-                bytes,
-            }
-        } else {
-            UserKey::Boxed(key.into())
-        }
-    }
-
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        match self {
-            UserKey::Inline { len, bytes } => &bytes[..usize::from(*len)],
-            UserKey::Boxed(bytes) => bytes,
-        }
-    }
-}
-
-impl std::ops::Deref for UserKey {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        self.as_slice()
-    }
-}
-
-impl PartialEq for UserKey {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for UserKey {}
-
-impl Ord for UserKey {
-    /// Bytewise order. Two inline keys compare as big-endian integers over their zero-padded
-    /// bytes, then by length: no call into `memcmp` on the search path. The padding cannot
-    /// mislead: where the padded bytes are equal, the shorter key is a prefix of the longer
-    /// one (followed only by zeros), which bytewise order also puts first.
-    #[inline]
-    fn cmp(&self, other: &Self) -> Ordering {
-        match (self, other) {
-            (
-                UserKey::Inline { len, bytes },
-                UserKey::Inline {
-                    len: other_len,
-                    bytes: other_bytes,
-                },
-            ) => padded_words(bytes)
-                .cmp(&padded_words(other_bytes))
-                .then(len.cmp(other_len)),
-            _ => self.as_slice().cmp(other.as_slice()),
-        }
-    }
-}
-
-impl PartialOrd for UserKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-const _: () = assert!(
-    INLINE_KEY_BYTES == 30,
-    "padded_words reads exactly 30 bytes"
-);
-const _: () = assert!(size_of::<MemKey>() == 40);
-// Loom's atomics are larger than std's.
-#[cfg(not(loom))]
-const _: () = assert!(skiplist::search_bytes::<MemKey, (ValueKind, Bytes)>() <= 64);
-
-/// The inline bytes as big-endian words, compared in order: bytes 0-15, then 14-29
-/// (overlapping by two bytes that the first word already found equal).
-#[inline]
-fn padded_words(bytes: &[u8; INLINE_KEY_BYTES]) -> (u128, u128) {
-    let mut first = [0u8; 16];
-    let mut second = [0u8; 16];
-    first.copy_from_slice(&bytes[..16]);
-    second.copy_from_slice(&bytes[14..30]);
-    (u128::from_be_bytes(first), u128::from_be_bytes(second))
-}
-
-impl std::fmt::Debug for UserKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("UserKey")
-            .field(&Bytes::copy_from_slice(self.as_slice()))
-            .finish()
-    }
-}
-
-impl PartialOrd for MemKey {
-    #[inline]
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// Where a batch's entries go, found by [`Memtable::place`] before the batch joined a group:
+/// Where a batch's entries go, found by [`Memtable::place_each`] before the batch joined a group:
 /// a hint per entry, in the memtable that was active for its family then. The memtables are
 /// held, so a hint is never read against a memtable that reused a freed one's address.
 #[derive(Clone, Debug)]
@@ -290,7 +158,7 @@ impl Memtable {
         self.insert_hinted(entry, Hint::None)
     }
 
-    /// [`Memtable::insert`] with what [`Memtable::place`] found for the entry's key.
+    /// [`Memtable::insert`] with what [`Memtable::place_each`] found for the entry's key.
     fn insert_hinted(&self, entry: &BatchEntry, hint: Hint) -> Result<(), skiplist::Full> {
         let mut values = sync::lock(&self.writer);
         let hash = hash64(&entry.key);
@@ -305,7 +173,7 @@ impl Memtable {
 
     /// Inserts the entries, each into its memtable, as [`Memtable::insert`] would one after
     /// another, with the skip-list searches interleaved ([`SkipList::insert_each`]); a
-    /// memtable may take several. Each entry comes with what [`Memtable::place`] found for
+    /// memtable may take several. Each entry comes with what [`Memtable::place_each`] found for
     /// it in that memtable, or [`Hint::None`]. On `Full` some entries may be inserted and
     /// others not: the caller fails the store, as after a failed `insert`.
     pub(crate) fn insert_each(
@@ -390,7 +258,7 @@ impl Memtable {
         hints
     }
 
-    /// The hint to insert `entry` with: the one [`Memtable::place`] found, or failing that
+    /// The hint to insert `entry` with: the one [`Memtable::place_each`] found, or failing that
     /// the node the point index names now, if it is an older version of the key (a version
     /// inserted behind a newer one, out of order, is searched for). The list checks the
     /// place. REQUIRES: the writer lock.
@@ -633,6 +501,7 @@ impl Memtable {
 
 #[cfg(test)]
 mod tests {
+    use std::cmp::Ordering;
     use std::collections::BTreeMap;
 
     use proptest::prelude::*;
