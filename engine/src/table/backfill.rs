@@ -2,8 +2,11 @@
 //!
 //! 1. The index is published `WriteOnly` before the backfill starts: from then on every
 //!    writer maintains it, because a writer reads the definition after taking its key's stripe.
-//! 2. `Backfilling`: the fact family is scanned at a snapshot for its keys, in chunks. For each
-//!    chunk the backfill takes the keys' stripes, reads each row as it is *now* (not as of the
+//! 2. `Backfilling`: every key stripe is taken once and released, so each writer that read
+//!    the definition before step 1 has committed (its row, with no entry, is then in the
+//!    snapshot below; a row it inserted after the snapshot would be indexed by no one).
+//!    Then the fact family is scanned at a snapshot for its keys, in chunks. For each chunk
+//!    the backfill takes the keys' stripes, reads each row as it is *now* (not as of the
 //!    snapshot) and puts that row's entry. A row changed since the snapshot was either changed
 //!    before the stripe was taken (the backfill sees the change) or after (the writer, which
 //!    saw the index, fixes the entry); a row deleted meanwhile is skipped; a row inserted
@@ -39,6 +42,11 @@ impl Db {
     /// REQUIRES: the DDL lock is held; the index exists.
     pub(crate) fn backfill(&self, table: &str, index: &str) -> Result<()> {
         self.set_index_state(table, index, IndexState::Backfilling)?;
+        // A writer that read the definition before the index was published may still be
+        // committing a row without its entry; one that locks from now on sees the index.
+        // Waiting for every stripe lets each of the first kind finish before the snapshot,
+        // so its row is in it (a new row would otherwise be indexed by no one).
+        drop(self.stripes.lock_all());
         let start = self.handle(table)?;
         let id = start.def.id;
         let mut rows = 0u64;
@@ -180,5 +188,65 @@ impl Db {
                 tracing::warn!(%table, %index, %error, "compacting a backfilled index failed");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use strata_planner::{IndexState, Projection, Value};
+
+    use crate::lsm::WriteOptions;
+    use crate::table::db::Db;
+    use crate::table::options::Options;
+    use crate::table::record::Record;
+    use crate::table::write::{TableBatch, plan};
+
+    fn row(id: i64, v: i64) -> Record {
+        let mut r = Record::new();
+        r.set("id", Value::Int(id));
+        r.set("v", Value::Int(v));
+        r
+    }
+
+    /// A writer that read the table's definition before the index was published may commit
+    /// a new row after the backfill's snapshot: the backfill must wait for it, or neither
+    /// indexes the row. The writer is held between the two moments (its stripe taken, the
+    /// old definition read) until the index is ready or half a second has passed.
+    #[test]
+    fn a_writer_that_read_the_definition_before_the_index_is_waited_for() {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        db.create_table("t", &["id"]).expect("table");
+        for id in 0..100 {
+            db.insert("t", row(id, id % 7)).expect("insert");
+        }
+        let stale = db.handle("t").expect("table");
+        let mut batch = TableBatch::new();
+        batch.insert(row(1_000, 3));
+        let planned = plan(&stale.def, batch).expect("plan");
+        let guards = db.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
+        std::thread::scope(|s| {
+            let creating = s.spawn(|| {
+                db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+                    .expect("create index")
+            });
+            let started = Instant::now();
+            while started.elapsed() < Duration::from_millis(500) {
+                let t = db.handle("t").expect("table");
+                if t.def.indexes.first().map(|ix| ix.state) == Some(IndexState::Ready) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            db.write_locked(&stale, planned, WriteOptions::default())
+                .expect("the stale writer commits");
+            drop(guards);
+            creating.join().expect("creating thread");
+        });
+        let report = db.verify("t").expect("verify");
+        assert!(report.is_clean(), "{report}");
+        assert_eq!(report.indexes[0].entries, 101);
     }
 }

@@ -101,6 +101,8 @@ impl Db {
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
         self.sketches.forget(&table.def);
+        // As for an index: writers that found the table commit before its families go.
+        drop(self.stripes.lock_all());
         let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
         for shard in &table.shards {
             shard.store.store.drop_column_family(&shard.fact)?;
@@ -234,10 +236,87 @@ impl Db {
             &[],
         )?;
         self.publish(current.with(def, Some(shards)));
+        // A writer that read the old definition may still be committing entries to these
+        // families: let each finish (they hold their keys' stripes) before the families go.
+        drop(self.stripes.lock_all());
         let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
         for (store, cf) in dropped {
             store.store.drop_column_family(&cf)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, Instant};
+
+    use strata_planner::{Projection, Value};
+
+    use crate::lsm::WriteOptions;
+    use crate::table::db::Db;
+    use crate::table::options::Options;
+    use crate::table::record::Record;
+    use crate::table::write::{TableBatch, plan};
+
+    fn row(id: i64, v: i64, w: i64) -> Record {
+        let mut r = Record::new();
+        r.set("id", Value::Int(id));
+        r.set("v", Value::Int(v));
+        r.set("w", Value::Int(w));
+        r
+    }
+
+    /// A writer that read the definition before an index was dropped commits with it, before
+    /// the index's families go. Had they gone first, this batch (a row in shard 0 whose entry
+    /// does not change, a row in shard 1 whose entry does) would put its first part in and
+    /// fail its second, and the database would refuse every write until reopened. The writer
+    /// is held (its stripes taken, the old definition read) until the drop returns or half a
+    /// second has passed.
+    #[test]
+    fn a_writer_that_read_the_definition_before_an_index_drop_is_waited_for() {
+        let dir = tempfile::tempdir().expect("dir");
+        let db = Db::open(dir.path(), Options::default()).expect("open");
+        db.create_sharded_table("t", &["id"], 2).expect("table");
+        for id in 0..20 {
+            db.insert("t", row(id, 0, 0)).expect("insert");
+        }
+        db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+            .expect("index");
+        let stale = db.handle("t").expect("table");
+        let shard_of = |id: i64| {
+            let mut batch = TableBatch::new();
+            batch.upsert(row(id, 0, 0));
+            stale.fact_shard(&plan(&stale.def, batch).expect("plan")[0].key)
+        };
+        let a = (0..20)
+            .find(|&id| shard_of(id) == 0)
+            .expect("a row in shard 0");
+        let b = (0..20)
+            .find(|&id| shard_of(id) == 1)
+            .expect("a row in shard 1");
+        let mut batch = TableBatch::new();
+        batch.upsert(row(a, 0, 1));
+        batch.upsert(row(b, 1, 1));
+        let planned = plan(&stale.def, batch).expect("plan");
+        let guards = db.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
+        std::thread::scope(|s| {
+            let dropping = s.spawn(|| db.drop_index("t", "by_v").expect("drop index"));
+            let started = Instant::now();
+            while !dropping.is_finished() && started.elapsed() < Duration::from_millis(500) {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            db.write_locked(&stale, planned, WriteOptions::default())
+                .expect("the stale writer commits");
+            drop(guards);
+            dropping.join().expect("dropping thread");
+        });
+        db.insert("t", row(100, 0, 0))
+            .expect("the database still writes");
+        for id in [a, b] {
+            let got = db.get("t", &[Value::Int(id)]).expect("get").expect("row");
+            assert_eq!(got.get("w"), Some(&Value::Int(1)));
+        }
+        assert!(db.verify("t").expect("verify").is_clean());
     }
 }

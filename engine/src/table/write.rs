@@ -294,19 +294,29 @@ impl Db {
                 "table {table:?} was dropped and recreated during the write"
             )));
         }
+        self.write_locked(&t, planned, options)
+    }
 
+    /// Steps 3 and 4 of [`Db::write`], with the definition `t` read under the stripes.
+    /// REQUIRES: the stripes of every planned key and of its new unique values are locked.
+    pub(crate) fn write_locked(
+        &self,
+        t: &Table,
+        planned: Vec<Planned>,
+        options: WriteOptions,
+    ) -> Result<()> {
         // 3. Apply to an overlay of the current records; check unique indexes.
-        let changes = self.overlay(&t, planned)?;
-        self.check_unique(&t, &changes)?;
+        let changes = self.overlay(t, planned)?;
+        self.check_unique(t, &changes)?;
 
         // 4. Per shard store: one batch for facts, sync index diffs and the outbox entry,
         // all committed under one range of seqnos.
         let mut parts = Parts::new();
         let keys = self.resolver.has_live();
-        shard_parts(&t, &changes, &mut parts, keys)?;
+        shard_parts(t, &changes, &mut parts, keys)?;
         let wrote = self.commit_parts(parts, options, None)?;
         let changed = changes.iter().filter(|c| c.changes_anything()).count();
-        self.note_changes(&t, changed as u64);
+        self.note_changes(t, changed as u64);
         if options.sync {
             self.sync_after(&wrote)?;
         }
