@@ -15,7 +15,7 @@ use crate::table::format::{
     ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_KEY_FIELDS, MAX_PRIMARY_KEY_BYTES,
 };
 use crate::table::key::{
-    KeyError, decode_key, decode_value_into, encode_key, encode_value, value_len,
+    KeyError, decode_key, decode_value_into, encode_key_of, encode_value, value_len,
 };
 use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Record, RecordError};
@@ -64,7 +64,7 @@ pub fn encode_primary_key(def: &TableDef, values: &[&Value]) -> Result<Vec<u8>> 
             _ => {}
         }
     }
-    let key = encode_key(values.iter().copied());
+    let key = encode_key_of(values);
     if key.len() > MAX_PRIMARY_KEY_BYTES {
         return Err(Error::TooLarge {
             what: "primary key",
