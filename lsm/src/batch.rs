@@ -119,7 +119,7 @@ impl WriteBatch {
     /// Marks the batch as one part of transaction `id` (a commit across several stores) whose
     /// parts are in `participants` (store numbers, this one's included): recovery replays it
     /// only if the table layer finds the transaction complete. At most
-    /// [`crate::format::MAX_PARTICIPANTS`] participants.
+    /// `MAX_PARTICIPANTS` (4,096) participants.
     pub fn set_transaction(&mut self, id: u64, participants: &[u32]) -> Result<()> {
         if participants.len() > MAX_PARTICIPANTS {
             return Err(Error::InvalidArgument(format!(

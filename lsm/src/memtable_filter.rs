@@ -55,7 +55,8 @@ impl MemtableFilter {
         self.insert_hash(hash64(key));
     }
 
-    /// Records the key whose [`strata_sstable::hash64`] is `hash`, as [`MemtableFilter::insert`].
+    /// Records the key whose [`strata_sstable::hash64`] is `hash` (the memtable hashes each key
+    /// once, for the filter and the skiplist).
     pub(crate) fn insert_hash(&self, hash: u64) {
         if self.blocks == 0 {
             return;
@@ -81,7 +82,8 @@ impl MemtableFilter {
         self.may_hold_hash(hash64(key))
     }
 
-    /// [`MemtableFilter::may_hold`] for the key whose [`strata_sstable::hash64`] is `hash`.
+    /// Whether the memtable may hold the key whose [`strata_sstable::hash64`] is `hash`: `false`
+    /// only when no entry of it was inserted.
     pub(crate) fn may_hold_hash(&self, hash: u64) -> bool {
         if self.blocks == 0 {
             return true;

@@ -464,7 +464,7 @@ pub(crate) fn logged_transactions(dir: &Path, options: &Options) -> Result<Logge
     Ok(logged)
 }
 
-/// What the logs of a store hold of commits across stores ([`logged_transactions`]).
+/// What the logs of a store hold of commits across stores ([`crate::Store::logged_transactions`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LoggedTransactions {
     /// Each commit across stores with a part in the logs: id → the stores holding its parts.

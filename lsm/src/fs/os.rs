@@ -74,7 +74,7 @@ impl FileSystem for OsFs {
         }))
     }
 
-    /// On Linux, a [`super::mapped::MappedLog`]: space reserved ahead and written through a
+    /// On Linux, a `MappedLog` (`fs/mapped.rs`): space reserved ahead and written through a
     /// memory map. Where the file system cannot reserve space, an ordinary file.
     fn create_log(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {
         #[cfg(target_os = "linux")]
