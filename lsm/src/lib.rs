@@ -66,6 +66,7 @@ pub(crate) mod options;
 #[doc(hidden)]
 pub mod skiplist;
 pub(crate) mod snapshot;
+pub(crate) mod stats;
 pub(crate) mod store;
 /// The synchronisation primitives the store is built on (`loom`'s under `--cfg loom`), for
 /// the table layer's own concurrency core. Not a stable API.
@@ -85,7 +86,8 @@ pub use iter::{Cursor, Iter};
 pub use open::LoggedTransactions;
 pub use options::{FlushBarrier, Options, ReadOptions, WriteOptions, prefix_successor};
 pub use snapshot::Snapshot;
-pub use store::{CfSizes, CfStats, CollectedTable, LevelStats, Store, WriteStalls};
+pub use stats::{CfSizes, CfStats, CollectedTable, LevelStats, WriteStalls};
+pub use store::Store;
 pub use strata_wal::RecoveryMode;
 
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
