@@ -1,39 +1,43 @@
-//! Tables against SQLite, on the same generated CSV file: import without and with three
-//! indexes, then fourteen query shapes through `Db::query`, planning included, against
-//! SQLite's prepared statements, plus Strata's planning time and `strata query` as a process.
+//! Tables against SQLite: the same CSV files loaded into both, then the same questions through
+//! `Db::query` (planning included) and SQLite's prepared statements, every row consumed, plus
+//! Strata's planning time, `strata query` as a process, and the bytes each takes on disk.
 //!
-//! - The file: `--rows` customers (default 1,000,000), generated once from a fixed seed:
-//!   `id` (the key), `first` and `last` (text, uniform over 12 and 16 names), `town` (text,
-//!   Zipf s = 1 over 1,000 towns), `status` (text, low cardinality: 60 / 35 / 5 %), `age`
-//!   (int, uniform 18–87), `grp` (int, uniform over rows / 30 values), `score` (int, uniform
-//!   below 100,000, never indexed), `balance` (float, uniform 0–100,000), `phone` (text,
-//!   NULL in 0.25 % of rows), `referrer` (int, NULL in 99 % of rows), `email` (text, unique).
-//! - Import: Strata through `strata_cli::import::import`, the code of `strata import` (both
-//!   passes, atomic batches of 1,000, logs synced at the end); SQLite as the `sqlite3` shell's
-//!   `.import` does (one transaction, a prepared `INSERT` per row, every field bound as text,
-//!   `journal_mode=DELETE`, `synchronous=FULL`). With indexes: `by_town (town)`,
-//!   `by_town_last (town, last)`, `by_email (email)`, created before the import.
-//! - Queries: after the indexed import, seven more indexes (ten in all) and `analyze` /
-//!   `ANALYZE`. Keys-only indexes `by_grp`, `by_balance`, `by_status_age (status, age)`,
-//!   `by_phone`, `by_referrer`; covering ones `by_grp_cover` and `by_town_cover`, which carry
-//!   `age` and `balance` (`Include` in Strata, the same columns appended to the index in
-//!   SQLite, which has no INCLUDE). Every query's parameters come from one seeded generator,
-//!   the same for both engines, every row is consumed (every field read), and the engines
-//!   must return the same number of rows.
-//! - Planning: the median time of `Db::explain` over every shape, on the ten-index table as
-//!   the import left it (many table files). `--strata-bin PATH`: the median wall time of
-//!   `strata query` for one primary key, as a whole process.
+//! - The tables (STYLE #19): `customers` (`--rows`, default 1,000,000; generated here from a
+//!   fixed seed, `data.rs`: 14 fields with real-length names, a sign-up date as text in key
+//!   order, NULL-heavy `referrer_id` and `notes`, Zipf-skewed `home_town`), and two tables of
+//!   TPC-H's shape from its public generator (`tpch.rs`, `--tpch SF`, default 0.2):
+//!   `lineitem` (1.2M rows, 16 fields, composite primary key) and `orders` (1.05M rows, 9
+//!   fields), both in time order.
+//! - SQLite is given the same memory as Strata (STYLE #18): `cache_size` equal to Strata's
+//!   block cache (64 MiB) and `mmap_size` covering the whole file, as Strata maps its table
+//!   files; the same queries then run again on a new connection with SQLite's defaults (2 MiB
+//!   cache, no map), reported beside. Both engines are durable at the end of an import
+//!   (`synchronous=FULL`; Strata syncs its logs).
+//! - Import: Strata through `strata_cli::import::import`, the code of `strata import`; SQLite
+//!   as the `sqlite3` shell's `.import` does (one transaction, a prepared `INSERT` per row,
+//!   every field bound as text and converted by the column's type). `customers` once without
+//!   indexes, then every table with its import indexes created first.
+//! - Queries: after the import, more indexes per table (keys-only, and two covering ones on
+//!   `customers`: `Include` in Strata, the carried columns appended to the index in SQLite,
+//!   which has no INCLUDE), then `analyze` / `ANALYZE`. Every query's parameters come from one
+//!   seeded generator, the same for both engines, and the engines must return the same
+//!   number of rows.
+//! - Bytes: each table's rows and indexes (Strata: its families' table files and memtables
+//!   after a flush; SQLite: `dbstat`), and the whole database on disk; Strata again after
+//!   compacting every table.
 //!
 //! With `--rounds N` the engines take turns N times; each figure is the median. Ratios are
 //! SQLite's time over Strata's: above 1 means Strata is faster.
 //!
-//! Usage: `strata-compare-tables [--rows N] [--rounds N] [--scale X] [--dir DIR]
+//! Usage: `tables [--rows N] [--tpch SF] [--rounds N] [--scale X] [--dir DIR]
 //! [--strata-bin PATH]` (`--scale` multiplies every query's repetitions).
 
 mod data;
 mod shapes;
+mod spec;
 mod sqlite_side;
 mod strata_side;
+mod tpch;
 
 use std::path::PathBuf;
 
@@ -45,6 +49,7 @@ use strata_side::run_strata;
 
 struct Config {
     rows: u64,
+    tpch: f64,
     rounds: usize,
     scale: f64,
     dir: PathBuf,
@@ -54,6 +59,7 @@ struct Config {
 fn parse_args() -> Config {
     let mut config = Config {
         rows: 1_000_000,
+        tpch: 0.2,
         rounds: 1,
         scale: 1.0,
         dir: std::env::temp_dir().join("strata-compare-tables"),
@@ -69,13 +75,14 @@ fn parse_args() -> Config {
         };
         match arg.as_str() {
             "--rows" => config.rows = value().parse().expect("--rows: a number"),
+            "--tpch" => config.tpch = value().parse().expect("--tpch: a number"),
             "--rounds" => config.rounds = value().parse().expect("--rounds: a number"),
             "--scale" => config.scale = value().parse().expect("--scale: a number"),
             "--dir" => config.dir = PathBuf::from(value()),
             "--strata-bin" => config.strata_bin = Some(PathBuf::from(value())),
             other => {
                 eprintln!(
-                    "unknown argument {other}\nusage: strata-compare-tables [--rows N] \
+                    "unknown argument {other}\nusage: tables [--rows N] [--tpch SF] \
                      [--rounds N] [--scale X] [--dir DIR] [--strata-bin PATH]"
                 );
                 std::process::exit(2)
@@ -94,13 +101,33 @@ pub struct Timing {
     pub rows: f64,
 }
 
+/// What a table takes on disk: its rows, its indexes, and how many index entries.
+#[derive(Clone, Copy, Default)]
+pub struct Bytes {
+    pub rows: u64,
+    pub indexes: u64,
+    pub index_entries: u64,
+}
+
 /// One engine's figures in one round.
 #[derive(Default)]
 pub struct Figures {
+    /// `customers` without indexes, rows a second.
     pub import_plain: f64,
-    pub import_indexed: f64,
+    /// Every table with its import indexes, rows a second.
+    pub import_indexed: Vec<f64>,
     pub point_get: f64,
     pub shapes: Vec<Timing>,
+    /// SQLite only: the same with its default configuration.
+    pub default_point_get: f64,
+    pub default_shapes: Vec<Timing>,
+    pub sqlite_config: String,
+    pub sqlite_default_config: String,
+    /// Per table; Strata also after compacting every table.
+    pub bytes: Vec<Bytes>,
+    pub compacted_bytes: Vec<Bytes>,
+    pub total_bytes: u64,
+    pub total_compacted_bytes: u64,
     pub plans: Vec<String>,
     pub planning_us: Vec<f64>,
     pub table_files: u64,
@@ -116,13 +143,17 @@ pub fn geometric_mean(ratios: &[f64]) -> f64 {
 fn main() {
     let config = parse_args();
     std::fs::create_dir_all(&config.dir).expect("bench directory");
-    let csv = config.dir.join("customers.csv");
-    let data = generate(&csv, config.rows);
-    let bytes = std::fs::metadata(&csv).map(|m| m.len()).unwrap_or(0);
+    let csv = config.dir.join("customers-v2.csv");
+    let mut data = generate(&csv, config.rows);
+    data.tpch = tpch::generate(&config.dir, config.tpch);
+    let tables = spec::tables(&csv, config.rows, &config.dir, config.tpch, &data.tpch);
     println!(
-        "{} rows ({:.0} MB of CSV), median of {} round(s), repetitions x{}, in {}",
-        config.rows,
-        bytes as f64 / 1e6,
+        "{}; median of {} round(s), repetitions x{}, in {}",
+        tables
+            .iter()
+            .map(|t| format!("{} {} rows", t.name, t.rows))
+            .collect::<Vec<_>>()
+            .join(", "),
         config.rounds,
         config.scale,
         config.dir.display()
@@ -130,16 +161,34 @@ fn main() {
     let mut strata_runs = Vec::new();
     let mut sqlite_runs = Vec::new();
     for round in 1..=config.rounds {
-        eprintln!("round {round} of {}: strata ...", config.rounds);
-        strata_runs.push(run_strata(&csv, &data, &config));
-        eprintln!("round {round} of {}: sqlite ...", config.rounds);
-        sqlite_runs.push(run_sqlite(&csv, &data, &config));
+        // Alternate which engine goes first, so neither always meets a cold page cache.
+        let order = if round % 2 == 1 {
+            [true, false]
+        } else {
+            [false, true]
+        };
+        for strata_turn in order {
+            if strata_turn {
+                eprintln!("round {round} of {}: strata ...", config.rounds);
+                strata_runs.push(run_strata(&tables, &data, &config));
+            } else {
+                eprintln!("round {round} of {}: sqlite ...", config.rounds);
+                sqlite_runs.push(run_sqlite(&tables, &data, &config));
+            }
+        }
     }
-    let med = |runs: &[Figures], f: &dyn Fn(&Figures) -> f64| median(runs.iter().map(f).collect());
+    report(&tables, &strata_runs, &sqlite_runs);
+}
 
+fn report(tables: &[spec::TableSpec], strata_runs: &[Figures], sqlite_runs: &[Figures]) {
+    let med = |runs: &[Figures], f: &dyn Fn(&Figures) -> f64| median(runs.iter().map(f).collect());
     println!(
-        "\n| {:<42} | {:>12} | {:>12} | {:>9} |",
-        "import", "strata rows/s", "sqlite rows/s", "ratio"
+        "\nSQLite, fair: {}; as it comes: {}. Strata: 64 MiB block cache, table files memory-mapped.",
+        sqlite_runs[0].sqlite_config, sqlite_runs[0].sqlite_default_config
+    );
+    println!(
+        "\n| {:<42} | {:>13} | {:>13} | {:>9} |",
+        "import (rows a second)", "strata", "sqlite", "ratio"
     );
     println!(
         "|{}|{}|{}|{}|",
@@ -148,53 +197,75 @@ fn main() {
         "-".repeat(15),
         "-".repeat(11)
     );
-    for (name, f) in [
-        (
-            "no index",
-            (|x: &Figures| x.import_plain) as fn(&Figures) -> f64,
-        ),
-        ("3 indexes", |x: &Figures| x.import_indexed),
-    ] {
-        let (s, q) = (med(&strata_runs, &f), med(&sqlite_runs, &f));
+    let mut import_ratios = Vec::new();
+    let (s, q) = (
+        med(strata_runs, &|x| x.import_plain),
+        med(sqlite_runs, &|x| x.import_plain),
+    );
+    println!(
+        "| {:<42} | {s:>13.0} | {q:>13.0} | {:>9.2} |",
+        "customers, no index",
+        s / q
+    );
+    import_ratios.push(s / q);
+    for (t, spec) in tables.iter().enumerate() {
+        let (s, q) = (
+            med(strata_runs, &|x| x.import_indexed[t]),
+            med(sqlite_runs, &|x| x.import_indexed[t]),
+        );
+        let name = format!("{}, {} indexes", spec.name, spec.import_indexes.len());
         println!("| {name:<42} | {s:>13.0} | {q:>13.0} | {:>9.2} |", s / q);
+        import_ratios.push(s / q);
     }
+    println!(
+        "import, geometric mean: {:.2}",
+        geometric_mean(&import_ratios)
+    );
 
     println!(
-        "\n| {:<42} | {:>8} | {:>10} | {:>10} | {:>6} | {:>7} | {:<28} | sqlite's plan",
+        "\n| {:<48} | {:>8} | {:>10} | {:>10} | {:>6} | {:>10} | {:>6} | {:>7} | {:<28} | sqlite's plan",
         "query (µs per query, every row consumed)",
         "rows",
         "strata",
         "sqlite",
         "ratio",
+        "sqlite dflt",
+        "ratio",
         "plan µs",
         "strata's plan"
     );
     println!(
-        "|{}|{}|{}|{}|{}|{}|{}|---|",
-        "-".repeat(44),
+        "|{}|{}|{}|{}|{}|{}|{}|{}|{}|---|",
+        "-".repeat(50),
         "-".repeat(10),
         "-".repeat(12),
+        "-".repeat(12),
+        "-".repeat(8),
         "-".repeat(12),
         "-".repeat(8),
         "-".repeat(9),
         "-".repeat(30)
     );
-    let (s, q) = (
-        med(&strata_runs, &|x| x.point_get),
-        med(&sqlite_runs, &|x| x.point_get),
+    let (s, q, d) = (
+        med(strata_runs, &|x| x.point_get),
+        med(sqlite_runs, &|x| x.point_get),
+        med(sqlite_runs, &|x| x.default_point_get),
     );
     println!(
-        "| {:<42} | {:>8} | {s:>10.2} | {q:>10.2} | {:>6.2} | {:>7} | {:<28} | |",
-        "primary key, Db::get (reference)",
+        "| {:<48} | {:>8} | {s:>10.2} | {q:>10.2} | {:>6.2} | {d:>10.2} | {:>6.2} | {:>7} | {:<28} | |",
+        "customers: primary key, Db::get (reference)",
         1,
         q / s,
+        d / s,
         "",
         "get"
     );
     let mut ratios = Vec::new();
+    let mut default_ratios = Vec::new();
     for (i, shape) in shapes().iter().enumerate() {
-        let s = med(&strata_runs, &|x| x.shapes[i].micros);
-        let q = med(&sqlite_runs, &|x| x.shapes[i].micros);
+        let s = med(strata_runs, &|x| x.shapes[i].micros);
+        let q = med(sqlite_runs, &|x| x.shapes[i].micros);
+        let d = med(sqlite_runs, &|x| x.default_shapes[i].micros);
         let (rows_s, rows_q) = (strata_runs[0].shapes[i].rows, sqlite_runs[0].shapes[i].rows);
         assert!(
             (rows_s - rows_q).abs() < 1e-9,
@@ -202,24 +273,34 @@ fn main() {
             shape.name
         );
         ratios.push(q / s);
+        default_ratios.push(d / s);
+        let name = if shape.table == "customers" {
+            format!("customers: {}", shape.name)
+        } else {
+            shape.name.to_string()
+        };
         println!(
-            "| {:<42} | {rows_s:>8.0} | {s:>10.1} | {q:>10.1} | {:>6.2} | {:>7.1} | {:<28} | {}",
-            shape.name,
+            "| {name:<48} | {rows_s:>8.0} | {s:>10.1} | {q:>10.1} | {:>6.2} | {d:>10.1} | {:>6.2} | {:>7.1} | {:<28} | {}",
             q / s,
-            med(&strata_runs, &|x| x.planning_us[i]),
+            d / s,
+            med(strata_runs, &|x| x.planning_us[i]),
             strata_runs[0].plans[i],
             sqlite_runs[0].plans[i]
         );
     }
     println!(
-        "\ngeometric mean of the query ratios: {:.2}",
-        geometric_mean(&ratios)
+        "\ngeometric mean of the query ratios: {:.2} against SQLite with the same memory, {:.2} \
+         against SQLite's defaults; {} of {} shapes at 1.0 or more (same memory)",
+        geometric_mean(&ratios),
+        geometric_mean(&default_ratios),
+        ratios.iter().filter(|r| **r >= 1.0).count(),
+        ratios.len()
     );
     let planning: Vec<f64> = (0..ratios.len())
-        .map(|i| med(&strata_runs, &|x| x.planning_us[i]))
+        .map(|i| med(strata_runs, &|x| x.planning_us[i]))
         .collect();
     println!(
-        "planning (Db::explain, 10 indexes, {} table files): median {:.1} µs, worst shape {:.1} µs",
+        "planning (Db::explain, {} table files): median {:.1} µs, worst shape {:.1} µs",
         strata_runs[0].table_files,
         median(planning.clone()),
         planning.iter().copied().fold(0.0, f64::max)
@@ -227,14 +308,64 @@ fn main() {
     if strata_runs[0].process_ms.is_some() {
         println!(
             "`strata query` for one primary key, whole process: median {:.1} ms",
-            med(&strata_runs, &|x| x.process_ms.unwrap_or(f64::NAN))
+            med(strata_runs, &|x| x.process_ms.unwrap_or(f64::NAN))
         );
     }
-    println!("\nper-row costs (µs a row, explain_analyze):");
+
+    println!(
+        "\n| {:<10} | {:>9} | {:>26} | {:>26} | {:>26} |",
+        "bytes",
+        "rows",
+        "strata rows / indexes",
+        "compacted rows / indexes",
+        "sqlite rows / indexes"
+    );
+    println!(
+        "|{}|{}|{}|{}|{}|",
+        "-".repeat(12),
+        "-".repeat(11),
+        "-".repeat(28),
+        "-".repeat(28),
+        "-".repeat(28)
+    );
+    let per = |b: &Bytes, rows: u64| {
+        format!(
+            "{:>6.1} MB {:>4.0} / {:>3.0} B",
+            (b.rows + b.indexes) as f64 / 1e6,
+            b.rows as f64 / rows.max(1) as f64,
+            b.indexes as f64 / b.index_entries.max(1) as f64
+        )
+    };
+    for (t, spec) in tables.iter().enumerate() {
+        println!(
+            "| {:<10} | {:>9} | {:>26} | {:>26} | {:>26} |",
+            spec.name,
+            spec.rows,
+            per(&strata_runs[0].bytes[t], spec.rows),
+            per(&strata_runs[0].compacted_bytes[t], spec.rows),
+            per(&sqlite_runs[0].bytes[t], spec.rows)
+        );
+    }
+    let (s, c, q) = (
+        strata_runs[0].total_bytes,
+        strata_runs[0].total_compacted_bytes,
+        sqlite_runs[0].total_bytes,
+    );
+    println!(
+        "whole database on disk: strata {:.1} MB ({:.2}x sqlite), {:.1} MB compacted ({:.2}x); sqlite {:.1} MB \
+         (bytes a row: the rows' bytes over the rows; bytes an entry: the indexes' bytes over their entries)",
+        s as f64 / 1e6,
+        s as f64 / q as f64,
+        c as f64 / 1e6,
+        c as f64 / q as f64,
+        q as f64 / 1e6
+    );
+
+    println!("\nper-row costs (µs a row, explain_analyze, customers):");
     for (i, (name, _)) in strata_runs[0].per_row.iter().enumerate() {
         println!(
             "  {name:<24} {:>7.3}",
-            med(&strata_runs, &|x| x.per_row[i].1)
+            med(strata_runs, &|x| x.per_row[i].1)
         );
     }
 }

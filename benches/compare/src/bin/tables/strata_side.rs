@@ -7,11 +7,12 @@ use std::time::{Duration, Instant};
 use strata::{Db, Options, Predicate, Projection, Query, Value};
 use strata_cli::import::{Format, ImportOptions, import};
 
-use crate::data::{Data, IMPORT_INDEXES, QUERY_INDEXES, Rng};
+use crate::data::{Data, Rng};
 use crate::shapes::{Shape, shapes};
+use crate::spec::TableSpec;
 use strata_compare::median;
 
-use crate::{Config, Figures, Timing};
+use crate::{Bytes, Config, Figures, Timing};
 
 pub fn reps(shape: &Shape, config: &Config) -> u64 {
     ((shape.reps as f64 * config.scale).round() as u64).max(1)
@@ -24,41 +25,49 @@ pub fn import_options() -> ImportOptions {
     }
 }
 
-pub fn strata_import(csv: &Path, dir: &Path, indexed: bool, rows: u64) -> (Db, f64) {
-    let _ = std::fs::remove_dir_all(dir);
-    let db = Db::open(dir, Options::default()).expect("open");
-    db.create_table("customers", &["id"]).expect("table");
+/// Loads `spec` into `db` through `strata import`'s code, with its import indexes first when
+/// `indexed`; rows a second.
+pub fn strata_import(db: &Db, spec: &TableSpec, indexed: bool) -> f64 {
+    db.create_table(spec.name, spec.key).expect("table");
     if indexed {
-        for (name, fields) in IMPORT_INDEXES {
-            db.create_index("customers", name, fields, Projection::KeysOnly)
+        for (name, fields) in &spec.import_indexes {
+            db.create_index(spec.name, name, fields, Projection::KeysOnly)
                 .expect("index");
         }
     }
     let start = Instant::now();
-    let report = import(&db, "customers", csv, &import_options()).expect("import");
+    let report = import(db, spec.name, &spec.csv, &import_options()).expect("import");
     let secs = start.elapsed().as_secs_f64();
-    assert_eq!(report.rows, rows);
-    (db, rows as f64 / secs)
+    assert_eq!(report.rows, spec.rows, "{}", spec.name);
+    spec.rows as f64 / secs
 }
 
-pub fn run_strata(csv: &Path, data: &Data, config: &Config) -> Figures {
+pub fn run_strata(tables: &[TableSpec], data: &Data, config: &Config) -> Figures {
     let mut figures = Figures::default();
     let dir = config.dir.join("strata");
-    let (db, rate) = strata_import(csv, &dir, false, config.rows);
-    figures.import_plain = rate;
-    db.close().expect("close");
-    let (db, rate) = strata_import(csv, &dir, true, config.rows);
-    figures.import_indexed = rate;
-    for (name, fields, carried) in QUERY_INDEXES {
-        let projection = if carried.is_empty() {
-            Projection::KeysOnly
-        } else {
-            Projection::Include(carried.iter().map(|f| f.to_string()).collect())
-        };
-        db.create_index("customers", name, fields, projection)
-            .expect("index");
+    let _ = std::fs::remove_dir_all(&dir);
+    {
+        let db = Db::open(&dir, Options::default()).expect("open");
+        figures.import_plain = strata_import(&db, &tables[0], false);
+        db.close().expect("close");
     }
-    db.analyze("customers").expect("analyze");
+    let _ = std::fs::remove_dir_all(&dir);
+    let db = Db::open(&dir, Options::default()).expect("open");
+    for spec in tables {
+        figures.import_indexed.push(strata_import(&db, spec, true));
+    }
+    for spec in tables {
+        for (name, fields, carried) in &spec.query_indexes {
+            let projection = if carried.is_empty() {
+                Projection::KeysOnly
+            } else {
+                Projection::Include(carried.iter().map(|f| f.to_string()).collect())
+            };
+            db.create_index(spec.name, name, fields, projection)
+                .expect("index");
+        }
+        db.analyze(spec.name).expect("analyze");
+    }
     figures.table_files = table_files(&dir);
 
     let mut rng = Rng(11);
@@ -77,7 +86,7 @@ pub fn run_strata(csv: &Path, data: &Data, config: &Config) -> Figures {
         let queries: Vec<Query> = (0..n)
             .map(|_| (shape.strata)(&(shape.params)(&mut rng, data)))
             .collect();
-        let plan = db.explain("customers", &queries[0]).expect("explain");
+        let plan = db.explain(shape.table, &queries[0]).expect("explain");
         figures.plans.push(match &plan.chosen.index {
             Some(index) => format!("{} {index}", plan.chosen.plan),
             None => plan.chosen.plan.to_string(),
@@ -85,7 +94,7 @@ pub fn run_strata(csv: &Path, data: &Data, config: &Config) -> Figures {
         let mut rows = 0u64;
         let start = Instant::now();
         for query in &queries {
-            for row in db.query("customers", query).expect("query") {
+            for row in db.query(shape.table, query).expect("query") {
                 let row = row.expect("row");
                 for (_, value) in row.iter() {
                     std::hint::black_box(value);
@@ -102,19 +111,67 @@ pub fn run_strata(csv: &Path, data: &Data, config: &Config) -> Figures {
         let start = Instant::now();
         let planned = queries.len().clamp(200, 2_000);
         for query in queries.iter().cycle().take(planned) {
-            std::hint::black_box(db.explain("customers", query).expect("explain"));
+            std::hint::black_box(db.explain(shape.table, query).expect("explain"));
         }
         figures
             .planning_us
             .push(start.elapsed().as_secs_f64() * 1e6 / planned as f64);
     }
     figures.per_row = per_row_costs(&db, data);
+    db.flush().expect("flush");
+    figures.bytes = tables.iter().map(|t| table_bytes(&db, t)).collect();
+    figures.total_bytes = dir_bytes(&dir);
+    for spec in tables {
+        db.compact(spec.name).expect("compact");
+    }
+    figures.compacted_bytes = tables.iter().map(|t| table_bytes(&db, t)).collect();
+    figures.total_compacted_bytes = dir_bytes(&dir);
     db.close().expect("close");
     if let Some(bin) = &config.strata_bin {
         figures.process_ms = Some(process_query(bin, &dir, config.rows));
     }
     let _ = std::fs::remove_dir_all(&dir);
     figures
+}
+
+/// The bytes `spec`'s rows take (its fact family, every shard) and its indexes take (every
+/// index family), in table files and memtables.
+pub fn table_bytes(db: &Db, spec: &TableSpec) -> Bytes {
+    let def = db.table(spec.name).expect("definition");
+    let mut bytes = Bytes::default();
+    db.for_each_store(|_, store| {
+        let fact = store.cf(&def.fact_cf())?;
+        let sizes = store.sizes(&fact)?;
+        bytes.rows += sizes.table_bytes + sizes.memtable_bytes;
+        for index in &def.indexes {
+            let Ok(cf) = store.cf(&strata::table::catalog::index_cf(spec.name, &index.name)) else {
+                continue;
+            };
+            let sizes = store.sizes(&cf)?;
+            bytes.indexes += sizes.table_bytes + sizes.memtable_bytes;
+            bytes.index_entries += sizes.table_entries + sizes.memtable_entries;
+        }
+        Ok(())
+    })
+    .expect("sizes");
+    bytes
+}
+
+/// Every file's bytes under `dir`.
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let mut n = 0;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                n += entry.metadata().map(|m| m.len()).unwrap_or(0);
+            }
+        }
+    }
+    n
 }
 
 /// The table files under `dir`.
@@ -140,14 +197,14 @@ pub fn per_row_costs(db: &Db, data: &Data) -> Vec<(String, f64)> {
     let scan = db
         .explain_analyze(
             "customers",
-            &Query::default().filter(Predicate::ge("age", 53)),
+            &Query::default().filter(Predicate::ge("age_years", 53)),
         )
         .expect("analyze");
     let towns = data.thousand_towns();
     let fetch = db
         .explain_analyze(
             "customers",
-            &Query::default().filter(Predicate::eq("town", towns[0].clone())),
+            &Query::default().filter(Predicate::eq("home_town", towns[0].clone())),
         )
         .expect("analyze");
     let per = |d: Duration, n: u64| d.as_secs_f64() * 1e6 / n.max(1) as f64;
@@ -184,7 +241,12 @@ pub fn process_query(bin: &Path, dir: &Path, rows: u64) -> f64 {
         let out = std::process::Command::new(bin)
             .arg("--db")
             .arg(dir)
-            .args(["query", "customers", "--where", &format!("id = {id}")])
+            .args([
+                "query",
+                "customers",
+                "--where",
+                &format!("customer_id = {id}"),
+            ])
             .output()
             .expect("run strata");
         times.push(start.elapsed().as_secs_f64() * 1e3);
