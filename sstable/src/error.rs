@@ -107,6 +107,10 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// A format version the builder cannot write (older than the oldest this build reads,
+    /// newer than its own), or asked for after the first entry.
+    #[error("cannot write table format version {0} here")]
+    UnsupportedFormatVersion(u32),
     /// A builder whose writer failed refuses further work.
     #[error("the table builder failed earlier and accepts no more entries")]
     BuilderFailed,

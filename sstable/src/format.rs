@@ -6,8 +6,21 @@
 /// Magic number at the very end of every table file: "STRATAST" read as a little-endian u64.
 pub const MAGIC: u64 = u64::from_le_bytes(*b"STRATAST");
 
-/// Format version written in the footer. Readers refuse versions they do not know.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version, written in the footer. Readers refuse versions they do not know.
+/// - 1: every entry stores its value whole. What a builder writes by default.
+/// - 2: an entry's value may share a prefix with the value before it (`block`'s layout),
+///   written when `TableOptions::share_value_prefixes` is on. Both are read; compaction
+///   writes whichever the store's options say, so a store moves between them as it compacts.
+pub const FORMAT_VERSION: u32 = 2;
+
+/// The oldest format version this build still reads.
+pub const OLDEST_READABLE_VERSION: u32 = 1;
+
+/// The first format version whose blocks share value prefixes.
+pub(crate) const SHARED_VALUES_VERSION: u32 = 2;
+
+const _: () = assert!(OLDEST_READABLE_VERSION <= SHARED_VALUES_VERSION);
+const _: () = assert!(SHARED_VALUES_VERSION <= FORMAT_VERSION);
 
 /// Size of the fixed footer at the end of the file, in bytes:
 ///

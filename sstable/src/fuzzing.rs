@@ -16,8 +16,16 @@ pub type DecodedEntry = (Vec<u8>, u64, ValueKind, Vec<u8>);
 /// backwards, and by a seek to each. Asserts that what a read yields ascends, that the three
 /// agree, and that a whole-block validation agrees with the forward read; returns the
 /// entries or the first corruption.
+///
+/// The bytes are read as both block layouts (format versions 1 and 2, whose values may share
+/// prefixes); the result is version 2's.
 pub fn decode_block(raw: &[u8]) -> Result<Vec<DecodedEntry>, Corruption> {
-    let block = Block::new(Bytes::copy_from_slice(raw))?;
+    let _ = decode_block_as(raw, false);
+    decode_block_as(raw, true)
+}
+
+fn decode_block_as(raw: &[u8], shares_values: bool) -> Result<Vec<DecodedEntry>, Corruption> {
+    let block = Block::new(Bytes::copy_from_slice(raw), shares_values)?;
     block.check_restarts()?;
     let forward = read_forward(&block);
     assert_eq!(
@@ -86,10 +94,11 @@ fn read_forward(block: &Block) -> Result<Vec<DecodedEntry>, Corruption> {
     }
 }
 
-/// Encodes entries as a raw block with the given restart interval: seeds for the block
-/// fuzzer. REQUIRES: entries in table order.
+/// Encodes entries as a raw block with the given restart interval, in format version 2's
+/// layout (values may share prefixes): seeds for the block fuzzer. REQUIRES: entries in
+/// table order.
 pub fn encode_block(entries: &[DecodedEntry], restart_interval: usize) -> Vec<u8> {
-    let mut builder = crate::block::BlockBuilder::new(restart_interval.max(1));
+    let mut builder = crate::block::BlockBuilder::new(restart_interval.max(1), true);
     for (key, seqno, kind, value) in entries {
         builder.add(key, crate::key::pack_trailer(*seqno, *kind), value);
     }

@@ -45,6 +45,16 @@ fn write_seed_corpora() {
         ("plain", build(&few, options(128, 2, false))),
         ("zstd", build(&few, options(128, 2, true))),
         ("one-block", build(&few, options(1 << 16, 16, false))),
+        (
+            "shared-values",
+            build(
+                &shared_heads(&few),
+                strata_sstable::TableOptions {
+                    share_value_prefixes: true,
+                    ..options(256, 4, false)
+                },
+            ),
+        ),
     ];
     let mut flipped = tables[1].1.clone();
     flipped[20] ^= 4;
@@ -67,6 +77,10 @@ fn write_seed_corpora() {
             strata_sstable::fuzzing::encode_block(&entries, 3),
         ),
         (
+            "shared-values",
+            strata_sstable::fuzzing::encode_block(&shared_heads(&entries), 3),
+        ),
+        (
             "tombstone",
             strata_sstable::fuzzing::encode_block(
                 &[(b"k".to_vec(), 9, ValueKind::Delete, Vec::new())],
@@ -79,4 +93,18 @@ fn write_seed_corpora() {
     for (name, bytes) in blocks {
         std::fs::write(dir.join(name), bytes).expect("write");
     }
+}
+
+/// `entries` with every value behind one 24-byte head, as stored rows share their names.
+fn shared_heads(
+    entries: &[(Vec<u8>, u64, ValueKind, Vec<u8>)],
+) -> Vec<(Vec<u8>, u64, ValueKind, Vec<u8>)> {
+    entries
+        .iter()
+        .map(|(key, seqno, kind, value)| {
+            let mut shared = b"a names section of a row".to_vec();
+            shared.extend_from_slice(value);
+            (key.clone(), *seqno, *kind, shared)
+        })
+        .collect()
 }

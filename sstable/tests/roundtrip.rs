@@ -1,19 +1,37 @@
 //! Any sorted entry set round-trips through build → open → scans, point gets and seeks, for
-//! every compression choice and block size.
+//! every compression choice, block size and format version (values that share long prefixes
+//! among them, as stored rows do).
 
 mod common;
 
-use common::{ModelEntry, build, model_get, normalise, open, options};
+use common::{ModelEntry, build, build_version, model_get, normalise, open, options};
 use proptest::prelude::*;
-use strata_sstable::{Table, ValueKind};
+use strata_sstable::{FORMAT_VERSION, Table, TableBuilder, TableOptions, ValueKind};
+
+/// A head that values share, as stored rows share their names section: none, or one of three
+/// of 10 to 40 bytes (one a prefix of another).
+fn head(choice: u8) -> Vec<u8> {
+    match choice {
+        0 => Vec::new(),
+        1 => b"version 2; fields a, b".to_vec(),
+        2 => b"version 2; fields a, b, c, d, e and f".to_vec(),
+        _ => b"another head".to_vec(),
+    }
+}
 
 fn entry() -> impl Strategy<Value = ModelEntry> {
     (
         prop::collection::vec(0u8..4, 0..6), // few distinct bytes: shared prefixes, repeats
         0u64..50,
         prop_oneof![4 => Just(ValueKind::Put), 1 => Just(ValueKind::Delete)],
+        0u8..4,
         prop::collection::vec(any::<u8>(), 0..300),
     )
+        .prop_map(|(key, seqno, kind, choice, tail)| {
+            let mut value = head(choice);
+            value.extend(tail);
+            (key, seqno, kind, value)
+        })
 }
 
 /// Every entry, read forwards or backwards; returned in table order either way.
@@ -50,10 +68,15 @@ proptest! {
         block_size in prop_oneof![Just(64usize), Just(512), Just(4096)],
         restart_interval in prop_oneof![Just(1usize), Just(3), Just(16)],
         zstd: bool,
+        version in 1..=FORMAT_VERSION,
         probes in prop::collection::vec((prop::collection::vec(0u8..5, 0..7), 0u64..60), 20),
     ) {
         let entries = normalise(raw);
-        let table = open(&build(&entries, options(block_size, restart_interval, zstd)));
+        let table = open(&build_version(
+            &entries,
+            options(block_size, restart_interval, zstd),
+            version,
+        ));
         prop_assert_eq!(table.properties().entries, entries.len() as u64);
         prop_assert_eq!(scan(&table, true), entries.clone());
         prop_assert_eq!(scan(&table, false), entries.clone());
@@ -112,9 +135,10 @@ proptest! {
         lower in prop::option::of(prop::collection::vec(0u8..4, 0..4)),
         upper in prop::option::of(prop::collection::vec(0u8..4, 0..4)),
         zstd: bool,
+        version in 1..=FORMAT_VERSION,
     ) {
         let entries = normalise(raw);
-        let table = open(&build(&entries, options(128, 2, zstd)));
+        let table = open(&build_version(&entries, options(128, 2, zstd), version));
         let in_range = |key: &[u8]| {
             lower.as_deref().is_none_or(|l| key >= l) && upper.as_deref().is_none_or(|u| key < u)
         };
@@ -155,4 +179,58 @@ fn an_empty_table_opens_and_is_empty() {
     assert!(!iter.valid());
     iter.seek_to_last();
     assert!(!iter.valid());
+}
+
+/// Rows of one table share their names section: a table of format version 2 stores it once
+/// per restart interval, not once per row, and reads back the same entries as version 1.
+#[test]
+fn values_sharing_a_head_are_stored_once_per_restart_interval() {
+    let names = b"\x02\x0e\xa0\x01customer_id first_name last_name home_town account_status";
+    let entries: Vec<ModelEntry> = (0..2_000u32)
+        .map(|i| {
+            let mut value = names.to_vec();
+            value.extend(format!("row {i} values").as_bytes());
+            (format!("k{i:06}").into_bytes(), 7, ValueKind::Put, value)
+        })
+        .collect();
+    let old = build(&entries, TableOptions::default());
+    let sharing = TableOptions {
+        share_value_prefixes: true,
+        ..TableOptions::default()
+    };
+    let new = build_version(&entries, sharing.clone(), FORMAT_VERSION);
+    assert_eq!(new, build(&entries, sharing), "the option writes version 2");
+    // Version 1 stores the head in every row; version 2 once every 16 entries and then a
+    // two-byte length of what is shared.
+    let head_bytes = (names.len() * entries.len()) as f64;
+    let saved = old.len() as f64 - new.len() as f64;
+    assert!(
+        saved > 0.8 * head_bytes,
+        "version 2 saved {saved} bytes of {head_bytes} in heads ({} against {})",
+        new.len(),
+        old.len()
+    );
+    for file in [&old, &new] {
+        let table = open(file);
+        assert_eq!(scan(&table, true), entries);
+        assert_eq!(scan(&table, false), entries);
+        for (key, seqno, _, value) in entries.iter().step_by(37) {
+            let got = table
+                .get(key, *seqno)
+                .expect("no corruption")
+                .expect("found");
+            assert_eq!(&got.value[..], &value[..]);
+        }
+    }
+}
+
+/// A builder writes no format this build cannot read, and none after its first entry.
+#[test]
+fn a_builder_refuses_a_format_version_it_cannot_write() {
+    let new = || TableBuilder::new(Vec::new(), TableOptions::default());
+    assert!(new().format_version(0).is_err());
+    assert!(new().format_version(FORMAT_VERSION + 1).is_err());
+    let mut started = new();
+    started.add(b"k", 1, ValueKind::Put, b"v").expect("add");
+    assert!(started.format_version(1).is_err());
 }

@@ -2,6 +2,13 @@
 
 use crate::coding::put_varint;
 
+/// The shortest prefix a value shares with the value before it that a block with shared
+/// values stores as shared; a shorter one is stored whole.
+/// TUNING: a shared value is rebuilt (copied) on each read while a whole one is read where it
+/// lies, so sharing a few bytes is not worth the copy; a stored row's names section (the
+/// reason values share, `docs/formats/records.md`) is tens to hundreds of bytes.
+pub(crate) const MIN_SHARED_VALUE: usize = 16;
+
 /// Accumulates entries into one block.
 pub(crate) struct BlockBuilder {
     buf: Vec<u8>,
@@ -9,12 +16,16 @@ pub(crate) struct BlockBuilder {
     restart_interval: usize,
     since_restart: usize,
     last_key: Vec<u8>,
+    /// Values may share a prefix with the value before them (format version 2).
+    share_values: bool,
+    last_value: Vec<u8>,
     entries: usize,
 }
 
 impl BlockBuilder {
-    /// REQUIRES: `restart_interval >= 1`.
-    pub(crate) fn new(restart_interval: usize) -> Self {
+    /// REQUIRES: `restart_interval >= 1`. `share_values`: the block layout of format version
+    /// 2, whose entries may store only what their value adds to the previous value's prefix.
+    pub(crate) fn new(restart_interval: usize, share_values: bool) -> Self {
         assert!(restart_interval >= 1);
         BlockBuilder {
             buf: Vec::new(),
@@ -22,13 +33,16 @@ impl BlockBuilder {
             restart_interval,
             since_restart: 0,
             last_key: Vec::new(),
+            share_values,
+            last_value: Vec::new(),
             entries: 0,
         }
     }
 
     /// Appends an entry. REQUIRES: it sorts after the previous entry (the table builder checks).
     pub(crate) fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) {
-        let shared = if self.since_restart == self.restart_interval || self.entries == 0 {
+        let restart = self.since_restart == self.restart_interval || self.entries == 0;
+        let shared = if restart {
             self.restarts.push(self.offset_u32());
             self.since_restart = 0;
             0
@@ -38,10 +52,35 @@ impl BlockBuilder {
         let unshared = &user_key[shared..];
         put_varint(&mut self.buf, shared as u64);
         put_varint(&mut self.buf, unshared.len() as u64);
-        put_varint(&mut self.buf, value.len() as u64);
+        let value_shared = if self.share_values {
+            // A restart point's value is whole: a seek starts there with no value before it.
+            let common = if restart {
+                0
+            } else {
+                common_prefix(&self.last_value, value)
+            };
+            let value_shared = if common >= MIN_SHARED_VALUE {
+                common
+            } else {
+                0
+            };
+            let rest = (value.len() - value_shared) as u64;
+            if value_shared > 0 {
+                put_varint(&mut self.buf, rest << 1 | 1);
+                put_varint(&mut self.buf, value_shared as u64);
+            } else {
+                put_varint(&mut self.buf, rest << 1);
+            }
+            self.last_value.clear();
+            self.last_value.extend_from_slice(value);
+            value_shared
+        } else {
+            put_varint(&mut self.buf, value.len() as u64);
+            0
+        };
         put_varint(&mut self.buf, trailer);
         self.buf.extend_from_slice(unshared);
-        self.buf.extend_from_slice(value);
+        self.buf.extend_from_slice(&value[value_shared..]);
         self.last_key.truncate(shared);
         self.last_key.extend_from_slice(unshared);
         self.since_restart += 1;
@@ -72,6 +111,7 @@ impl BlockBuilder {
         self.restarts.clear();
         self.since_restart = 0;
         self.last_key.clear();
+        self.last_value.clear();
         self.entries = 0;
     }
 

@@ -36,6 +36,8 @@ use crate::table::prefetch;
 #[derive(Clone, Debug)]
 pub(crate) struct Block {
     data: Bytes,
+    /// Entries may share a prefix of the value before them (format version 2; see `block`).
+    shares_values: bool,
     /// Where the entries end and the restart array begins.
     restarts_at: usize,
     restart_count: usize,
@@ -45,7 +47,8 @@ pub(crate) struct Block {
 }
 
 impl Block {
-    pub(crate) fn new(data: Bytes) -> Result<Block, Corruption> {
+    /// The block in `data`, laid out as format version 2 (`shares_values`) or 1.
+    pub(crate) fn new(data: Bytes, shares_values: bool) -> Result<Block, Corruption> {
         let malformed = Corruption::MalformedBlock;
         let len = data.len();
         let count_at = len
@@ -72,6 +75,7 @@ impl Block {
         }
         Ok(Block {
             data,
+            shares_values,
             restarts_at,
             restart_count,
             checked: false,
@@ -118,8 +122,13 @@ impl Block {
         let input = entries.get(self.restart(index)..).ok_or(BAD)?;
         let (shared, at) = varint_at(input, 0).ok_or(BAD)?;
         let (unshared, at) = varint_at(input, at).ok_or(BAD)?;
-        let (_value_len, at) = varint_at(input, at).ok_or(BAD)?;
+        let (value_field, at) = varint_at(input, at).ok_or(BAD)?;
         let (trailer, at) = varint_at(input, at).ok_or(BAD)?;
+        if self.shares_values && value_field & 1 == 1 {
+            return Err(Corruption::MalformedBlock(
+                "a restart point's value shares a prefix",
+            ));
+        }
         if shared != 0 {
             return Err(Corruption::MalformedBlock(
                 "shared prefix longer than the previous key",
@@ -183,6 +192,12 @@ impl Block {
             seqno: 0,
             kind: ValueKind::Put,
             value: (0, 0),
+            value_built: Vec::new(),
+            value_is_built: false,
+            value_len: 0,
+            defer: false,
+            deferred: Vec::new(),
+            base_built: false,
             status: None,
         }
     }
@@ -218,7 +233,20 @@ pub(crate) struct BlockIter {
     key: Vec<u8>,
     seqno: u64,
     kind: ValueKind,
+    /// Where the current value lies in the block, unless it shares a prefix with the value
+    /// before it: then it is rebuilt in `value_built` (`value_is_built`).
     value: (usize, usize),
+    value_built: Vec<u8>,
+    value_is_built: bool,
+    /// The current value's length (whole, rebuilt or deferred).
+    value_len: usize,
+    /// While a seek walks from a restart point to its target, the shared values it steps over
+    /// are not rebuilt: their `(shared, suffix start, suffix end)` wait here, and the target's
+    /// value is assembled from them once ([`BlockIter::settle`]), copying only its own bytes.
+    defer: bool,
+    deferred: Vec<(usize, usize, usize)>,
+    /// Whether the value before the first deferred one was rebuilt (else it lies at `value`).
+    base_built: bool,
     status: Option<Corruption>,
 }
 
@@ -255,11 +283,19 @@ impl BlockIter {
 
     #[inline]
     pub(crate) fn value(&self) -> &[u8] {
+        debug_assert!(self.deferred.is_empty(), "a walk left its values unsettled");
+        if self.value_is_built {
+            return &self.value_built;
+        }
         &self.block.data[self.value.0..self.value.1]
     }
 
-    /// The value as shared bytes: no copy.
+    /// The value as shared bytes: no copy for a value stored whole, a copy of one rebuilt
+    /// from a shared prefix.
     pub(crate) fn value_bytes(&self) -> Bytes {
+        if self.value_is_built {
+            return Bytes::copy_from_slice(&self.value_built);
+        }
         self.block.data.slice(self.value.0..self.value.1)
     }
 
@@ -287,9 +323,11 @@ impl BlockIter {
             return self.invalidate();
         }
         self.seek_to_restart(self.block.restart_count - 1);
+        self.defer = true;
         while self.valid() && self.next < self.block.restarts_at {
             self.advance();
         }
+        self.settle();
     }
 
     #[inline]
@@ -310,9 +348,11 @@ impl BlockIter {
             return self.invalidate(); // the current entry was the first
         }
         self.seek_to_restart(index - 1);
+        self.defer = true;
         while self.valid() && self.next < target {
             self.advance();
         }
+        self.settle();
     }
 
     /// Positions at the first entry at or after `(user_key, seqno)` in table order.
@@ -351,14 +391,67 @@ impl BlockIter {
             prefetch(byte);
         }
         self.seek_to_restart(low);
+        self.defer = true;
         while self.valid() && compare(&self.key, self.seqno, user_key, seqno) == Ordering::Less {
             self.advance();
         }
+        self.settle();
+    }
+
+    /// Ends a walk begun with `defer`: the current value, if its entry and those before it
+    /// back to a whole (or rebuilt) value share prefixes, is assembled from their suffixes,
+    /// newest first, each giving the bytes the later ones did not.
+    fn settle(&mut self) {
+        self.defer = false;
+        let Some(&(shared, from, to)) = self.deferred.last() else {
+            return;
+        };
+        // Pieces of the value, last first: this entry's suffix, then the part of each earlier
+        // suffix that the later entries kept, then a prefix of the base. Every length was
+        // checked as the entries were decoded (a value shares at most the one before it).
+        let mut pieces: [(usize, usize); 2] = [(from, to), (0, 0)];
+        let mut more: Vec<(usize, usize)> = Vec::new();
+        let mut need = shared;
+        for &(shared, from, _) in self.deferred[..self.deferred.len() - 1].iter().rev() {
+            if need > shared {
+                let piece = (from, from + (need - shared));
+                if pieces[1] == (0, 0) {
+                    pieces[1] = piece;
+                } else {
+                    more.push(piece);
+                }
+                need = shared;
+            }
+        }
+        if self.base_built {
+            self.value_built.truncate(need);
+        } else {
+            let at = self.value.0;
+            self.value_built.clear();
+            self.value_built
+                .extend_from_slice(&self.block.data[at..at + need]);
+        }
+        for &(from, to) in more
+            .iter()
+            .rev()
+            .chain(pieces[1..].iter())
+            .chain(&pieces[..1])
+        {
+            self.value_built
+                .extend_from_slice(&self.block.data[from..to]);
+        }
+        self.value_is_built = true;
+        self.deferred.clear();
     }
 
     fn seek_to_restart(&mut self, index: usize) {
         self.from_first = false;
         self.key.clear();
+        // Nor has it a value before it to share.
+        self.value = (0, 0);
+        self.value_is_built = false;
+        self.value_len = 0;
+        self.deferred.clear();
         let offset = self.block.restart(index);
         self.boundary_index = index + 1;
         self.boundary = self.restart_or_end(index + 1);
@@ -450,6 +543,14 @@ impl BlockIter {
         let (shared, at) = varint_at(input, 0).ok_or(BAD)?;
         let (unshared, at) = varint_at(input, at).ok_or(BAD)?;
         let (value_len, at) = varint_at(input, at).ok_or(BAD)?;
+        let (value_len, value_shared, at) = if !self.block.shares_values {
+            (value_len, 0, at)
+        } else if value_len & 1 == 0 {
+            (value_len >> 1, 0, at)
+        } else {
+            let (value_shared, at) = varint_at(input, at).ok_or(BAD)?;
+            (value_len >> 1, value_shared, at)
+        };
         let (trailer, at) = varint_at(input, at).ok_or(BAD)?;
         let shared = usize::try_from(shared).map_err(|_| BAD)?;
         let shareable = if ORDERED && restart {
@@ -485,11 +586,47 @@ impl BlockIter {
         } else {
             Ordering::Equal
         };
+        let (from, to) = (offset + suffix_end, offset + value_end);
+        if value_shared == 0 {
+            self.value = (from, to);
+            self.value_is_built = false;
+            self.deferred.clear();
+            self.value_len = to - from;
+        } else {
+            // The value before is whole in the block, rebuilt in the buffer, or deferred: its
+            // prefix is kept (or copied) and this entry's suffix appended, now or when the
+            // walk settles. A restart point has no value before it (`seek_to_restart` empties
+            // it), so its sharing fails here too.
+            const LONGER: Corruption =
+                Corruption::MalformedBlock("shared value prefix longer than the previous value");
+            let value_shared = usize::try_from(value_shared).map_err(|_| LONGER)?;
+            if (ORDERED && restart) || value_shared > self.value_len {
+                return Err(LONGER);
+            }
+            if self.defer {
+                if self.deferred.is_empty() {
+                    self.base_built = self.value_is_built;
+                }
+                self.deferred.push((value_shared, from, to));
+            } else if self.value_is_built {
+                self.value_built.truncate(value_shared);
+                self.value_built
+                    .extend_from_slice(&self.block.data[from..to]);
+            } else {
+                let at = self.value.0;
+                self.value_built.clear();
+                self.value_built
+                    .extend_from_slice(&self.block.data[at..at + value_shared]);
+                self.value_built
+                    .extend_from_slice(&self.block.data[from..to]);
+            }
+            self.value_is_built = true;
+            self.value_len = value_shared + (to - from);
+        }
         self.key.truncate(shared);
         self.key.extend_from_slice(suffix);
         self.seqno = seqno;
         self.kind = kind;
-        self.value = (offset + suffix_end, offset + value_end);
         self.next = offset + value_end;
         Ok(order)
     }
@@ -529,11 +666,11 @@ mod tests {
     use crate::key::pack_trailer;
 
     fn build(entries: &[(&[u8], u64)], interval: usize) -> Block {
-        let mut builder = BlockBuilder::new(interval);
+        let mut builder = BlockBuilder::new(interval, true);
         for (key, seqno) in entries {
             builder.add(key, pack_trailer(*seqno, ValueKind::Put), key);
         }
-        Block::new(Bytes::copy_from_slice(builder.finish())).expect("valid")
+        Block::new(Bytes::copy_from_slice(builder.finish()), true).expect("valid")
     }
 
     fn keys_forward(block: &Block) -> Vec<(Vec<u8>, u64)> {
@@ -631,7 +768,7 @@ mod tests {
             data.extend_from_slice(&offsets[r].to_le_bytes());
         }
         data.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
-        Block::new(Bytes::from(data)).expect("a restart array")
+        Block::new(Bytes::from(data), false).expect("a restart array")
     }
 
     #[test]
@@ -759,7 +896,8 @@ mod tests {
         let second_at = data.len() - 8;
         let second = read_u32(&data, second_at);
         data[second_at..second_at + 4].copy_from_slice(&(second + 1).to_le_bytes());
-        let block = Block::new(Bytes::from(data)).expect("offsets ascend within the entries");
+        let block =
+            Block::new(Bytes::from(data), false).expect("offsets ascend within the entries");
         let (keys, status) = read_forward(&block);
         assert_eq!(keys, [b"a".to_vec(), b"b".to_vec()]);
         assert!(
@@ -770,10 +908,71 @@ mod tests {
 
     #[test]
     fn malformed_restart_arrays_are_corruption() {
-        assert!(Block::new(Bytes::from_static(&[1, 0])).is_err());
-        assert!(Block::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).is_err());
-        assert!(Block::new(Bytes::from_static(&[0, 0, 0, 0])).is_ok()); // empty block
+        assert!(Block::new(Bytes::from_static(&[1, 0]), false).is_err());
+        assert!(Block::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff]), false).is_err());
+        assert!(Block::new(Bytes::from_static(&[0, 0, 0, 0]), false).is_ok()); // empty block
         // One entry byte, restart at 5 (past the entries).
-        assert!(Block::new(Bytes::from_static(&[0, 5, 0, 0, 0, 1, 0, 0, 0])).is_err());
+        assert!(Block::new(Bytes::from_static(&[0, 5, 0, 0, 0, 1, 0, 0, 0]), false).is_err());
+    }
+
+    /// Entries of a version-2 block: `(key, value_field, value_shared, suffix)` after a first
+    /// entry "a" → "0123456789abcdefghij" at a restart point.
+    fn shared_block(second: (&[u8], u64, Option<u64>, &[u8]), restarts: &[u32]) -> Vec<u8> {
+        let trailer = pack_trailer(1, ValueKind::Put);
+        let mut data = vec![0, 1, 20 << 1];
+        crate::coding::put_varint(&mut data, trailer); // two bytes
+        data.extend_from_slice(b"a0123456789abcdefghij");
+        let (key, field, shared, suffix) = second;
+        data.extend_from_slice(&[0, key.len() as u8]);
+        crate::coding::put_varint(&mut data, field);
+        if let Some(shared) = shared {
+            crate::coding::put_varint(&mut data, shared);
+        }
+        crate::coding::put_varint(&mut data, trailer);
+        data.extend_from_slice(key);
+        data.extend_from_slice(suffix);
+        for restart in restarts {
+            data.extend_from_slice(&restart.to_le_bytes());
+        }
+        data.extend_from_slice(&(restarts.len() as u32).to_le_bytes());
+        data
+    }
+
+    #[test]
+    fn a_shared_value_is_the_previous_values_prefix_and_its_own_suffix() {
+        let data = shared_block((b"b", 2 << 1 | 1, Some(18), b"XY"), &[0]);
+        let block = Block::new(Bytes::from(data), true).expect("a restart array");
+        block.validate().expect("a valid block");
+        let mut iter = block.iter();
+        iter.seek(b"b", 1);
+        assert_eq!(iter.value(), b"0123456789abcdefghXY");
+        assert_eq!(&iter.value_bytes()[..], b"0123456789abcdefghXY");
+        iter.prev();
+        assert_eq!(iter.value(), b"0123456789abcdefghij");
+    }
+
+    #[test]
+    fn a_shared_value_longer_than_the_one_before_or_at_a_restart_is_corruption() {
+        // Sharing 21 bytes of a 20-byte value.
+        let data = shared_block((b"b", 2 << 1 | 1, Some(21), b"XY"), &[0]);
+        let block = Block::new(Bytes::from(data), true).expect("a restart array");
+        let (keys, status) = read_forward(&block);
+        assert_eq!(keys, [b"a".to_vec()]);
+        assert!(
+            matches!(status, Some(Corruption::MalformedBlock(what)) if what.contains("shared value")),
+            "{status:?}"
+        );
+        // A restart point (the second entry is one) has no value before it to share.
+        let second_at = 3 + 2 + 21;
+        let data = shared_block((b"b", 2 << 1 | 1, Some(4), b"XY"), &[0, second_at]);
+        let block = Block::new(Bytes::from(data), true).expect("a restart array");
+        assert!(block.check_restarts().is_err());
+        let (keys, status) = read_forward(&block);
+        assert_eq!(keys, [b"a".to_vec()]);
+        assert!(status.is_some());
+        let mut iter = block.iter();
+        iter.seek(b"b", 1);
+        assert!(!iter.valid());
+        assert!(iter.status().is_some());
     }
 }

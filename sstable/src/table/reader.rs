@@ -25,7 +25,8 @@ use crate::error::{Corruption, Error, Region, Result, corruption};
 use crate::filter::BloomFilter;
 use crate::format::{
     BLOCK_TRAILER_SIZE, CompressionType, FOOTER_CHECKSUM_AT, FOOTER_MAGIC_AT, FOOTER_SIZE,
-    FOOTER_VERSION_AT, FORMAT_VERSION, MAGIC, MAX_BLOCK_BYTES, ValueKind, masked_crc,
+    FOOTER_VERSION_AT, FORMAT_VERSION, MAGIC, MAX_BLOCK_BYTES, OLDEST_READABLE_VERSION,
+    SHARED_VALUES_VERSION, ValueKind, masked_crc,
 };
 use crate::key::compare;
 use crate::properties::TableProperties;
@@ -188,6 +189,8 @@ struct Inner {
     filter_handle: BlockHandle,
     /// Where the data blocks end: the first meta block.
     data_end: u64,
+    /// The table's blocks share value prefixes (format version 2 and later).
+    shares_values: bool,
     /// The index and the filter, read and validated on first use.
     loaded: OnceLock<Loaded>,
 }
@@ -228,7 +231,7 @@ impl Table {
             return Err(fail(Corruption::ChecksumMismatch { stored, computed }));
         }
         let version = u32::from_le_bytes(array(&footer[FOOTER_VERSION_AT..]));
-        if version != FORMAT_VERSION {
+        if !(OLDEST_READABLE_VERSION..=FORMAT_VERSION).contains(&version) {
             return Err(fail(Corruption::UnsupportedVersion(version)));
         }
         let index_handle = BlockHandle::decode_fixed(&array(&footer[0..]));
@@ -254,6 +257,7 @@ impl Table {
                 index_handle,
                 filter_handle,
                 data_end,
+                shares_values: version >= SHARED_VALUES_VERSION,
                 loaded: OnceLock::new(),
             }),
         })
@@ -270,7 +274,12 @@ impl Table {
         let filter = BloomFilter::new(filter_block)
             .map_err(|what| corruption(Region::Filter, inner.filter_handle.offset, what))?;
         let index_block = read_block(&inner.data, inner.index_handle, Region::Index)?;
-        let index = decode_index(index_block, inner.index_handle.offset, inner.data_end)?;
+        let index = decode_index(
+            index_block,
+            inner.index_handle.offset,
+            inner.data_end,
+            inner.shares_values,
+        )?;
         if index.len() as u64 != inner.properties.data_blocks {
             let what = Corruption::MalformedProperties("data block count disagrees with index");
             return Err(corruption(Region::Index, inner.index_handle.offset, what));
@@ -499,7 +508,7 @@ impl Table {
         let whole = loaded.whole[word].load(AtomicOrdering::Relaxed) & bit != 0;
         let (stored, kind) = stored_block(&inner.data, handle, Region::Data)?;
         let fail = |what| corruption(Region::Data, handle.offset, what);
-        let to_block = |bytes| Block::new(bytes).map_err(fail);
+        let to_block = |bytes| Block::new(bytes, inner.shares_values).map_err(fail);
         // The checks a read owes, by what the reads before it checked.
         let checked = |block: Block| {
             if whole {
@@ -635,9 +644,9 @@ fn decompress(stored: &[u8], handle: BlockHandle, region: Region) -> Result<Byte
 }
 
 /// Decodes the whole index: keys strictly ascending, handles tiling `[0, data_end)`.
-fn decode_index(block: Bytes, offset: u64, data_end: u64) -> Result<Index> {
+fn decode_index(block: Bytes, offset: u64, data_end: u64, shares_values: bool) -> Result<Index> {
     let fail = |what| corruption(Region::Index, offset, what);
-    let block = Block::new(block).map_err(fail)?;
+    let block = Block::new(block, shares_values).map_err(fail)?;
     let mut iter = block.iter();
     iter.seek_to_first();
     let mut entries = Index::default();

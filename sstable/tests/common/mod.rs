@@ -31,6 +31,21 @@ pub fn build(entries: &[ModelEntry], options: TableOptions) -> Vec<u8> {
     file
 }
 
+/// [`build`] in format `version` (one this build still reads).
+pub fn build_version(entries: &[ModelEntry], options: TableOptions, version: u32) -> Vec<u8> {
+    let mut file = Vec::new();
+    let mut builder = TableBuilder::new(&mut file, options)
+        .format_version(version)
+        .expect("a version this build writes");
+    for (key, seqno, kind, value) in entries {
+        builder
+            .add(key, *seqno, *kind, value)
+            .expect("entries are in order");
+    }
+    builder.finish().expect("writing to a Vec");
+    file
+}
+
 pub fn open(file: &[u8]) -> Table {
     Table::open(bytes::Bytes::copy_from_slice(file), 1, None).expect("a valid table")
 }
@@ -56,6 +71,7 @@ pub fn options(block_size_bytes: usize, restart_interval: usize, zstd: bool) -> 
             Compression::None
         },
         bloom_bits_per_key: 10,
+        share_value_prefixes: false,
     }
 }
 
