@@ -2,9 +2,10 @@
 # Runs the side-by-side benchmarks with one command:
 #   bash benches/compare/run.sh [--keys N] [--synced N] [--engines strata,rocksdb,fjall] [--rounds N] [--dir DIR]
 #     the key-value workloads against RocksDB and fjall (src/main.rs);
-#   bash benches/compare/run.sh tables [--rows N] [--rounds N] [--scale X] [--dir DIR]
-#     tables against SQLite: CSV import with and without indexes, fourteen query shapes through
-#     Db::query, planning time, and `strata query` as a process (src/bin/tables/).
+#   bash benches/compare/run.sh tables [--rows N] [--tpch SF] [--rounds N] [--scale X] [--dir DIR]
+#     tables against SQLite given the same memory (and again with its defaults): customers and
+#     TPC-H's lineitem and orders, CSV import, 34 query shapes through Db::query, planning
+#     time, `strata query` as a process, and bytes on disk per table (src/bin/tables/).
 # The first run compiles RocksDB's C++ through the `rocksdb` crate: about 13 minutes on two
 # cores, once. That build needs clang and libclang, installed here from the system's packages
 # when missing.

@@ -20,23 +20,22 @@ pub fn normalise(mut entries: Vec<ModelEntry>) -> Vec<ModelEntry> {
 }
 
 pub fn build(entries: &[ModelEntry], options: TableOptions) -> Vec<u8> {
-    let mut file = Vec::new();
-    let mut builder = TableBuilder::new(&mut file, options);
-    for (key, seqno, kind, value) in entries {
-        builder
-            .add(key, *seqno, *kind, value)
-            .expect("entries are in order");
-    }
-    builder.finish().expect("writing to a Vec");
-    file
+    build_with(entries, options, None)
 }
 
 /// [`build`] in format `version` (one this build still reads).
 pub fn build_version(entries: &[ModelEntry], options: TableOptions, version: u32) -> Vec<u8> {
+    build_with(entries, options, Some(version))
+}
+
+fn build_with(entries: &[ModelEntry], options: TableOptions, version: Option<u32>) -> Vec<u8> {
     let mut file = Vec::new();
-    let mut builder = TableBuilder::new(&mut file, options)
-        .format_version(version)
-        .expect("a version this build writes");
+    let mut builder = TableBuilder::new(&mut file, options);
+    if let Some(version) = version {
+        builder = builder
+            .format_version(version)
+            .expect("a version this build writes");
+    }
     for (key, seqno, kind, value) in entries {
         builder
             .add(key, *seqno, *kind, value)

@@ -160,35 +160,33 @@ pub fn table_bytes(db: &Db, spec: &TableSpec) -> Bytes {
 /// Every file's bytes under `dir`.
 pub fn dir_bytes(dir: &Path) -> u64 {
     let mut n = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                n += entry.metadata().map(|m| m.len()).unwrap_or(0);
-            }
-        }
-    }
+    each_file(dir, |entry| {
+        n += entry.metadata().map(|m| m.len()).unwrap_or(0)
+    });
     n
 }
 
 /// The table files under `dir`.
 pub fn table_files(dir: &Path) -> u64 {
     let mut n = 0;
+    each_file(dir, |entry| {
+        n += u64::from(entry.path().extension().is_some_and(|e| e == "sst"))
+    });
+    n
+}
+
+/// Calls `f` on every file under `dir`, in every folder below it.
+fn each_file(dir: &Path, mut f: impl FnMut(&std::fs::DirEntry)) {
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "sst") {
-                n += 1;
+            if entry.path().is_dir() {
+                stack.push(entry.path());
+            } else {
+                f(&entry);
             }
         }
     }
-    n
 }
 
 /// µs a row of each step, from `explain_analyze`: reading and decoding (a scan of half the
