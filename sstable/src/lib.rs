@@ -45,7 +45,7 @@ pub use error::{Corruption, Error, Region, Result};
 pub use filter::hash64;
 pub use format::{
     BLOCK_TRAILER_SIZE, CompressionType, FOOTER_SIZE, FORMAT_VERSION, MAGIC, MAX_BLOCK_BYTES,
-    MAX_SEQNO, RESERVED_PROPERTY_PREFIX, ValueKind,
+    MAX_SEQNO, OLDEST_READABLE_VERSION, RESERVED_PROPERTY_PREFIX, ValueKind,
 };
 pub use key::InternalKey;
 pub use properties::TableProperties;
