@@ -453,6 +453,19 @@ impl<'a> Reader<'a> {
                 let bits: [u8; 8] = bits.try_into().map_err(|_| RecordError::Truncated)?;
                 *slot = Value::Float(f64::from_bits(u64::from_le_bytes(bits)));
             }
+            // A text into a slot that holds text already (a tested field, row after row):
+            // its buffer is reused, not freed and allocated again (a filtered scan of text
+            // spent a tenth of its time in the allocator).
+            Some(&VALUE_STR) if matches!(slot, Value::Str(_)) => {
+                self.at += 1;
+                let len = self.len(self.bytes.len())?;
+                let text =
+                    std::str::from_utf8(self.take(len)?).map_err(|_| RecordError::NotUtf8)?;
+                if let Value::Str(held) = slot {
+                    held.clear();
+                    held.push_str(text);
+                }
+            }
             _ => *slot = self.value()?,
         }
         Ok(())
@@ -492,6 +505,35 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_read_into_a_text_slot_reuses_its_buffer_and_is_checked_the_same() {
+        let mut slot = Value::Str(String::with_capacity(64));
+        let Value::Str(before) = &slot else {
+            unreachable!()
+        };
+        let buffer = before.as_ptr();
+        for text in ["Redmond", "", "a longer town name"] {
+            let mut bytes = vec![VALUE_STR, text.len() as u8];
+            bytes.extend_from_slice(text.as_bytes());
+            let mut r = Reader {
+                bytes: &bytes,
+                at: 0,
+            };
+            r.value_into(&mut slot).unwrap();
+            assert_eq!(r.at, bytes.len());
+            assert_eq!(slot, Value::Str(text.into()));
+            let Value::Str(now) = &slot else {
+                unreachable!()
+            };
+            assert_eq!(now.as_ptr(), buffer, "the slot's buffer was replaced");
+        }
+        for bad in [&[VALUE_STR, 2, 0xff, 0xfe][..], &[VALUE_STR, 5, b'a'][..]] {
+            let mut r = Reader { bytes: bad, at: 0 };
+            let fresh = Reader { bytes: bad, at: 0 }.value();
+            assert_eq!(r.value_into(&mut slot).err(), fresh.err());
+        }
+    }
 
     fn read(bytes: &[u8]) -> Result<(u64, usize), RecordError> {
         let mut r = Reader { bytes, at: 0 };
