@@ -160,6 +160,7 @@ impl StreamKit<'_> {
             reader,
             mode,
             pending: VecDeque::new(),
+            fetched: VecDeque::new(),
             covering,
             fetch_keys: Vec::new(),
             range_prefix: (0, 0),
