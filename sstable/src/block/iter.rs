@@ -13,7 +13,7 @@
 //!    in table order, and the step lands on the next restart point rather than past it. A
 //!    block is thus checked as far as it is read — a scan, a compaction or `verify` reads all
 //!    of it — and a read that reaches a misordered entry gets a `Corruption`, never the entry.
-//!    A table checks a block whole on its second read ([`Block::validate`]), or marks it
+//!    A table checks a block whole on its eighth read ([`Block::validate`]), or marks it
 //!    when a read went from its first entry past its last ([`BlockIter::read_whole`]: a
 //!    scan), and its later reads ([`Block::entries_checked`]) compare nothing. (Checking the whole
 //!    block on its first read cost a cold query of 30 rows a tenth of its time, for the one
