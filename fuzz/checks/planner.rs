@@ -88,6 +88,7 @@ pub fn check(data: &[u8]) {
                 min: Some(input.value()),
                 max: Some(input.value()),
                 avg_width: f64::from(input.byte()),
+                correlation: f64::from(input.byte()) / 127.5 - 1.0,
             },
         );
     }

@@ -154,6 +154,16 @@ impl Formula {
             .number(per, 3)
     }
 
+    /// ` (clustered c)` after a fetch's cost, when the rows' key order follows the index's
+    /// enough to matter (c above 0.01).
+    fn clustered(self, clustering: f64) -> Self {
+        if clustering > 0.01 {
+            self.text(" (clustered ").number(clustering, 2).text(")")
+        } else {
+            self
+        }
+    }
+
     fn then(mut self, rest: Formula) -> Self {
         if self.unrecorded {
             return self;
@@ -519,6 +529,23 @@ impl<'a> Planner<'a> {
         self.result = sane(self.result);
     }
 
+    /// How much of a fetch through an index on `fields` is a step along the table rather than
+    /// a point read: the squared correlation of its leading field with the key order (as
+    /// PostgreSQL interpolates between its best and worst index I/O), 0 without statistics.
+    fn clustering(&self, fields: &[String]) -> f64 {
+        fields
+            .first()
+            .and_then(|f| self.stats.columns.get(f))
+            .map_or(0.0, |c| {
+                let r = if c.correlation.is_finite() {
+                    c.correlation.clamp(-1.0, 1.0)
+                } else {
+                    0.0
+                };
+                r * r
+            })
+    }
+
     fn width(&self, field: &str) -> f64 {
         self.stats
             .columns
@@ -821,14 +848,21 @@ impl<'a> Planner<'a> {
             let (cost, stops, tail) = self.finish(setup, run, ordered, true);
             (cost, stops, Fetch::None, tail)
         } else {
-            // A fetch also reads the record's bytes, as a scan does.
+            // A fetch also reads the record's bytes, as a scan does. Rows whose key order
+            // follows the index's (clustering c, from the leading field's correlation) are
+            // fetched as a step from the row before: a scan's row, plus finding its key (an
+            // entry's read) — measured 0.09 µs on `orders` against 0.074 + 0.053 here:
+            //   fetch' = c · (scan_row + index_entry) + (1 − c) · fetch   (sorted likewise)
             let record = self.row_bytes * m.scan_byte_us;
-            let in_order =
-                self.finish(setup, read + entries * (m.fetch_us + record), ordered, true);
+            let clustering = self.clustering(&index.fields);
+            let stepped = m.scan_row_us + m.index_entry_us;
+            let step = |point: f64| clustering * stepped + (1.0 - clustering) * point;
+            let (fetch_us, sorted_fetch_us) = (step(m.fetch_us), step(m.sorted_fetch_us));
+            let in_order = self.finish(setup, read + entries * (fetch_us + record), ordered, true);
             let sort_keys = m.sort(entries);
             let sorted = self.finish(
                 setup,
-                entries * forward_entry + entries * (m.sorted_fetch_us + record) + sort_keys,
+                entries * forward_entry + entries * (sorted_fetch_us + record) + sort_keys,
                 // Fetching in key order gives up the index order.
                 self.provides_order(&self.table.primary_key),
                 false,
@@ -839,7 +873,8 @@ impl<'a> Planner<'a> {
                     .text(" + ")
                     .number(entries, 0)
                     .text(" fetches × ")
-                    .number(m.fetch_us + record, 3)
+                    .number(fetch_us + record, 3)
+                    .clustered(clustering)
                     .then(in_order.2);
                 (in_order.0, in_order.1, Fetch::InIndexOrder, formula)
             } else {
@@ -850,7 +885,8 @@ impl<'a> Planner<'a> {
                     .text(" + ")
                     .number(entries, 0)
                     .text(" sorted fetches × ")
-                    .number(m.sorted_fetch_us + record, 3)
+                    .number(sorted_fetch_us + record, 3)
+                    .clustered(clustering)
                     .then(sorted.2);
                 (sorted.0, sorted.1, Fetch::SortedByKey, formula)
             }

@@ -44,6 +44,15 @@ pub struct ColumnStats {
     pub max: Option<Value>,
     /// Average encoded width of a non-null value, in bytes.
     pub avg_width: f64,
+    /// How closely the column's order follows the primary key's: Pearson's correlation
+    /// between a row's place in key order and its value's rank, from −1 to 1 (PostgreSQL's
+    /// `pg_stats.correlation`). Near ±1 the rows an index range names lie together in the
+    /// table (a date in a table that grows in time order), so fetching them walks the table
+    /// like a scan; near 0 they are scattered. 0 where nothing measured it (`analyze` does,
+    /// for the leading field of each index; table-file sketches do not). Stored from
+    /// statistics version 1 on as an optional field: statistics written without it read as 0.
+    #[serde(default)]
+    pub correlation: f64,
 }
 
 impl ColumnStats {
@@ -185,6 +194,7 @@ impl TableStats {
     pub fn validate(&self) -> Result<(), String> {
         let fraction = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
         let count = |x: f64| x.is_finite() && x >= 0.0;
+        let correlation = |x: f64| x.is_finite() && (-1.0..=1.0).contains(&x);
         if !count(self.avg_row_bytes) {
             return Err("average row size".into());
         }
@@ -193,7 +203,8 @@ impl TableStats {
                 || !count(c.distinct)
                 || !count(c.avg_width)
                 || c.most_common.iter().any(|(_, f)| !fraction(*f))
-                || c.null_fraction + c.most_common_fraction() > 1.0 + 1e-9;
+                || c.null_fraction + c.most_common_fraction() > 1.0 + 1e-9
+                || !correlation(c.correlation);
             if bad {
                 return Err(format!("column {name}: a fraction or count out of range"));
             }
@@ -354,6 +365,7 @@ impl ColumnBuilder {
             } else {
                 self.width as f64 / non_null as f64
             },
+            correlation: 0.0,
         }
     }
 }

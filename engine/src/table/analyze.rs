@@ -17,6 +17,7 @@ use strata_planner::{TableStats, TableStatsBuilder};
 
 use crate::error::{Error, Result};
 use crate::lsm::ReadOptions;
+use crate::table::correlation::{ORDER_SAMPLE_ROWS, OrderSample, combined};
 use crate::table::db::{Db, Shared, Table, lock};
 use crate::table::entry::record_corrupt;
 use crate::table::record::Record;
@@ -189,7 +190,21 @@ impl Shared {
         // Each row's analysed fields are read where they lie, not built into a record.
         let analysed: Vec<&str> = columns.iter().map(String::as_str).collect();
         let mut reader = RowReader::new(&analysed, Some(Vec::new()));
+        // The leading field of each index: how its order follows the key's, per shard.
+        let mut leading: Vec<&str> = Vec::new();
+        for index in &t.def.indexes {
+            if let Some(f) = index.fields.first()
+                && !leading.contains(&f.as_str())
+                && analysed.contains(&f.as_str())
+            {
+                leading.push(f);
+            }
+        }
+        let mut orders: Vec<Vec<(f64, u64)>> = vec![Vec::new(); leading.len()];
         for (s, shard) in t.shards.iter().enumerate() {
+            let mut samples: Vec<OrderSample> = (0..leading.len())
+                .map(|i| OrderSample::new(ORDER_SAMPLE_ROWS, (s * 64 + i) as u64))
+                .collect();
             for (n, kv) in shard.store.store.iter(&shard.fact, read(s))?.enumerate() {
                 if n % STOP_CHECK_ROWS == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
                     return Err(Error::Closed);
@@ -200,9 +215,23 @@ impl Shared {
                     .map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
                 let reader = &reader;
                 builder.add_row(|f| Some(reader.value_of(f)), k.len() + v.len());
+                for (sample, f) in samples.iter_mut().zip(&leading) {
+                    sample.add(n as u64, reader.value_of(f));
+                }
+            }
+            for (sample, order) in samples.into_iter().zip(&mut orders) {
+                let seen = sample.seen();
+                if let Some(r) = sample.correlation() {
+                    order.push((r, seen));
+                }
             }
         }
-        let stats = builder.finish();
+        let mut stats = builder.finish();
+        for (f, order) in leading.iter().zip(&orders) {
+            if let (Some(column), Some(r)) = (stats.columns.get_mut(*f), combined(order)) {
+                column.correlation = r;
+            }
+        }
         self.put_stats(table, t.def.id, stats.clone())?;
         Ok(stats)
     }

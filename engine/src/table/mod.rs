@@ -22,6 +22,7 @@ mod analyze;
 mod backfill;
 mod calibrate;
 pub mod catalog;
+mod correlation;
 mod db;
 pub mod entry;
 mod field_names;
