@@ -34,6 +34,7 @@
 
 pub mod cost;
 pub mod field_map;
+mod formula;
 pub mod observe;
 pub mod plan;
 pub mod query;

@@ -159,7 +159,6 @@ impl StreamKit<'_> {
             source,
             reader,
             mode,
-            pending: VecDeque::new(),
             fetched: VecDeque::new(),
             covering,
             fetch_keys: Vec::new(),

@@ -112,8 +112,6 @@ pub(super) struct Stream {
     /// Tests each stored row's predicate fields before building it, and builds only the
     /// fields the query needs.
     pub(super) reader: RowReader,
-    /// Rows already built, waiting to be returned (the pending changes of a strong read).
-    pub(super) pending: VecDeque<Record>,
     /// Fetched rows of a batch, each with its entry (in `fetch_keys`), not yet tested or
     /// built: a row is built when it is pulled, so the records a batch returns are made and
     /// dropped one by one (building the whole batch first held up to 1,024 records' strings
@@ -519,9 +517,6 @@ impl Stream {
     /// The next record that passes the re-check.
     #[inline(always)]
     fn pull(&mut self) -> Result<Option<Record>> {
-        if let Some(r) = self.pending.pop_front() {
-            return Ok(Some(r));
-        }
         if let Some(r) = self.next_fetched()? {
             return Ok(Some(r));
         }
