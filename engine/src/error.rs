@@ -77,6 +77,10 @@ pub enum CatalogCorruption {
     /// A column family a definition names is missing.
     #[error("column family {0:?} the catalog names is missing")]
     MissingFamily(String),
+    /// A row layout whose key is not `layout/<table id>/<number>`, whose names section does
+    /// not decode, or a table whose layout numbers are not 0, 1, 2, … without a gap.
+    #[error("row layout: {0}")]
+    Layout(RecordError),
 }
 
 /// What is wrong with an outbox (`sys/outbox` of a shard store).

@@ -1,6 +1,7 @@
 //! A database whose rows and index payloads were written in record version 1 (each name
 //! beside its value) reads, queries and verifies as it did, and compaction rewrites it in the
-//! current version (names together, then value ends, then values), which new writes use.
+//! current versions (rows by their table's layouts, version 3; index payloads with their names
+//! together, then value ends, then values, version 2), which new writes use.
 
 use strata::{Db, Options, Predicate, Projection, Query, Record, Value, WriteOptions, record};
 use tempfile::TempDir;
@@ -51,13 +52,18 @@ fn version_1(record: &Record) -> Vec<u8> {
 fn rewrite_as_version_1(db: &Db) -> (usize, usize) {
     let store = db.store();
     let fact = store.cf("t/t").expect("fact family");
+    let layouts = db.row_layouts("t").expect("layouts");
     let rows: Vec<(Vec<u8>, Vec<u8>)> = store
         .iter(&fact, Default::default())
         .expect("iter")
         .map(|kv| {
             let (k, v) = kv.expect("row");
-            assert_eq!(v[0], 2, "new rows are written in version 2");
-            let old = version_1(&Record::decode(&v).expect("decode"));
+            assert_eq!(v[0], 3, "new rows are written by their layout, version 3");
+            assert!(
+                Record::decode(&v).is_err(),
+                "a row needs its table's layouts"
+            );
+            let old = version_1(&layouts.decode(&v).expect("decode"));
             (k.to_vec(), old)
         })
         .collect();
@@ -179,13 +185,13 @@ fn a_database_of_version_1_records_reads_queries_and_verifies_as_before() {
     assert!(db.verify("t").unwrap().is_clean());
     assert_eq!(versions(&db), (vec![1; 60], vec![1; 60]));
 
-    // Compaction rewrites them in version 2.
+    // Compaction rewrites rows by their layouts and payloads in version 2.
     db.compact("t").unwrap();
-    assert_eq!(versions(&db), (vec![2; 60], vec![2; 60]));
+    assert_eq!(versions(&db), (vec![3; 60], vec![2; 60]));
     assert_eq!(answers(&db), before);
     assert!(db.verify("t").unwrap().is_clean());
 
-    // A row written again is written in version 2, and reads the same.
+    // A row written again is written by its layout, and reads the same.
     let mut r = db.get("t", &[Value::Int(7)]).unwrap().expect("row 7");
     r.set("age", 99);
     db.upsert("t", r.clone()).unwrap();

@@ -10,9 +10,16 @@
 //!    made of the input's first half): decoding never panics.
 //! 3. As a catalog table definition: decoding never panics; what decodes validates, and
 //!    re-encodes to a definition that decodes to the same value.
+//! 4. As a table's row (version 3) and its layouts: a record that decodes, stored by a layout
+//!    of its own names, decodes to the same record and is read alike by a query's row reader;
+//!    the input split into a layout's names section and a row never panics a decode or a
+//!    reader, and a row that decodes re-encodes exactly.
+
+use std::sync::Arc;
 
 use strata::table::catalog::{IndexDef, TableDef};
 use strata::table::entry::decode_entry;
+use strata::table::layouts::Layouts;
 use strata::{IndexState, Maintenance, Projection, Record, Scope, TableStats};
 use strata_planner::TableStatsBuilder;
 
@@ -68,6 +75,33 @@ pub fn check(data: &[u8]) {
         };
         let _ = decode_entry(&table, &index, "i/t/ix", key, value);
         let _ = decode_entry(&table, &index, "i/t/ix", &[], data);
+    }
+
+    if let Ok(record) = Record::decode(data) {
+        let layouts = Arc::new(
+            Layouts::from_sections([record.names_section()])
+                .expect("a record's names are a layout"),
+        );
+        let stored = layouts.encode_known(&record);
+        assert_eq!(stored[0], strata::table::format::RECORD_LAID_OUT);
+        assert_eq!(layouts.decode(&stored).as_ref(), Ok(&record));
+        if let Some(why) = strata::table::record::row_reader_disagreement_in(&stored, &layouts) {
+            panic!("a row reader disagrees with the decode of a version-3 row: {why}");
+        }
+    }
+    if let Some((&split, rest)) = data.split_first() {
+        let (section, row) = rest.split_at((split as usize).min(rest.len()));
+        if let Ok(layouts) = Layouts::from_sections([section.to_vec()]) {
+            let layouts = Arc::new(layouts);
+            if let Ok(record) = layouts.decode(row)
+                && row.first() == Some(&strata::table::format::RECORD_LAID_OUT)
+            {
+                assert_eq!(layouts.encode_known(&record), row, "rows re-encode exactly");
+            }
+            if let Some(why) = strata::table::record::row_reader_disagreement_in(row, &layouts) {
+                panic!("a row reader disagrees with the decode: {why}");
+            }
+        }
     }
 
     if let Ok(def) = TableDef::decode(data) {

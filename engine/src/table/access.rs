@@ -139,7 +139,7 @@ impl StreamKit<'_> {
         mode: Mode,
         predicates: &Arc<[Predicate]>,
     ) -> Stream {
-        let mut reader = row_reader(self.query, predicates, mode);
+        let mut reader = row_reader(self.query, predicates, mode).with_layouts(&self.table.layouts);
         if let Some(layout) = self.table.row_layout.get() {
             reader = reader.with_layout(layout);
         }

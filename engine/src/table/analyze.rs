@@ -20,7 +20,6 @@ use crate::lsm::ReadOptions;
 use crate::table::correlation::{ORDER_SAMPLE_ROWS, OrderSample, combined};
 use crate::table::db::{Db, Shared, Table, lock};
 use crate::table::entry::record_corrupt;
-use crate::table::record::Record;
 use crate::table::row_reader::RowReader;
 use crate::table::sketch::statistics_shape;
 
@@ -180,8 +179,10 @@ impl Shared {
         let discovery = first.store.store.iter(&first.fact, read(0))?;
         for kv in discovery.take(FIELD_DISCOVERY_ROWS) {
             let (k, v) = kv?;
-            let record =
-                Record::decode(&v).map_err(|e| record_corrupt(first.fact.name(), &k, e))?;
+            let record = t
+                .layouts
+                .decode(&v)
+                .map_err(|e| record_corrupt(first.fact.name(), &k, e))?;
             for (f, _) in record.iter() {
                 add(&f.to_owned(), &mut columns);
             }
@@ -189,7 +190,7 @@ impl Shared {
         let mut builder = TableStatsBuilder::new(&columns, &prefixes);
         // Each row's analysed fields are read where they lie, not built into a record.
         let analysed: Vec<&str> = columns.iter().map(String::as_str).collect();
-        let mut reader = RowReader::new(&analysed, Some(Vec::new()));
+        let mut reader = RowReader::new(&analysed, Some(Vec::new())).with_layouts(&t.layouts);
         // The leading field of each index: how its order follows the key's, per shard.
         let mut leading: Vec<&str> = Vec::new();
         for index in &t.def.indexes {

@@ -225,7 +225,7 @@ mod tests {
         let stale = db.handle("t").expect("table");
         let mut batch = TableBatch::new();
         batch.insert(row(1_000, 3));
-        let planned = plan(&stale.def, batch).expect("plan");
+        let planned = plan(&db, &stale, batch).expect("plan");
         let guards = db.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
         std::thread::scope(|s| {
             let creating = s.spawn(|| {

@@ -25,14 +25,16 @@ use crate::table::advice::Usage;
 use crate::table::catalog::{IndexDef, TableDef, index_cf};
 use crate::table::entry::{FastRowsCache, encode_primary_key, record_corrupt};
 use crate::table::format::{
-    CATALOG_CF, CATALOG_COST_MODEL, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX,
-    FACT_CF_PREFIX, INDEX_CF_PREFIX, OUTBOX_CF, SHARD_DIR_PREFIX,
+    CATALOG_CF, CATALOG_COST_MODEL, CATALOG_LAYOUT_PREFIX, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
+    CATALOG_TABLE_PREFIX, FACT_CF_PREFIX, INDEX_CF_PREFIX, OUTBOX_CF, RECORD_LAID_OUT,
+    SHARD_DIR_PREFIX,
 };
 use crate::table::key::decode_value;
+use crate::table::layouts::Layouts;
 use crate::table::options::Options;
 use crate::table::outbox::{Tracker, outbox_seq};
 use crate::table::query::Planning;
-use crate::table::record::Record;
+use crate::table::record::{Record, RecordError};
 use crate::table::resolver::Resolver;
 use crate::table::sketch::{LiveStats, SketchFactory};
 use crate::table::txn::Recovery;
@@ -141,6 +143,8 @@ pub(crate) struct Table {
     pub(crate) row_layout: OnceLock<Arc<[Arc<str>]>>,
     /// The fast rows of this definition's last covering reads (see [`FastRowsCache`]).
     pub(crate) fast_rows: Arc<FastRowsCache>,
+    /// The layouts its rows are stored by (kept across republished definitions).
+    pub(crate) layouts: Arc<Layouts>,
 }
 
 /// A table's families in one shard store.
@@ -166,6 +170,7 @@ impl Table {
             planning: OnceLock::new(),
             row_layout: OnceLock::new(),
             fast_rows: Arc::default(),
+            layouts: Arc::clone(&self.layouts),
         }
     }
 
@@ -212,6 +217,19 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The catalog key of layout `number` of the table whose id is `table_id`.
+pub(crate) fn layout_key(table_id: u64, number: u32) -> String {
+    format!("{CATALOG_LAYOUT_PREFIX}{table_id}/{number}")
+}
+
+/// The table id and layout number of a layout's catalog key, after its prefix; `None` for
+/// anything else than two decimal numbers (the shortest form: the key is rebuilt from them).
+fn parse_layout_key(rest: &str) -> Option<(u64, u32)> {
+    let (table, number) = rest.split_once('/')?;
+    let (table, number) = (table.parse::<u64>().ok()?, number.parse::<u32>().ok()?);
+    (format!("{table}/{number}") == rest).then_some((table, number))
+}
+
 fn catalog_corrupt(key: &[u8], what: CatalogCorruption) -> Error {
     Error::corrupt(CATALOG_CF, key, Corruption::Catalog(what))
 }
@@ -250,7 +268,9 @@ impl Db {
         let sketches = Arc::new(SketchFactory::default());
         options.validate()?;
         options.store.property_collector = Some(Arc::clone(&sketches) as _);
-        options.store.value_upgrade = Some(Arc::new(crate::table::upgrade::RecordUpgrade));
+        options.store.value_upgrade = Some(Arc::new(crate::table::upgrade::RecordUpgrade {
+            tables: Arc::clone(&sketches),
+        }));
         // Every shard store numbers its writes from one sequencer: a seqno is one commit
         // timestamp across the database (`docs/transactions.md` §1).
         let sequencer = Arc::new(Sequencer::shared(0));
@@ -267,6 +287,7 @@ impl Db {
         let mut stats = BTreeMap::new();
         let mut reanalyze = Vec::new();
         let mut cost_model = CostModel::default();
+        let mut layouts: BTreeMap<u64, BTreeMap<u32, Vec<u8>>> = BTreeMap::new();
         for kv in store.iter(&catalog, ReadOptions::default())? {
             let (k, v) = kv?;
             let key = std::str::from_utf8(&k)
@@ -298,6 +319,11 @@ impl Db {
                     }
                     Err(e) => return Err(catalog_corrupt(&k, CatalogCorruption::Statistics(e))),
                 }
+            } else if let Some(rest) = key.strip_prefix(CATALOG_LAYOUT_PREFIX) {
+                let (table, number) = parse_layout_key(rest).ok_or_else(|| {
+                    catalog_corrupt(&k, CatalogCorruption::Layout(RecordError::UnknownLayout(0)))
+                })?;
+                layouts.entry(table).or_default().insert(number, v.to_vec());
             } else if key == CATALOG_COST_MODEL {
                 cost_model = serde_json::from_slice::<CostModel>(&v)
                     .ok()
@@ -308,6 +334,26 @@ impl Db {
             }
         }
 
+        // Each table's layouts, numbered 0, 1, 2, … (those of a table no longer defined were
+        // added by a write racing its drop: nothing reads them). Known before any store
+        // opens: a flush during its recovery sketches rows stored by them.
+        let mut table_layouts: BTreeMap<u64, Arc<Layouts>> = BTreeMap::new();
+        for def in defs.values() {
+            let sections = layouts.remove(&def.id).unwrap_or_default();
+            // The first number missing below the highest, if any.
+            let gap = (0u32..).zip(sections.keys()).find(|(n, k)| n != *k);
+            let of_table = match gap {
+                None => Layouts::from_sections(sections.into_values()),
+                Some((missing, _)) => Err(RecordError::UnknownLayout(u64::from(missing))),
+            }
+            .map_err(|e| {
+                catalog_corrupt(
+                    layout_key(def.id, 0).as_bytes(),
+                    CatalogCorruption::Layout(e),
+                )
+            })?;
+            table_layouts.insert(def.id, Arc::new(of_table));
+        }
         let shared = Shared {
             dir,
             options,
@@ -330,7 +376,7 @@ impl Db {
             txn_state: Mutex::new(recovery.state.clone()),
         };
         for def in defs.values() {
-            shared.sketches.learn(def);
+            shared.sketches.learn(def, &table_layouts[&def.id]);
         }
         shared.adopt(&main, defs.values())?;
         let most = defs.values().map(|d| d.shards as usize).max().unwrap_or(1);
@@ -344,6 +390,7 @@ impl Db {
         let stores = shared.stores();
         let mut tables = BTreeMap::new();
         for (name, def) in defs {
+            let table_layouts = Arc::clone(&table_layouts[&def.id]);
             let mut shards = Vec::with_capacity(def.shards as usize);
             for shard_store in &stores[..def.shards as usize] {
                 let store = &shard_store.store;
@@ -367,6 +414,7 @@ impl Db {
                 planning: OnceLock::new(),
                 row_layout: OnceLock::new(),
                 fast_rows: Arc::default(),
+                layouts: table_layouts,
             };
             tables.insert(name, Arc::new(table));
         }
@@ -446,6 +494,13 @@ impl Db {
         Ok(self.handle(name)?.def.clone())
     }
 
+    /// The row layouts of `table`: what decodes its stored rows (version 3, which name a
+    /// layout instead of their fields) for a reader of its fact families' raw bytes
+    /// ([`Layouts::decode`]).
+    pub fn row_layouts(&self, table: &str) -> Result<Arc<Layouts>> {
+        Ok(Arc::clone(&self.handle(table)?.layouts))
+    }
+
     /// The statistics of the last [`Db::analyze`] of `table`, if any.
     pub fn table_stats(&self, table: &str) -> Result<Option<TableStats>> {
         Ok(self.handle(table)?.stats.clone())
@@ -459,8 +514,23 @@ impl Db {
     /// Compacts `table`'s fact and index families in every shard to one sorted run each, and
     /// returns when done: old versions and tombstones are gone, and the table files' sketches
     /// count each row once.
+    ///
+    /// Rows stored with their names (written before row layouts, or by an older build) have
+    /// their layouts added first, so the compaction stores every row by its layout.
     pub fn compact(&self, table: &str) -> Result<()> {
         let t = self.handle(table)?;
+        for shard in &t.shards {
+            let store = &shard.store.store;
+            for kv in store.iter(&shard.fact, ReadOptions::default())? {
+                let (k, v) = kv?;
+                if v.first() == Some(&RECORD_LAID_OUT) {
+                    continue;
+                }
+                let record =
+                    Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
+                self.row_head(&t, &record)?;
+            }
+        }
         for shard in &t.shards {
             let store = &shard.store.store;
             for cf in std::iter::once(&shard.fact).chain(&shard.indexes) {
@@ -640,7 +710,7 @@ impl Shared {
     }
 
     pub(super) fn publish(&self, table: Table) {
-        self.sketches.learn(&table.def);
+        self.sketches.learn(&table.def, &table.layouts);
         let mut tables = self.tables.write().unwrap_or_else(|p| p.into_inner());
         tables.insert(table.def.name.clone(), Arc::new(table));
     }
@@ -659,6 +729,28 @@ impl Shared {
             .values()
             .find(|t| t.def.id == id)
             .cloned()
+    }
+
+    /// The stored form of `record`, a row of `t`: version 3, by its layout, the layout added
+    /// to the catalog (a synced write, before the row's) if the table does not have it yet.
+    pub(crate) fn encode_row(&self, t: &Table, record: &Record) -> Result<Vec<u8>> {
+        t.layouts.encode(record, |number, section| {
+            self.persist_layout(t, number, section)
+        })
+    }
+
+    /// The head of `record`'s stored form as a row of `t` ([`Shared::encode_row`]): version
+    /// and layout number, or version and names where the table's layouts are full.
+    pub(crate) fn row_head(&self, t: &Table, record: &Record) -> Result<Vec<u8>> {
+        let head = t.layouts.head_for(record, |number, section| {
+            self.persist_layout(t, number, section)
+        })?;
+        Ok(head.unwrap_or_else(|| record.head()))
+    }
+
+    /// Makes layout `number` of table `t` durable in the catalog.
+    fn persist_layout(&self, t: &Table, number: u32, section: &[u8]) -> Result<()> {
+        self.write_catalog(&[(layout_key(t.def.id, number), section.to_vec())], &[])
     }
 
     /// Writes catalog changes, synced.
@@ -749,7 +841,9 @@ impl Shared {
         let shard = &t.shards[t.fact_shard(key)];
         match shard.store.store.get(&shard.fact, key)? {
             None => Ok(None),
-            Some(bytes) => Record::decode(&bytes)
+            Some(bytes) => t
+                .layouts
+                .decode(&bytes)
                 .map(Some)
                 .map_err(|e| record_corrupt(shard.fact.name(), key, e)),
         }

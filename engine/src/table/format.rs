@@ -42,6 +42,15 @@ pub const RECORD_VERSION: u8 = 2;
 /// The first byte of a record of the first format (each name followed by its value), which
 /// still reads.
 pub const RECORD_V1: u8 = 1;
+/// The first byte of a record that names its fields by a layout of its table's catalog
+/// (`layouts.rs`) instead of carrying them: a table's rows as the table layer stores them.
+pub const RECORD_LAID_OUT: u8 = 3;
+/// How many layouts a table's catalog holds at most; rows of any other set of fields are
+/// stored with their names (version 2).
+/// TUNING: a table's rows have a few sets of fields (its optional fields missing in a few
+/// combinations); each new set costs one synced catalog write, so a table whose rows are
+/// all different stops paying it after this many, and opening the database reads them all.
+pub const MAX_LAYOUTS: usize = 1024;
 /// `NULL` in a record.
 pub const VALUE_NULL: u8 = 0;
 /// `false` in a record.
@@ -73,6 +82,8 @@ pub const CATALOG_TABLE_PREFIX: &str = "table/";
 pub const CATALOG_STATS_PREFIX: &str = "stats/";
 /// The catalog key of the next table id.
 pub const CATALOG_NEXT_ID: &str = "next_id";
+/// Catalog keys of row layouts start with this: `layout/<table id>/<layout id>`, decimal.
+pub const CATALOG_LAYOUT_PREFIX: &str = "layout/";
 /// The catalog key of the cost constants `Db::calibrate` measured (JSON of the planner's
 /// `CostModel`); absent: the defaults.
 pub const CATALOG_COST_MODEL: &str = "cost_model";

@@ -145,7 +145,7 @@ impl BulkLoad<'_> {
     /// ```
     pub fn insert(&mut self, record: Record) -> Result<bool> {
         let t = &self.start;
-        let (key, record) = checked_known(&t.def, record, &mut self.known, &mut self.encoded)?;
+        let (key, record) = checked_known(self.db, t, record, &mut self.known, &mut self.encoded)?;
         // Every entry is made before any is kept, so a refused row leaves nothing behind.
         let mut made = Vec::with_capacity(self.entries.len());
         for ix in t.def.indexes.iter().take(self.entries.len()) {
@@ -227,7 +227,7 @@ impl BulkLoad<'_> {
         // 1. Sorted; a repeated key fails the run.
         facts.sort();
         if let Some(i) = facts.first_repeat() {
-            let record = Record::decode(facts.get(i).1).ok();
+            let record = self.start.layouts.decode(facts.get(i).1).ok();
             return Err(Error::Conflict(format!(
                 "table {:?} has a row with key {} (twice in the load)",
                 self.start.def.name,
@@ -332,7 +332,8 @@ impl BulkLoad<'_> {
         let name = self.start.def.name.clone();
         let mut batch = TableBatch::new();
         for (key, encoded) in rows.in_push_order() {
-            let record = Record::decode(encoded).map_err(|e| record_corrupt(&name, key, e))?;
+            let record =
+                (self.start.layouts.decode(encoded)).map_err(|e| record_corrupt(&name, key, e))?;
             batch.insert(record);
             if batch.len() == FALLBACK_BATCH_ROWS {
                 let n = batch.len() as u64;
@@ -381,7 +382,7 @@ fn index_runs(t: &Table, s: usize, rows: &IngestRun) -> Result<Vec<IngestRun>> {
     let mut runs: Vec<IngestRun> = shard.indexes.iter().cloned().map(IngestRun::new).collect();
     for (key, encoded) in rows.iter() {
         let record =
-            Record::decode(encoded).map_err(|e| record_corrupt(shard.fact.name(), key, e))?;
+            (t.layouts.decode(encoded)).map_err(|e| record_corrupt(shard.fact.name(), key, e))?;
         for (run, ix) in runs.iter_mut().zip(&t.def.indexes) {
             let (k, v) = index_entry(ix, s, key, &record)?;
             run.push(&k, &v);

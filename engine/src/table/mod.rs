@@ -29,6 +29,7 @@ mod field_names;
 pub mod format;
 mod indexer;
 pub mod key;
+pub mod layouts;
 mod load;
 mod name_list;
 mod options;

@@ -24,6 +24,7 @@ use strata_planner::Value;
 
 use crate::table::field_names::FieldNames;
 use crate::table::format::RECORD_VERSION;
+use crate::table::layouts::{Layouts, NONE};
 use crate::table::name_list::NameList;
 use crate::table::record_codec::{
     encode_value, end_width, put_varint, value_len, varint_len, walk,
@@ -329,8 +330,26 @@ impl Record {
         self.put_values(head.len(), out);
     }
 
+    /// The names section of the stored form (`count:varint names_len:varint names`): what a
+    /// version-2 record holds after its version byte, and what a table's layout stores once
+    /// for its version-3 rows ([`Layouts`]).
+    pub fn names_section(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(8 + self.names.iter().map(|n| 1 + n.len()).sum::<usize>());
+        self.put_names_section(&mut out);
+        out
+    }
+
+    /// About how many bytes the value ends and the values take (a capacity to reserve).
+    pub(crate) fn values_len_hint(&self) -> usize {
+        self.values.len() * 2 + self.values.iter().map(value_len).sum::<usize>()
+    }
+
     fn put_head(&self, out: &mut Vec<u8>) {
         out.push(RECORD_VERSION);
+        self.put_names_section(out);
+    }
+
+    fn put_names_section(&self, out: &mut Vec<u8>) {
         put_varint(out, self.values.len() as u64);
         let names_len: usize = self
             .names
@@ -395,16 +414,30 @@ impl Record {
     /// touch) instead of allocating each name and the list again. A point read of a row of
     /// two fields spent a third of its decode in those allocations (`perf`, read-modify-write
     /// transactions).
+    ///
+    /// A version-3 record (a table's row, which names its table's layout instead of its
+    /// fields) does not decode here ([`RecordError::UnknownLayout`]): a table's rows are read
+    /// through the table ([`Layouts::decode`]).
     pub fn decode(bytes: &[u8]) -> Result<Record, RecordError> {
+        Record::decode_cached(bytes, &NONE)
+    }
+
+    /// Parses a stored record of a table whose layouts are `layouts` (a version-3 one,
+    /// which names its layout instead of its fields; [`Layouts::decode`]).
+    pub(crate) fn decode_laid_out(bytes: &[u8], layouts: &Layouts) -> Result<Record, RecordError> {
+        Record::decode_cached(bytes, layouts)
+    }
+
+    fn decode_cached(bytes: &[u8], layouts: &Layouts) -> Result<Record, RecordError> {
         thread_local! {
             static NAMES: std::cell::RefCell<Names> = std::cell::RefCell::default();
         }
-        let uncached = || Record::decode_where(bytes, &mut Names::default(), |_| true);
+        let uncached = || Record::decode_where(bytes, layouts, &mut Names::default(), |_| true);
         // Without the cache when it is in use (not reentrant) or being destroyed (a decode in
         // another thread local's destructor): never worth a panic.
         NAMES
             .try_with(|names| match names.try_borrow_mut() {
-                Ok(mut names) => Record::decode_where(bytes, &mut names, |_| true),
+                Ok(mut names) => Record::decode_where(bytes, layouts, &mut names, |_| true),
                 Err(_) => uncached(),
             })
             .unwrap_or_else(|_| uncached())
@@ -463,7 +496,7 @@ impl Record {
     /// a flush writes. The header, the names and their order are checked as [`Record::decode`]
     /// checks them; a skipped field's name and string are not checked for UTF-8.
     pub fn decode_only(bytes: &[u8], wanted: &[String]) -> Result<Record, RecordError> {
-        Record::decode_where(bytes, &mut Names::default(), |name| {
+        Record::decode_where(bytes, &NONE, &mut Names::default(), |name| {
             wanted.binary_search_by(|w| w.as_bytes().cmp(name)).is_ok()
         })
     }
@@ -471,11 +504,12 @@ impl Record {
     /// Parses a stored record, building the fields `keep` accepts and skipping the others.
     fn decode_where(
         bytes: &[u8],
+        layouts: &Layouts,
         names: &mut Names,
         keep: impl Fn(&[u8]) -> bool,
     ) -> Result<Record, RecordError> {
         let mut values = Vec::new();
-        walk(bytes, |name, r| {
+        walk(bytes, layouts, |name, r| {
             if keep(name) {
                 if values.is_empty() {
                     values.reserve_exact(names.recent.len().max(4));
@@ -577,15 +611,22 @@ impl std::fmt::Display for Record {
 /// decode refuses, or a row the decode accepts that the reader refuses.
 #[doc(hidden)]
 pub fn row_reader_disagreement(bytes: &[u8]) -> Option<String> {
+    row_reader_disagreement_in(bytes, &NONE)
+}
+
+/// [`row_reader_disagreement`] for a row of a table whose layouts are `layouts` (decoded
+/// with [`Layouts::decode`]).
+#[doc(hidden)]
+pub fn row_reader_disagreement_in(bytes: &[u8], layouts: &Arc<Layouts>) -> Option<String> {
     use crate::table::row_reader::RowReader;
-    let decoded = Record::decode(bytes);
+    let decoded = layouts.decode(bytes);
     let readers: [(&[&str], Option<Vec<String>>); 3] = [
         (&["a"], Some(vec!["b".to_owned()])),
         (&["b", "a"], None),
         (&[], None),
     ];
     for (tested, kept) in readers {
-        let mut reader = RowReader::new(tested, kept.clone());
+        let mut reader = RowReader::new(tested, kept.clone()).with_layouts(layouts);
         for _ in 0..2 {
             let test = reader.test(bytes);
             let built = reader.build(bytes);
@@ -653,6 +694,11 @@ pub enum RecordError {
     /// A value that does not exactly fill the place its offsets give it.
     #[error("a value does not fill its place")]
     Offsets,
+    /// A version-3 record naming a layout its table does not have (or read outside its
+    /// table); also a layout list that cannot be (two numbers for one set of names, or more
+    /// than the limit).
+    #[error("unknown row layout {0}")]
+    UnknownLayout(u64),
 }
 
 #[cfg(test)]

@@ -5,9 +5,10 @@
 use strata_planner::Value;
 
 use crate::table::format::{
-    MAX_FIELD_NAME_BYTES, MAX_FIELDS, RECORD_V1, RECORD_VERSION, VALUE_BYTES, VALUE_FALSE,
-    VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
+    MAX_FIELD_NAME_BYTES, MAX_FIELDS, MAX_LAYOUTS, RECORD_LAID_OUT, RECORD_V1, RECORD_VERSION,
+    VALUE_BYTES, VALUE_FALSE, VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
 };
+use crate::table::layouts::Layouts;
 use crate::table::record::RecordError;
 
 /// Walks the fields of a stored record of either version, checking its header, name order and
@@ -15,22 +16,27 @@ use crate::table::record::RecordError;
 /// returns whether the name is one whose order after the name before it is already known (a
 /// `RowReader`'s slots: two neighbours matched there were checked in order when the second
 /// was learnt), which spares the comparison; a version-2 record's names are always compared.
+///
+/// A version-3 row's names are those of its layout in `layouts` (its table's); a layout it
+/// does not hold is [`RecordError::UnknownLayout`].
 pub(crate) fn walk<'a>(
     bytes: &'a [u8],
-    mut each: impl FnMut(&'a [u8], &mut Reader<'a>) -> Result<bool, RecordError>,
+    layouts: &Layouts,
+    mut each: impl FnMut(&[u8], &mut Reader<'a>) -> Result<bool, RecordError>,
 ) -> Result<(), RecordError> {
-    if bytes.first() == Some(&RECORD_VERSION) {
-        let view = View::parse(bytes)?;
-        let mut names = view.names();
-        for i in 0..view.count() {
-            let name = names.next().ok_or(RecordError::Truncated)??;
-            let (mut r, end) = view.value_reader(i)?;
-            each(name, &mut r)?;
-            if r.at != end {
-                return Err(RecordError::Offsets);
-            }
+    match bytes.first() {
+        Some(&RECORD_VERSION) => {
+            let view = View::parse(bytes)?;
+            return walk_view(view, view.names(), &mut each);
         }
-        return names.finish();
+        Some(&RECORD_LAID_OUT) => {
+            let (id, head) = laid_out_head(bytes)?;
+            let section = layouts.section(id).ok_or(RecordError::UnknownLayout(id))?;
+            let (count, names) = section_names(&section)?;
+            let view = View::after_head(bytes, head, head, count)?;
+            return walk_view(view, names, &mut each);
+        }
+        _ => {}
     }
     let (mut r, count) = header(bytes, RECORD_V1)?;
     let mut last: Option<&[u8]> = None;
@@ -50,6 +56,23 @@ pub(crate) fn walk<'a>(
     Ok(())
 }
 
+/// [`walk`] over a record of version 2 or 3, its `names` given apart from its `view`.
+fn walk_view<'a>(
+    view: View<'a>,
+    mut names: NameIter<'_>,
+    each: &mut impl FnMut(&[u8], &mut Reader<'a>) -> Result<bool, RecordError>,
+) -> Result<(), RecordError> {
+    for i in 0..view.count() {
+        let name = names.next().ok_or(RecordError::Truncated)??;
+        let (mut r, end) = view.value_reader(i)?;
+        each(name, &mut r)?;
+        if r.at != end {
+            return Err(RecordError::Offsets);
+        }
+    }
+    names.finish()
+}
+
 /// Reads the first bytes of a record of `version`: the version byte and the field count
 /// (checked against the limit); the reader is left after them.
 fn header(bytes: &[u8], version: u8) -> Result<(Reader<'_>, usize), RecordError> {
@@ -63,6 +86,51 @@ fn header(bytes: &[u8], version: u8) -> Result<(Reader<'_>, usize), RecordError>
         return Err(RecordError::TooManyFields(count));
     }
     Ok((r, count as usize))
+}
+
+/// The layout number of `bytes`, a version-3 record, and where its head (version and
+/// number) ends: where its value ends start.
+pub(crate) fn laid_out_head(bytes: &[u8]) -> Result<(u64, usize), RecordError> {
+    let mut r = Reader { bytes, at: 0 };
+    let found = r.byte()?;
+    if found != RECORD_LAID_OUT {
+        return Err(RecordError::Version(found));
+    }
+    let id = r.varint()?;
+    if id >= MAX_LAYOUTS as u64 {
+        return Err(RecordError::UnknownLayout(id));
+    }
+    Ok((id, r.at))
+}
+
+/// The field count of a layout's names section (`count:varint names_len:varint names`, as in
+/// a version-2 record's head; `docs/formats/records.md`) and its names, each checked as it
+/// is read (a caller that reads them all ends with [`NameIter::finish`]).
+pub(crate) fn section_names(section: &[u8]) -> Result<(usize, NameIter<'_>), RecordError> {
+    let mut r = Reader {
+        bytes: section,
+        at: 0,
+    };
+    let count = r.varint()?;
+    if count > MAX_FIELDS as u64 {
+        return Err(RecordError::TooManyFields(count));
+    }
+    let names_len = r.len(section.len())?;
+    let names = r.take(names_len)?;
+    if r.at != section.len() {
+        return Err(RecordError::TrailingBytes);
+    }
+    if count == 0 && !names.is_empty() {
+        return Err(RecordError::TrailingBytes);
+    }
+    let iter = NameIter {
+        r: Reader {
+            bytes: names,
+            at: 0,
+        },
+        last: None,
+    };
+    Ok((count as usize, iter))
 }
 
 /// The width of each value end in a version-2 record of `total` bytes: the smallest of 1, 2

@@ -9,10 +9,18 @@ use std::sync::Arc;
 
 use strata_planner::{Predicate, Value};
 
-use crate::table::format::RECORD_VERSION;
+use crate::table::format::{RECORD_LAID_OUT, RECORD_VERSION};
+use crate::table::layouts::{Layouts, NONE};
 use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Name, Record, RecordError};
-use crate::table::record_codec::{View, put_varint, walk};
+use crate::table::record_codec::{NameIter, View, laid_out_head, put_varint, walk};
+
+/// Whether `bytes` is a record of version 2 or 3, read through a [`View`] at a layout's
+/// places (version 1 is walked).
+#[inline(always)]
+fn in_place(bytes: &[u8]) -> bool {
+    matches!(bytes.first(), Some(&(RECORD_VERSION | RECORD_LAID_OUT)))
+}
 
 /// How many version-2 layouts a reader remembers.
 /// TUNING: rows whose optional fields are missing in a few combinations each keep their
@@ -32,12 +40,13 @@ struct Slot {
     kept: bool,
 }
 
-/// One version-2 layout a [`RowReader`] has seen: a names section, and where the fields the
-/// reader tests and returns are in rows of it.
+/// One layout a [`RowReader`] has seen: a version-2 row's names section, or a version-3 row's
+/// layout number, and where the fields the reader tests and returns are in rows of it.
 struct Layout {
-    /// The head of its rows: version, count and names section, byte for byte.
+    /// The head of its rows, byte for byte: version, count and names section (version 2), or
+    /// version and layout number (version 3).
     head: Box<[u8]>,
-    /// Where the names section starts in the head.
+    /// Where the names section starts in the head (its end for version 3).
     names_at: usize,
     /// The names, by position.
     names: Vec<Name>,
@@ -131,6 +140,8 @@ pub(crate) struct RowReader {
     /// that builds its rows from index entries never reads one, and learning them was a
     /// twentieth of a 30-row covering query.
     primer: Option<Arc<[Name]>>,
+    /// The layouts of the table whose rows it reads (its version-3 rows name one).
+    dictionary: Arc<Layouts>,
 }
 
 impl RowReader {
@@ -165,7 +176,14 @@ impl RowReader {
             builds_tested,
             next_asked: std::cell::Cell::new(0),
             primer: None,
+            dictionary: Arc::clone(&NONE),
         }
+    }
+
+    /// This reader, reading rows of a table whose layouts are `layouts`.
+    pub(crate) fn with_layouts(mut self, layouts: &Arc<Layouts>) -> RowReader {
+        self.dictionary = Arc::clone(layouts);
+        self
     }
 
     /// This reader, knowing `names` as the fields of the rows it will read, in order (one
@@ -266,6 +284,10 @@ impl RowReader {
                 return self.view_known(0, bytes);
             }
         }
+        if bytes.first() == Some(&RECORD_LAID_OUT) {
+            let at = self.learn_laid_out(bytes)?;
+            return self.view_known(at, bytes);
+        }
         let view = View::parse(bytes)?;
         let at = self.learn(bytes, &view)?;
         Ok((at, view))
@@ -291,9 +313,29 @@ impl RowReader {
     /// has, and gives its place.
     #[cold]
     fn learn(&mut self, bytes: &[u8], view: &View<'_>) -> Result<usize, RecordError> {
-        let mut names = Vec::with_capacity(view.count());
-        let mut iter = view.names();
-        for _ in 0..view.count() {
+        let names = self.names_of(view.count(), view.names())?;
+        let (names_at, head) = view.head();
+        let layout = self.layout_of_names(bytes[..head].into(), names_at, names);
+        Ok(self.place(layout))
+    }
+
+    /// Learns the layout of `bytes`, a version-3 row whose layout number no known layout
+    /// has, from the table's layouts, and gives its place.
+    #[cold]
+    fn learn_laid_out(&mut self, bytes: &[u8]) -> Result<usize, RecordError> {
+        let (number, head) = laid_out_head(bytes)?;
+        let names = self
+            .dictionary
+            .names(number)
+            .ok_or(RecordError::UnknownLayout(number))?;
+        let layout = self.layout_of_names(bytes[..head].into(), head, names.to_vec());
+        Ok(self.place(layout))
+    }
+
+    /// The `count` names of `iter`, checked; those the current layout has are shared.
+    fn names_of(&self, count: usize, mut iter: NameIter<'_>) -> Result<Vec<Name>, RecordError> {
+        let mut names = Vec::with_capacity(count);
+        for _ in 0..count {
             let name = iter.next().ok_or(RecordError::Truncated)??;
             let known = self
                 .layouts
@@ -305,8 +347,11 @@ impl RowReader {
             });
         }
         iter.finish()?;
-        let (names_at, head) = view.head();
-        let layout = self.layout_of_names(bytes[..head].into(), names_at, names);
+        Ok(names)
+    }
+
+    /// Remembers `layout` as the current one, in place of another if all places are taken.
+    fn place(&mut self, layout: Layout) -> usize {
         if self.layouts.len() < LAYOUTS {
             self.layouts.push(layout);
             self.current = self.layouts.len() - 1;
@@ -315,7 +360,7 @@ impl RowReader {
             self.current = (self.current + 1) % LAYOUTS;
             self.layouts[self.current] = layout;
         }
-        Ok(self.current)
+        self.current
     }
 
     /// Whether every tested field is among the built ones, so that a row expected to pass can
@@ -396,7 +441,7 @@ impl RowReader {
     /// Reads the tested fields of `bytes` (the others are skipped, their structure checked
     /// but not their text), for [`RowReader::passes`].
     pub(crate) fn test(&mut self, bytes: &[u8]) -> Result<(), RecordError> {
-        if bytes.first() == Some(&RECORD_VERSION) {
+        if in_place(bytes) {
             let (at, view) = self.view(bytes)?;
             let layout = &self.layouts[at];
             if layout.tested_at.len() < self.values.len() {
@@ -415,7 +460,7 @@ impl RowReader {
         let (slots, tested, kept, values) =
             (&mut self.slots, &self.tested, &self.kept, &mut self.values);
         let mut i = 0;
-        let walked = walk(bytes, |name, r| {
+        let walked = walk(bytes, &self.dictionary, |name, r| {
             let (slot, known) = slot(slots, i, name, tested, kept)?;
             match slot.tested {
                 Some(t) => values[t] = r.value()?,
@@ -442,7 +487,7 @@ impl RowReader {
     /// names (shared by the rows of a version-2 layout), and their values, read one by one
     /// from the row where it lies.
     pub(crate) fn kept<'r, 'b>(&'r mut self, bytes: &'b [u8]) -> Result<Kept<'r, 'b>, RecordError> {
-        if bytes.first() == Some(&RECORD_VERSION) {
+        if in_place(bytes) {
             let (at, view) = self.view(bytes)?;
             let layout = &mut self.layouts[at];
             layout.serve();
@@ -462,7 +507,7 @@ impl RowReader {
         &mut self,
         bytes: &[u8],
     ) -> Result<(NameList, Vec<Value>), RecordError> {
-        if bytes.first() == Some(&RECORD_VERSION) {
+        if in_place(bytes) {
             let (at, view) = self.view(bytes)?;
             let layout = &mut self.layouts[at];
             layout.serve();
@@ -488,7 +533,7 @@ impl RowReader {
         let (slots, tested, kept) = (&mut self.slots, &self.tested, &self.kept);
         let mut fields = Vec::with_capacity(slots.len().max(4));
         let mut i = 0;
-        let walked = walk(bytes, |name, r| {
+        let walked = walk(bytes, &self.dictionary, |name, r| {
             let (slot, known) = slot(slots, i, name, tested, kept)?;
             if slot.kept {
                 fields.push((Arc::clone(&slot.name), r.value()?));

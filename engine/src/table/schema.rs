@@ -12,7 +12,7 @@ use crate::lsm::ColumnFamily;
 use crate::table::catalog::{
     IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
 };
-use crate::table::db::{Db, ShardStore, Table, TableShard, lock};
+use crate::table::db::{Db, ShardStore, Table, TableShard, layout_key, lock};
 use crate::table::format::{
     CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
 };
@@ -80,6 +80,7 @@ impl Db {
             planning: OnceLock::new(),
             row_layout: OnceLock::new(),
             fast_rows: Arc::default(),
+            layouts: Arc::default(),
         });
         Ok(())
     }
@@ -89,13 +90,14 @@ impl Db {
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = lock(&self.ddl);
         let table = self.handle(name)?;
-        self.write_catalog(
-            &[],
-            &[
-                format!("{CATALOG_TABLE_PREFIX}{name}"),
-                format!("{CATALOG_STATS_PREFIX}{name}"),
-            ],
-        )?;
+        // A layout a writer adds after this is left behind, and ignored at open: table ids
+        // are never reused.
+        let mut deletes = vec![
+            format!("{CATALOG_TABLE_PREFIX}{name}"),
+            format!("{CATALOG_STATS_PREFIX}{name}"),
+        ];
+        deletes.extend((0..table.layouts.len() as u32).map(|n| layout_key(table.def.id, n)));
+        self.write_catalog(&[], &deletes)?;
         self.tables
             .write()
             .unwrap_or_else(|p| p.into_inner())
@@ -287,7 +289,7 @@ mod tests {
         let shard_of = |id: i64| {
             let mut batch = TableBatch::new();
             batch.upsert(row(id, 0, 0));
-            stale.fact_shard(&plan(&stale.def, batch).expect("plan")[0].key)
+            stale.fact_shard(&plan(&db, &stale, batch).expect("plan")[0].key)
         };
         let a = (0..20)
             .find(|&id| shard_of(id) == 0)
@@ -298,7 +300,7 @@ mod tests {
         let mut batch = TableBatch::new();
         batch.upsert(row(a, 0, 1));
         batch.upsert(row(b, 1, 1));
-        let planned = plan(&stale.def, batch).expect("plan");
+        let planned = plan(&db, &stale, batch).expect("plan");
         let guards = db.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
         std::thread::scope(|s| {
             let dropping = s.spawn(|| db.drop_index("t", "by_v").expect("drop index"));

@@ -32,7 +32,9 @@ use crate::table::analyze::MAX_ANALYZED_FIELDS;
 use crate::table::catalog::TableDef;
 use crate::table::db::Table;
 use crate::table::format::FACT_CF_PREFIX;
+use crate::table::layouts::{Layouts, NONE};
 use crate::table::query::for_planning;
+use crate::table::record::RecordError;
 use crate::table::row_reader::RowReader;
 
 /// The table-file property holding a fact file's sketch.
@@ -147,15 +149,21 @@ pub(crate) fn statistics_shape(def: &TableDef) -> Shape {
 /// Makes the collectors of fact families; knows each table's shape from the catalog.
 #[derive(Debug, Default)]
 pub(crate) struct SketchFactory {
-    /// Fact family name → (columns, prefixes).
-    shapes: RwLock<HashMap<String, Shape>>,
+    /// Fact family name → (columns, prefixes), and the layouts its rows are stored by.
+    shapes: RwLock<HashMap<String, (Shape, Arc<Layouts>)>>,
 }
 
 impl SketchFactory {
-    /// Remembers `def`'s shape for the collectors of its fact family.
-    pub(crate) fn learn(&self, def: &TableDef) {
+    /// Remembers `def`'s shape and its rows' `layouts` for the collectors of its fact family.
+    pub(crate) fn learn(&self, def: &TableDef, layouts: &Arc<Layouts>) {
         let mut shapes = self.shapes.write().unwrap_or_else(|p| p.into_inner());
-        shapes.insert(def.fact_cf(), statistics_shape(def));
+        shapes.insert(def.fact_cf(), (statistics_shape(def), Arc::clone(layouts)));
+    }
+
+    /// The layouts of the rows of fact family `cf`, if its table is known.
+    pub(crate) fn layouts_of(&self, cf: &str) -> Option<Arc<Layouts>> {
+        let shapes = self.shapes.read().unwrap_or_else(|p| p.into_inner());
+        shapes.get(cf).map(|(_, layouts)| Arc::clone(layouts))
     }
 
     /// Forgets table `def`.
@@ -172,13 +180,14 @@ impl CollectorFactory for SketchFactory {
         }
         // A table not known yet (a flush during open, before the catalog is read) gets a
         // sketch of its counts only.
-        let (columns, prefixes) = self
+        let known = self.layouts_of(cf).is_some();
+        let ((columns, prefixes), layouts) = self
             .shapes
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .get(cf)
             .cloned()
-            .unwrap_or_default();
+            .unwrap_or_else(|| (Shape::default(), Arc::clone(&NONE)));
         let mut wanted: Vec<String> = columns
             .iter()
             .chain(prefixes.iter().flatten())
@@ -188,8 +197,9 @@ impl CollectorFactory for SketchFactory {
         wanted.dedup();
         let tested: Vec<&str> = wanted.iter().map(String::as_str).collect();
         Some(Box::new(SketchCollector {
+            counts_only: !known,
             tombstones: 0,
-            reader: RowReader::new(&tested, Some(Vec::new())),
+            reader: RowReader::new(&tested, Some(Vec::new())).with_layouts(&layouts),
             rows: TableStatsBuilder::with_limits(
                 &columns,
                 &prefixes,
@@ -201,6 +211,9 @@ impl CollectorFactory for SketchFactory {
 }
 
 struct SketchCollector {
+    /// Its table is not known yet (a flush while the database opens, before the catalog is
+    /// read): rows are counted, not read (their layouts are not known either).
+    counts_only: bool,
     tombstones: u64,
     /// Reads the fields sketched (and only those) of each row: a file's rows share a layout,
     /// so a row costs one comparison of its names and one decode per sketched field.
@@ -215,8 +228,10 @@ impl PropertyCollector for SketchCollector {
             return;
         };
         // A record that does not decode is `verify`'s business; statistics skip it.
-        if self.reader.test(value).is_err() {
-            return;
+        match self.reader.test(value) {
+            Ok(()) => {}
+            Err(RecordError::UnknownLayout(_)) if self.counts_only => self.reader.clear_tested(),
+            Err(_) => return,
         }
         let reader = &self.reader;
         self.rows

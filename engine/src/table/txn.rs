@@ -131,7 +131,9 @@ impl Db {
         let shard = &t.shards[t.fact_shard(key)];
         match shard.store.store.get_at(&shard.fact, key, snapshot.lsm())? {
             None => Ok(None),
-            Some(bytes) => Record::decode(&bytes)
+            Some(bytes) => t
+                .layouts
+                .decode(&bytes)
                 .map(Some)
                 .map_err(|e| record_corrupt(shard.fact.name(), key, e)),
         }
@@ -333,7 +335,7 @@ impl<'db> Transaction<'db> {
     pub fn insert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         self.with_table(table, |tx, t| {
-            let (pk, record, encoded) = checked(&t.def, record)?;
+            let (pk, record, encoded) = checked(tx.db, t, record)?;
             if tx.read_row(t, &pk)?.is_some() {
                 return Err(Error::Conflict(format!(
                     "table {table:?} has a row with key {}",
@@ -349,7 +351,7 @@ impl<'db> Transaction<'db> {
     pub fn upsert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         self.with_table(table, |tx, t| {
-            let (pk, record, encoded) = checked(&t.def, record)?;
+            let (pk, record, encoded) = checked(tx.db, t, record)?;
             tx.buffer(t, pk, Some((record, encoded)), false);
             Ok(())
         })

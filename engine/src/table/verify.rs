@@ -127,7 +127,9 @@ pub struct RepairReport {
 
 /// The record stored at `key` in fact shard `shard`.
 fn decode_record(t: &Table, shard: usize, key: &[u8], bytes: &[u8]) -> Result<Record> {
-    Record::decode(bytes).map_err(|e| record_corrupt(t.shards[shard].fact.name(), key, e))
+    t.layouts
+        .decode(bytes)
+        .map_err(|e| record_corrupt(t.shards[shard].fact.name(), key, e))
 }
 
 impl Db {

@@ -22,7 +22,7 @@ use strata_planner::Value;
 use crate::error::{Error, Result};
 use crate::lsm::{ColumnFamily, ReadOptions, WriteBatch, WriteOptions};
 use crate::table::catalog::{IndexDef, TableDef, validate_field};
-use crate::table::db::{Db, ShardStore, Table};
+use crate::table::db::{Db, ShardStore, Shared, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::field_names::FieldNames;
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
@@ -167,16 +167,18 @@ impl KnownNames {
         self.lists.iter().find(|k| record.shares_names(&k.names))
     }
 
-    /// Remembers `record`'s names, checked, for rows of `def`.
-    fn learn(&mut self, def: &TableDef, record: &Record) {
+    /// Remembers `record`'s names, checked, for rows of table `t`: its stored head is the
+    /// one of the table's layout for them.
+    fn learn(&mut self, db: &Shared, t: &Table, record: &Record) -> Result<()> {
         let names = record.field_names();
-        let key_at = def
+        let key_at = t
+            .def
             .primary_key
             .iter()
             .map(|f| names.names().position(|n| n == f))
             .collect();
         let known = Known {
-            head: record.head(),
+            head: db.row_head(t, record)?,
             names,
             key_at,
         };
@@ -186,6 +188,7 @@ impl KnownNames {
             self.lists[self.next] = known;
             self.next = (self.next + 1) % Self::LISTS;
         }
+        Ok(())
     }
 }
 
@@ -272,7 +275,7 @@ impl Db {
             return Ok(());
         }
         // 1. Check and encode, before any lock.
-        let planned = plan(&first.def, batch)?;
+        let planned = plan(self, &first, batch)?;
 
         // Back-pressure: wait, holding nothing, while the indexer is too far behind.
         if first.has_async() {
@@ -497,13 +500,14 @@ impl Db {
     }
 }
 
-/// Checks and encodes every mutation of `batch` against `def`.
-pub(crate) fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
+/// Checks and encodes every mutation of `batch` against table `t`.
+pub(crate) fn plan(db: &Shared, t: &Table, batch: TableBatch) -> Result<Vec<Planned>> {
+    let def = &t.def;
     let mut planned = Vec::with_capacity(batch.len());
     for m in batch.mutations {
         planned.push(match m {
             Mutation::Insert(r) => {
-                let (key, record, encoded) = checked(def, r)?;
+                let (key, record, encoded) = checked(db, t, r)?;
                 Planned {
                     key,
                     record: Some(record),
@@ -512,7 +516,7 @@ pub(crate) fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
                 }
             }
             Mutation::Upsert(r) => {
-                let (key, record, encoded) = checked(def, r)?;
+                let (key, record, encoded) = checked(db, t, r)?;
                 Planned {
                     key,
                     record: Some(record),
@@ -534,12 +538,17 @@ pub(crate) fn plan(def: &TableDef, batch: TableBatch) -> Result<Vec<Planned>> {
     Ok(planned)
 }
 
-/// A row to store, checked against `def` (fields, key, size): its encoded primary key, the
-/// row without its `NULL` fields, and the row encoded.
-pub(crate) fn checked(def: &TableDef, record: Record) -> Result<(Vec<u8>, Record, Vec<u8>)> {
+/// A row to store, checked against table `t` (fields, key, size): its encoded primary key,
+/// the row without its `NULL` fields, and the row encoded (by its layout,
+/// [`Shared::encode_row`]).
+pub(crate) fn checked(
+    db: &Shared,
+    t: &Table,
+    record: Record,
+) -> Result<(Vec<u8>, Record, Vec<u8>)> {
     let record = normalise(record)?;
-    let key = record_key(def, &record)?;
-    let encoded = record.encode();
+    let key = record_key(&t.def, &record)?;
+    let encoded = db.encode_row(t, &record)?;
     check_size(encoded.len())?;
     Ok((key, record, encoded))
 }
@@ -548,20 +557,22 @@ pub(crate) fn checked(def: &TableDef, record: Record) -> Result<(Vec<u8>, Record
 /// a list in `known` skips the check of its names and has its head copied, not encoded. The
 /// stored form goes into `encoded` (cleared first), which the loader reuses row after row.
 pub(crate) fn checked_known(
-    def: &TableDef,
+    db: &Shared,
+    t: &Table,
     record: Record,
     known: &mut KnownNames,
     encoded: &mut Vec<u8>,
 ) -> Result<(Vec<u8>, Record)> {
+    let def = &t.def;
     let record = record.without_nulls();
     encoded.clear();
     let Some(this) = known.of(&record) else {
         let record = normalise(record)?;
         // A list no one else holds is this row's own, and no other row will share it.
         if record.names_are_shared() {
-            known.learn(def, &record);
+            known.learn(db, t, &record)?;
         }
-        let (key, record, stored) = checked(def, record)?;
+        let (key, record, stored) = checked(db, t, record)?;
         encoded.extend_from_slice(&stored);
         return Ok((key, record));
     };
