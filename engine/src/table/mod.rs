@@ -20,6 +20,7 @@ mod access;
 mod advice;
 mod analyze;
 mod backfill;
+mod byte_test;
 mod calibrate;
 pub mod catalog;
 mod correlation;

@@ -627,6 +627,33 @@ pub fn row_reader_disagreement_in(bytes: &[u8], layouts: &Arc<Layouts>) -> Optio
     ];
     for (tested, kept) in readers {
         let mut reader = RowReader::new(tested, kept.clone()).with_layouts(layouts);
+        // Predicates on the tested fields, bounded by the row's own values where it has them
+        // (so equalities hold), decided on bytes where they can be.
+        let own = |f: &str, other: Value| match &decoded {
+            Ok(r) if !r.value(f).is_null() => r.value(f).clone(),
+            _ => other,
+        };
+        let predicates: Vec<strata_planner::Predicate> = match tested {
+            [a] => vec![strata_planner::Predicate::eq(a, own(a, Value::from("x")))],
+            [b, a] => vec![
+                strata_planner::Predicate::ge(b, own(b, Value::Int(0))),
+                strata_planner::Predicate::lt(a, own(a, Value::from("m"))),
+            ],
+            _ => Vec::new(),
+        };
+        let mut filter = RowReader::new(tested, kept.clone()).with_layouts(layouts);
+        for _ in 0..2 {
+            let passes = filter.test_passes(bytes, &predicates);
+            if let (Ok(record), Ok(passes)) = (&decoded, &passes) {
+                let expected = predicates.iter().all(|p| p.matches(record.value(&p.field)));
+                if *passes != expected {
+                    return Some(format!("filtered {passes}, decoded {expected}"));
+                }
+            }
+            if decoded.is_ok() && passes.is_err() {
+                return Some(format!("filter refused a record: {passes:?}"));
+            }
+        }
         for _ in 0..2 {
             let test = reader.test(bytes);
             let built = reader.build(bytes);

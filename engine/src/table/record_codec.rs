@@ -307,6 +307,14 @@ impl<'a> View<'a> {
         Ok((reader, values_at + end))
     }
 
+    /// The stored bytes of value `i` (below the count): its tag and payload, exactly its
+    /// place in the record, not decoded.
+    #[inline(always)]
+    pub(crate) fn raw(&self, i: usize) -> Result<&'a [u8], RecordError> {
+        let (r, end) = self.value_reader(i)?;
+        Ok(&self.bytes[r.at..end])
+    }
+
     /// Puts value `i` (below the count), checked to fill exactly its place, in `slot` (see
     /// [`Reader::value_into`]).
     #[inline(always)]

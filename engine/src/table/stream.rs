@@ -253,10 +253,10 @@ impl Stream {
     /// its predicate fields read alone.
     fn passes_row(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<bool> {
         let start = self.timed.then(Instant::now);
-        self.reader
-            .test(bytes)
+        let passes = self
+            .reader
+            .test_passes(bytes, &self.predicates)
             .map_err(|e| self.corrupt_row(shard, key, e))?;
-        let passes = self.reader.passes(&self.predicates);
         if let Some(start) = start {
             self.stats.filter_time += start.elapsed();
         }
