@@ -137,7 +137,7 @@ impl FileSystem for OsFs {
         Ok(())
     }
 
-    /// Written out in steps of [`RANGE_SYNC_BYTES`] as it grows (`sync_file_range` on
+    /// Written out in steps of 1 MiB as it grows (`sync_file_range` on
     /// Linux), so that a large file written in the background never lands on the disk in one
     /// burst ahead of a log's sync.
     fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>> {

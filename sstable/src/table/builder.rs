@@ -54,11 +54,12 @@ pub struct TableOptions {
     /// Bloom filter bits per distinct user key (default 10: about 1 % false positives).
     pub bloom_bits_per_key: u32,
     /// Store a value's prefix shared with the value before it once per restart interval
-    /// (format version 2; default off). Rows of a table share their names section, so this
-    /// takes their files from 1.9 to 1.4 times SQLite's size in the tables harness, but a
-    /// read then rebuilds each such value (a copy) where it read it in place, which cost
-    /// queries about a tenth of their speed there (`docs/benchmarks.md`, issue 45): a
-    /// choice of space over time, as block compression is.
+    /// (format version 2; default off). When a table's rows carried their names section
+    /// (record version 2) this took the tables harness's files from 1.9 to 1.4 times
+    /// SQLite's size, but a read then rebuilds each such value (a copy) where it read it in
+    /// place, which cost queries about a tenth of their speed (`docs/benchmarks.md`, issue
+    /// 45); rows stored by layout (version 3) share only their first bytes: a choice of
+    /// space over time, as block compression is.
     pub share_value_prefixes: bool,
 }
 
