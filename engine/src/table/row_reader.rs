@@ -288,15 +288,16 @@ impl RowReader {
         if let Some(at) = at {
             return self.view_known(at, bytes);
         }
+        if bytes.first() == Some(&RECORD_LAID_OUT) {
+            // The table's layouts hold its names already made: nothing to prime.
+            let at = self.learn_laid_out(bytes)?;
+            return self.view_known(at, bytes);
+        }
         if self.primer.is_some() {
             self.prime();
             if bytes.starts_with(&self.layouts[0].head) {
                 return self.view_known(0, bytes);
             }
-        }
-        if bytes.first() == Some(&RECORD_LAID_OUT) {
-            let at = self.learn_laid_out(bytes)?;
-            return self.view_known(at, bytes);
         }
         let view = View::parse(bytes)?;
         let at = self.learn(bytes, &view)?;
