@@ -1,7 +1,8 @@
 //! Predicates decided on a stored value's bytes (`docs/formats/records.md`), so a filtered
 //! scan neither checks nor copies a string it only compares. Stored values are canonical
 //! (shortest varints, a string's bytes as they are), so two values of one type are equal
-//! exactly when their encodings are, and strings order as their bytes after the length.
+//! exactly when their encodings are, strings order as their bytes after the length, and an
+//! integer range needs only the integer's varint.
 //! Where the bytes do not decide — another type, a `NULL` bound, booleans — the value is
 //! decoded and compared as before ([`Predicate::matches`]).
 //!
@@ -12,7 +13,9 @@
 
 use strata_planner::{Op, Predicate, Value};
 
-use crate::table::format::{VALUE_BYTES, VALUE_NULL, VALUE_STR};
+use crate::table::format::{
+    VALUE_BYTES, VALUE_FALSE, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
+};
 use crate::table::record_codec::{Reader, encode_value};
 
 /// How a predicate is tested on a stored value's bytes.
@@ -26,6 +29,12 @@ pub(crate) enum ByteTest {
     StrRange {
         low: Option<(Box<[u8]>, bool)>,
         high: Option<(Box<[u8]>, bool)>,
+    },
+    /// A range of integers: an integer's varint read and compared; a value of another type
+    /// by its type's place in the order (a float is decoded).
+    IntRange {
+        low: Option<(i64, bool)>,
+        high: Option<(i64, bool)>,
     },
     /// Decoded and compared as a value.
     Decode,
@@ -43,6 +52,13 @@ impl ByteTest {
             Op::Ge(Value::Str(x)) => ByteTest::str_range(Some((x, true)), None),
             Op::Between(Value::Str(a), Value::Str(b)) => {
                 ByteTest::str_range(Some((a, true)), Some((b, true)))
+            }
+            Op::Lt(Value::Int(x)) => ByteTest::int_range(None, Some((*x, false))),
+            Op::Le(Value::Int(x)) => ByteTest::int_range(None, Some((*x, true))),
+            Op::Gt(Value::Int(x)) => ByteTest::int_range(Some((*x, false)), None),
+            Op::Ge(Value::Int(x)) => ByteTest::int_range(Some((*x, true)), None),
+            Op::Between(Value::Int(a), Value::Int(b)) => {
+                ByteTest::int_range(Some((*a, true)), Some((*b, true)))
             }
             _ => ByteTest::Decode,
         }
@@ -80,6 +96,10 @@ impl ByteTest {
             low: bound(low),
             high: bound(high),
         }
+    }
+
+    fn int_range(low: Option<(i64, bool)>, high: Option<(i64, bool)>) -> ByteTest {
+        ByteTest::IntRange { low, high }
     }
 
     /// Whether a value whose stored bytes are `raw` (tag and payload, exactly its place in
@@ -124,6 +144,27 @@ impl ByteTest {
                 });
                 Some(above_low && below_high)
             }
+            ByteTest::IntRange { low, high } => {
+                let &tag = raw.first()?;
+                if tag != VALUE_INT {
+                    // Below every number (booleans) or above (strings, bytes); a float is
+                    // compared as a value, `NULL` and unknown tags judged by the decoder.
+                    return match tag {
+                        VALUE_FALSE | VALUE_TRUE => Some(low.is_none()),
+                        VALUE_STR | VALUE_BYTES => Some(high.is_none()),
+                        _ => None,
+                    };
+                }
+                let mut r = Reader { bytes: raw, at: 1 };
+                let zigzag = r.varint().ok()?;
+                if r.at != raw.len() {
+                    return None;
+                }
+                let v = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
+                let above_low = low.is_none_or(|(b, inclusive)| v > b || (inclusive && v == b));
+                let below_high = high.is_none_or(|(b, inclusive)| v < b || (inclusive && v == b));
+                Some(above_low && below_high)
+            }
             ByteTest::Decode => None,
         }
     }
@@ -156,6 +197,8 @@ mod tests {
             Value::Int(0),
             Value::Int(5),
             Value::Int(300),
+            Value::Int(i64::MIN),
+            Value::Int(i64::MAX),
             Value::Float(5.0),
             Value::Float(-0.0),
             Value::Float(0.0),
