@@ -2,7 +2,7 @@
 //! scan neither checks nor copies a string it only compares. Stored values are canonical
 //! (shortest varints, a string's bytes as they are), so two values of one type are equal
 //! exactly when their encodings are, strings order as their bytes after the length, and an
-//! integer range needs only the integer's varint.
+//! integer or float range needs only the number's bytes.
 //! Where the bytes do not decide — another type, a `NULL` bound, booleans — the value is
 //! decoded and compared as before ([`Predicate::matches`]).
 //!
@@ -14,7 +14,7 @@
 use strata_planner::{Op, Predicate, Value};
 
 use crate::table::format::{
-    VALUE_BYTES, VALUE_FALSE, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
+    VALUE_BYTES, VALUE_FALSE, VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
 };
 use crate::table::record_codec::{Reader, encode_value};
 
@@ -35,6 +35,13 @@ pub(crate) enum ByteTest {
     IntRange {
         low: Option<(i64, bool)>,
         high: Option<(i64, bool)>,
+    },
+    /// A range of floats: a float's bits read and compared in `f64::total_cmp`'s order (as
+    /// `Value` orders floats); a value of another type by its type's place (an integer is
+    /// decoded).
+    FloatRange {
+        low: Option<(f64, bool)>,
+        high: Option<(f64, bool)>,
     },
     /// Decoded and compared as a value.
     Decode,
@@ -60,8 +67,19 @@ impl ByteTest {
             Op::Between(Value::Int(a), Value::Int(b)) => {
                 ByteTest::int_range(Some((*a, true)), Some((*b, true)))
             }
+            Op::Lt(Value::Float(x)) => ByteTest::float_range(None, Some((*x, false))),
+            Op::Le(Value::Float(x)) => ByteTest::float_range(None, Some((*x, true))),
+            Op::Gt(Value::Float(x)) => ByteTest::float_range(Some((*x, false)), None),
+            Op::Ge(Value::Float(x)) => ByteTest::float_range(Some((*x, true)), None),
+            Op::Between(Value::Float(a), Value::Float(b)) => {
+                ByteTest::float_range(Some((*a, true)), Some((*b, true)))
+            }
             _ => ByteTest::Decode,
         }
+    }
+
+    fn float_range(low: Option<(f64, bool)>, high: Option<(f64, bool)>) -> ByteTest {
+        ByteTest::FloatRange { low, high }
     }
 
     fn one_of(values: &[Value]) -> ByteTest {
@@ -165,6 +183,27 @@ impl ByteTest {
                 let below_high = high.is_none_or(|(b, inclusive)| v < b || (inclusive && v == b));
                 Some(above_low && below_high)
             }
+            ByteTest::FloatRange { low, high } => {
+                let &tag = raw.first()?;
+                if tag != VALUE_FLOAT {
+                    return match tag {
+                        VALUE_FALSE | VALUE_TRUE => Some(low.is_none()),
+                        VALUE_STR | VALUE_BYTES => Some(high.is_none()),
+                        _ => None,
+                    };
+                }
+                let bits: [u8; 8] = raw.get(1..)?.try_into().ok()?;
+                let v = f64::from_le_bytes(bits);
+                let above_low = low.is_none_or(|(b, inclusive)| {
+                    let order = v.total_cmp(&b);
+                    order.is_gt() || (inclusive && order.is_eq())
+                });
+                let below_high = high.is_none_or(|(b, inclusive)| {
+                    let order = v.total_cmp(&b);
+                    order.is_lt() || (inclusive && order.is_eq())
+                });
+                Some(above_low && below_high)
+            }
             ByteTest::Decode => None,
         }
     }
@@ -202,6 +241,9 @@ mod tests {
             Value::Float(5.0),
             Value::Float(-0.0),
             Value::Float(0.0),
+            Value::Float(400000.5),
+            Value::Float(f64::NAN),
+            Value::Float(f64::NEG_INFINITY),
             Value::from(""),
             Value::from("F"),
             Value::from("O"),
