@@ -13,9 +13,7 @@
 
 use strata_planner::{Op, Predicate, Value};
 
-use crate::table::format::{
-    VALUE_BYTES, VALUE_FALSE, VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR, VALUE_TRUE,
-};
+use crate::table::format::{VALUE_BYTES, VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR};
 use crate::table::record_codec::{Reader, encode_value};
 
 /// How a predicate is tested on a stored value's bytes.
@@ -137,14 +135,7 @@ impl ByteTest {
             ByteTest::StrRange { low, high } => {
                 let &tag = raw.first()?;
                 if tag != VALUE_STR {
-                    // Below every string (booleans, numbers) or above (bytes); `NULL` and
-                    // unknown tags are the decoder's to judge.
-                    return match tag {
-                        VALUE_NULL => None,
-                        t if t < VALUE_STR => Some(low.is_none()),
-                        VALUE_BYTES => Some(high.is_none()),
-                        _ => None,
-                    };
+                    return other_type(tag, VALUE_STR, low.is_none(), high.is_none());
                 }
                 let mut r = Reader { bytes: raw, at: 1 };
                 let len = r.varint().ok()?;
@@ -152,26 +143,12 @@ impl ByteTest {
                 if s.len() as u64 != len {
                     return None;
                 }
-                let above_low = low.as_ref().is_none_or(|(b, inclusive)| {
-                    let order = s.cmp(b);
-                    order.is_gt() || (*inclusive && order.is_eq())
-                });
-                let below_high = high.as_ref().is_none_or(|(b, inclusive)| {
-                    let order = s.cmp(b);
-                    order.is_lt() || (*inclusive && order.is_eq())
-                });
-                Some(above_low && below_high)
+                Some(within(low, high, |b| s.cmp(b)))
             }
             ByteTest::IntRange { low, high } => {
                 let &tag = raw.first()?;
                 if tag != VALUE_INT {
-                    // Below every number (booleans) or above (strings, bytes); a float is
-                    // compared as a value, `NULL` and unknown tags judged by the decoder.
-                    return match tag {
-                        VALUE_FALSE | VALUE_TRUE => Some(low.is_none()),
-                        VALUE_STR | VALUE_BYTES => Some(high.is_none()),
-                        _ => None,
-                    };
+                    return other_type(tag, VALUE_INT, low.is_none(), high.is_none());
                 }
                 let mut r = Reader { bytes: raw, at: 1 };
                 let zigzag = r.varint().ok()?;
@@ -179,34 +156,55 @@ impl ByteTest {
                     return None;
                 }
                 let v = ((zigzag >> 1) as i64) ^ -((zigzag & 1) as i64);
-                let above_low = low.is_none_or(|(b, inclusive)| v > b || (inclusive && v == b));
-                let below_high = high.is_none_or(|(b, inclusive)| v < b || (inclusive && v == b));
-                Some(above_low && below_high)
+                Some(within(low, high, |b| v.cmp(b)))
             }
             ByteTest::FloatRange { low, high } => {
                 let &tag = raw.first()?;
                 if tag != VALUE_FLOAT {
-                    return match tag {
-                        VALUE_FALSE | VALUE_TRUE => Some(low.is_none()),
-                        VALUE_STR | VALUE_BYTES => Some(high.is_none()),
-                        _ => None,
-                    };
+                    return other_type(tag, VALUE_FLOAT, low.is_none(), high.is_none());
                 }
                 let bits: [u8; 8] = raw.get(1..)?.try_into().ok()?;
                 let v = f64::from_le_bytes(bits);
-                let above_low = low.is_none_or(|(b, inclusive)| {
-                    let order = v.total_cmp(&b);
-                    order.is_gt() || (inclusive && order.is_eq())
-                });
-                let below_high = high.is_none_or(|(b, inclusive)| {
-                    let order = v.total_cmp(&b);
-                    order.is_lt() || (inclusive && order.is_eq())
-                });
-                Some(above_low && below_high)
+                Some(within(low, high, |b| v.total_cmp(b)))
             }
             ByteTest::Decode => None,
         }
     }
+}
+
+/// Whether a value lies within `low` and `high` (each with whether it is included), `order`
+/// giving how the value compares with a bound.
+#[inline]
+fn within<B>(
+    low: &Option<(B, bool)>,
+    high: &Option<(B, bool)>,
+    order: impl Fn(&B) -> std::cmp::Ordering,
+) -> bool {
+    let holds = |bound: &Option<(B, bool)>, side: std::cmp::Ordering| {
+        bound.as_ref().is_none_or(|(b, inclusive)| {
+            let o = order(b);
+            o == side || (*inclusive && o.is_eq())
+        })
+    };
+    holds(low, std::cmp::Ordering::Greater) && holds(high, std::cmp::Ordering::Less)
+}
+
+/// Whether a value of type `tag`, not the range's type `range_tag`, passes a range with a low
+/// bound (`!unbounded_low`) and a high one: by its type's place in `Value`'s order (booleans
+/// below numbers below strings below bytes; integers and floats are one numeric type, so the
+/// other of the two is decoded, as are `NULL` and unknown tags).
+#[inline]
+fn other_type(tag: u8, range_tag: u8, unbounded_low: bool, unbounded_high: bool) -> Option<bool> {
+    let numeric = |t: u8| t == VALUE_INT || t == VALUE_FLOAT;
+    if tag == VALUE_NULL || tag > VALUE_BYTES || (numeric(tag) && numeric(range_tag)) {
+        return None;
+    }
+    // Tags follow the order of types (`docs/formats/records.md`).
+    Some(if tag < range_tag {
+        unbounded_low
+    } else {
+        unbounded_high
+    })
 }
 
 /// `a == b` inline for the short values compared here (a `memcmp` call per row was a
