@@ -180,7 +180,7 @@ fn write_stats_sketch_seed_corpus() {
 fn write_table_seed_corpora() {
     use strata::table::catalog::{IndexDef, TableDef};
     use strata::table::entry::index_entry;
-    use strata::table::key::encode_key;
+    use strata::table::key::{KeyFormat, encode_key};
     use strata::{IndexState, Maintenance, Projection, Scope, Value, record};
 
     let keys = corpus("key_codec");
@@ -200,12 +200,17 @@ fn write_table_seed_corpora() {
         vec![Value::Float(9_007_199_254_740_996.0)],
         vec![Value::Int((1 << 53) + 5), Value::Int(i64::MIN)],
     ];
-    for (i, pair) in tuples.windows(2).enumerate() {
-        let (a, b) = (encode_key(&pair[0]), encode_key(&pair[1]));
-        let mut input = vec![a.len() as u8];
-        input.extend(a);
-        input.extend(b);
-        std::fs::write(keys.join(format!("seed-{i}")), input).expect("write");
+    for (format, name) in [
+        (KeyFormat::F64, "seed"),
+        (KeyFormat::Compact, "seed-compact"),
+    ] {
+        for (i, pair) in tuples.windows(2).enumerate() {
+            let (a, b) = (format.encode_key(&pair[0]), format.encode_key(&pair[1]));
+            let mut input = vec![a.len() as u8];
+            input.extend(a);
+            input.extend(b);
+            std::fs::write(keys.join(format!("{name}-{i}")), input).expect("write");
+        }
     }
     let records = corpus("record");
     std::fs::create_dir_all(&records).expect("dir");
@@ -234,7 +239,7 @@ fn write_table_seed_corpora() {
             maintenance: Maintenance::Sync,
             unique: false,
         };
-        let (k, v) = index_entry(&index, 0, &pk, &r).expect("entry");
+        let (k, v) = index_entry(KeyFormat::NEWEST, &index, 0, &pk, &r).expect("entry");
         // The check splits its input in halves: pad the shorter part so the key is the first.
         let mut input = k.clone();
         if v.len() >= k.len() {
@@ -249,6 +254,7 @@ fn write_table_seed_corpora() {
             primary_key: vec!["id".into()],
             shards: 1,
             indexes: vec![index],
+            keys: KeyFormat::NEWEST.number(),
         };
         std::fs::write(
             records.join(format!("seed-table-{i}")),

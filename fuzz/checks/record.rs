@@ -56,6 +56,7 @@ pub fn check(data: &[u8]) {
         primary_key: vec!["id".into()],
         shards: 1,
         indexes: Vec::new(),
+        keys: 2,
     };
     let (key, value) = data.split_at(data.len() / 2);
     for projection in [

@@ -30,7 +30,7 @@ use crate::lsm::Snapshot;
 use crate::table::db::{Db, Table, leading_value};
 use crate::table::entry::KeyFields;
 use crate::table::format::{KEY_NULL, shard_of};
-use crate::table::key::{encode_value, prefix_successor};
+use crate::table::key::{KeyFormat, prefix_successor};
 use crate::table::row_reader::RowReader;
 use crate::table::stream::{FIRST_FETCH_BATCH, KeyRanges, Mode, Source, Stream, merge_pending};
 
@@ -119,7 +119,8 @@ impl StreamKit<'_> {
             Access::FullScan => self.fact_ranges(whole(), Exact::default()),
             Access::PrimaryKeyLookup { .. } => self.point_lookups(),
             Access::PrimaryKeyRange { bound_fields } => {
-                let (ranges, exact) = key_ranges(bound_fields, self.by_field);
+                let (ranges, exact) =
+                    key_ranges(self.table.def.key_format(), bound_fields, self.by_field);
                 self.fact_ranges(ranges, exact)
             }
             Access::Index {
@@ -192,7 +193,11 @@ impl StreamKit<'_> {
     /// table when they expand to more than [`MAX_SEEKS`] keys.
     fn point_lookups(&self) -> Vec<Stream> {
         let table = self.table;
-        let Some(keys) = point_keys(&table.def.primary_key, self.by_field) else {
+        let Some(keys) = point_keys(
+            table.def.key_format(),
+            &table.def.primary_key,
+            self.by_field,
+        ) else {
             return self.fact_ranges(whole(), Exact::default());
         };
         let exact = Exact {
@@ -238,7 +243,8 @@ impl StreamKit<'_> {
                 .and_then(|f| self.by_field.get(f))
                 .is_some_and(|c| c.key_values().is_some_and(|v| v.len() <= MAX_SEEKS));
         let mut per: Vec<KeyRanges> = vec![VecDeque::new(); n];
-        let (all_ranges, exact) = key_ranges(bound_fields, self.by_field);
+        let (all_ranges, exact) =
+            key_ranges(self.table.def.key_format(), bound_fields, self.by_field);
         let predicates = residual(&self.query.predicates, self.by_field, &exact);
         for r in all_ranges {
             if routed {
@@ -294,8 +300,8 @@ fn whole() -> KeyRanges {
 
 /// The key ranges for `fields` bound as the plan says: the equality sets' product, in
 /// ascending order, each optionally narrowed by a range on the last bound field.
-pub(super) fn ranges(bound: &[String], by_field: &Constraints<'_>) -> KeyRanges {
-    key_ranges(bound, by_field).0
+pub(super) fn ranges(keys: KeyFormat, bound: &[String], by_field: &Constraints<'_>) -> KeyRanges {
+    key_ranges(keys, bound, by_field).0
 }
 
 /// The fields whose predicates a stream's key ranges answer exactly.
@@ -310,7 +316,11 @@ pub(super) struct Exact<'a> {
 }
 
 /// [`ranges`], and which fields they bind exactly.
-fn key_ranges<'a>(bound: &'a [String], by_field: &Constraints<'_>) -> (KeyRanges, Exact<'a>) {
+fn key_ranges<'a>(
+    keys: KeyFormat,
+    bound: &'a [String],
+    by_field: &Constraints<'_>,
+) -> (KeyRanges, Exact<'a>) {
     let mut prefixes: Vec<Vec<u8>> = vec![Vec::new()];
     let mut range: Option<&Constraint> = None;
     let mut exact = Exact::default();
@@ -325,7 +335,7 @@ fn key_ranges<'a>(bound: &'a [String], by_field: &Constraints<'_>) -> (KeyRanges
                 for p in &prefixes {
                     for v in values {
                         let mut k = p.clone();
-                        encode_value(v, &mut k);
+                        keys.encode_value(v, &mut k);
                         next.push(k);
                     }
                 }
@@ -348,7 +358,7 @@ fn key_ranges<'a>(bound: &'a [String], by_field: &Constraints<'_>) -> (KeyRanges
             };
             let with = |v: &Value| {
                 let mut k = p.clone();
-                encode_value(v, &mut k);
+                keys.encode_value(v, &mut k);
                 k
             };
             let lower = match &c.lower {
@@ -435,7 +445,11 @@ pub(super) fn residual(
 }
 
 /// All primary keys an equality-bound key names, ascending.
-fn point_keys(fields: &[String], by_field: &Constraints<'_>) -> Option<VecDeque<Vec<u8>>> {
+fn point_keys(
+    keys_of: KeyFormat,
+    fields: &[String],
+    by_field: &Constraints<'_>,
+) -> Option<VecDeque<Vec<u8>>> {
     let mut keys: Vec<Vec<u8>> = vec![Vec::new()];
     for field in fields {
         let values = by_field.get(field)?.key_values()?;
@@ -446,7 +460,7 @@ fn point_keys(fields: &[String], by_field: &Constraints<'_>) -> Option<VecDeque<
         for k in &keys {
             for v in values {
                 let mut key = k.clone();
-                encode_value(v, &mut key);
+                keys_of.encode_value(v, &mut key);
                 next.push(key);
             }
         }
@@ -487,7 +501,7 @@ mod tests {
     fn left(bound: &[&str], predicates: &[Predicate]) -> Vec<Predicate> {
         let bound: Vec<String> = bound.iter().map(|f| f.to_string()).collect();
         let by_field = constraints(predicates);
-        let (_, exact) = key_ranges(&bound, &by_field);
+        let (_, exact) = key_ranges(KeyFormat::NEWEST, &bound, &by_field);
         residual(predicates, &by_field, &exact).to_vec()
     }
 

@@ -78,7 +78,7 @@ impl Db {
                 let mut batches: BTreeMap<usize, WriteBatch> = BTreeMap::new();
                 for key in &keys {
                     if let Some(record) = self.read_record(&t, key)? {
-                        let (k, v) = index_entry(ix, s, key, &record)?;
+                        let (k, v) = index_entry(t.def.key_format(), ix, s, key, &record)?;
                         let target = t.entry_shard(ix, s, &k);
                         batches.entry(target).or_default().put(
                             &t.shards[target].indexes[i],

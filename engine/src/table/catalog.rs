@@ -19,6 +19,7 @@ use crate::table::format::{
     CATALOG_FORMAT, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_FIELD_NAME_BYTES, MAX_INDEXES,
     MAX_KEY_FIELDS, MAX_NAME_BYTES, MAX_SHARDS,
 };
+use crate::table::key::KeyFormat;
 
 /// A table's definition.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -37,10 +38,18 @@ pub struct TableDef {
     pub shards: u32,
     /// Its indexes, in creation order.
     pub indexes: Vec<IndexDef>,
+    /// How its keys (rows' and index entries') write numbers: a [`KeyFormat`] number, 1 for a
+    /// table created before key format 2 (absent: 1), fixed for the table's life.
+    #[serde(default = "key_format_1")]
+    pub keys: u32,
 }
 
 fn one_shard() -> u32 {
     1
+}
+
+fn key_format_1() -> u32 {
+    KeyFormat::F64.number()
 }
 
 fn local() -> Scope {
@@ -160,6 +169,12 @@ impl IndexDef {
 }
 
 impl TableDef {
+    /// How the table's keys write numbers (a definition that passed [`TableDef::validate`]
+    /// names a format this build knows).
+    pub fn key_format(&self) -> KeyFormat {
+        KeyFormat::from_number(self.keys).unwrap_or(KeyFormat::F64)
+    }
+
     /// The name of the fact column family.
     pub fn fact_cf(&self) -> String {
         fact_cf(&self.name)
@@ -196,11 +211,24 @@ impl TableDef {
         }
     }
 
+    /// The oldest catalog format that holds this definition: 3 for keys of format 2, 2 for
+    /// a unique index or a global sync index over shards, else 1.
+    pub fn needed_format(&self) -> u32 {
+        if self.keys > 1 {
+            3
+        } else if self.indexes.iter().any(|ix| ix.needs_format_2(self.shards)) {
+            2
+        } else {
+            1
+        }
+    }
+
     /// The stored form.
     pub fn encode(&self) -> Result<Vec<u8>> {
-        if self.format < 2 && self.indexes.iter().any(|ix| ix.needs_format_2(self.shards)) {
+        let needed = self.needed_format();
+        if self.format < needed {
             let mut newer = self.clone();
-            newer.format = 2;
+            newer.format = needed;
             return newer.encode();
         }
         serde_json::to_vec(self).map_err(|e| Error::Encode {
@@ -225,6 +253,16 @@ impl TableDef {
         }
         let def: TableDef = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
         def.validate().map_err(|e| malformed(&e))?;
+        // Every build wrote a definition in the format its contents need, so a lower number is
+        // damage (and a build that knows only that format would misread the table).
+        if def.format < def.needed_format() {
+            return Err(malformed(&format!(
+                "table {:?} is marked format {} but needs format {}",
+                def.name,
+                def.format,
+                def.needed_format()
+            )));
+        }
         Ok(def)
     }
 
@@ -236,6 +274,12 @@ impl TableDef {
             return Err(Error::InvalidArgument(format!(
                 "a table has 1 to {MAX_SHARDS} shards, got {}",
                 self.shards
+            )));
+        }
+        if KeyFormat::from_number(self.keys).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "table {:?} names key format {}, which this build does not know",
+                self.name, self.keys
             )));
         }
         if self.indexes.len() > MAX_INDEXES {
@@ -336,6 +380,7 @@ mod tests {
             name: "customers".into(),
             primary_key: vec!["id".into()],
             shards: 3,
+            keys: KeyFormat::NEWEST.number(),
             indexes: vec![IndexDef {
                 id: 8,
                 name: "by_town".into(),
@@ -396,6 +441,7 @@ mod tests {
         };
         let mut d = def();
         d.format = 1;
+        d.keys = 1;
         assert_eq!(format(&d), 1, "an async global index is format 1");
         d.indexes[0].maintenance = Maintenance::Sync;
         assert_eq!(format(&d), 2, "sync global over 3 shards");
@@ -405,6 +451,29 @@ mod tests {
         assert_eq!(format(&d), 2);
         let read = TableDef::decode(&d.encode().unwrap()).unwrap();
         assert!(read.indexes[0].unique);
+    }
+
+    /// A table of key format 2 is format 3, which a build that would misread its keys (one
+    /// that knows catalog formats up to 2) refuses; a definition without `keys` is format 1.
+    #[test]
+    fn compact_keys_are_written_as_format_3_and_old_definitions_read_as_key_format_1() {
+        let d = def();
+        let stored: serde_json::Value = serde_json::from_slice(&d.encode().unwrap()).unwrap();
+        assert_eq!(stored["format"], 3);
+        assert_eq!(stored["keys"], 2);
+        assert_eq!(
+            TableDef::decode(&d.encode().unwrap()).unwrap().key_format(),
+            KeyFormat::Compact
+        );
+        let old = br#"{"format":1,"id":3,"name":"t","primary_key":["id"],"indexes":[]}"#;
+        let read = TableDef::decode(old).unwrap();
+        assert_eq!((read.keys, read.key_format()), (1, KeyFormat::F64));
+        let unknown =
+            br#"{"format":3,"id":3,"name":"t","primary_key":["id"],"indexes":[],"keys":7}"#;
+        assert!(matches!(
+            TableDef::decode(unknown),
+            Err(CatalogCorruption::Definition(_))
+        ));
     }
 
     #[test]

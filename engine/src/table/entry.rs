@@ -14,9 +14,7 @@ use crate::table::catalog::{IndexDef, TableDef};
 use crate::table::format::{
     ENTRY_VERSION, MAX_INDEX_KEY_BYTES, MAX_KEY_FIELDS, MAX_PRIMARY_KEY_BYTES,
 };
-use crate::table::key::{
-    KeyError, decode_key, decode_value_into, encode_key_of, encode_value, value_len,
-};
+use crate::table::key::{KeyError, KeyFormat, decode_key, decode_value_into, value_len};
 use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Record, RecordError};
 use crate::table::record_codec::{Reader, View, put_varint};
@@ -64,7 +62,7 @@ pub fn encode_primary_key(def: &TableDef, values: &[&Value]) -> Result<Vec<u8>> 
             _ => {}
         }
     }
-    let key = encode_key_of(values);
+    let key = def.key_format().encode_key_of(values);
     if key.len() > MAX_PRIMARY_KEY_BYTES {
         return Err(Error::TooLarge {
             what: "primary key",
@@ -85,8 +83,9 @@ pub fn record_key(def: &TableDef, record: &Record) -> Result<Vec<u8>> {
 }
 
 /// The entry `record` (whose encoded primary key is `pk`, in fact shard `shard`) has in
-/// `index`.
+/// `index` of a table whose keys are of format `keys`.
 pub fn index_entry(
+    keys: KeyFormat,
     index: &IndexDef,
     shard: usize,
     pk: &[u8],
@@ -94,7 +93,7 @@ pub fn index_entry(
 ) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut key = Vec::with_capacity(pk.len() + 16 * index.fields.len());
     for f in &index.fields {
-        encode_value(record.value(f), &mut key);
+        keys.encode_value(record.value(f), &mut key);
     }
     key.extend(pk);
     if key.len() > MAX_INDEX_KEY_BYTES {

@@ -12,6 +12,34 @@ pub const KEY_TRUE: u8 = 0x11;
 /// A number in a key: 8 bytes of ordered `f64`, then a kind byte ([`KEY_INT_BELOW`],
 /// [`KEY_INT`], [`KEY_FLOAT`] or [`KEY_INT_ABOVE`]).
 pub const KEY_NUMBER: u8 = 0x20;
+// Numbers in keys of format 2 (`key_number.rs`): a tag for the sign and the exponent's band,
+// symmetric about `KEY2_ZERO` (a negative band's tag is `2 × KEY2_ZERO − ` its positive one's).
+/// A NaN with its sign bit set, in key format 2: 8 bytes of ordered `f64` follow.
+pub const KEY2_NAN_NEG: u8 = 0x12;
+/// Negative infinity, in key format 2.
+pub const KEY2_NEG_INF: u8 = 0x13;
+/// A negative float of magnitude 2^64 or more, in key format 2.
+pub const KEY2_NEG_HUGE: u8 = 0x14;
+/// A negative number of magnitude in [1, 2^64), in key format 2.
+pub const KEY2_NEG: u8 = 0x15;
+/// A negative float of magnitude below 1, in key format 2.
+pub const KEY2_NEG_TINY: u8 = 0x16;
+/// The float -0.0, in key format 2.
+pub const KEY2_NEG_ZERO: u8 = 0x17;
+/// The integer 0, in key format 2.
+pub const KEY2_ZERO: u8 = 0x18;
+/// The float 0.0, in key format 2.
+pub const KEY2_POS_ZERO: u8 = 0x19;
+/// A positive float below 1, in key format 2: its exponent + 1074 (2 bytes), then its bits.
+pub const KEY2_POS_TINY: u8 = 0x1a;
+/// A positive number in [1, 2^64), in key format 2: its exponent (1 byte), then its bits.
+pub const KEY2_POS: u8 = 0x1b;
+/// A positive float of 2^64 or more, in key format 2: its exponent (2 bytes), then its bits.
+pub const KEY2_POS_HUGE: u8 = 0x1c;
+/// Positive infinity, in key format 2.
+pub const KEY2_POS_INF: u8 = 0x1d;
+/// A NaN with its sign bit clear, in key format 2: 8 bytes of ordered `f64` follow.
+pub const KEY2_NAN_POS: u8 = 0x1e;
 /// A string in a key: escaped bytes, then `00 01`.
 pub const KEY_STR: u8 = 0x30;
 /// Bytes in a key: escaped bytes, then `00 01`.
@@ -28,6 +56,11 @@ pub const KEY_INT_ABOVE: u8 = 0x03;
 const _: () = assert!(
     KEY_NULL < KEY_FALSE
         && KEY_FALSE < KEY_TRUE
+        && KEY_TRUE < KEY2_NAN_NEG
+        && KEY2_NAN_POS < KEY_NUMBER
+        && 2 * KEY2_ZERO - KEY2_POS_TINY == KEY2_NEG_TINY
+        && 2 * KEY2_ZERO - KEY2_POS == KEY2_NEG
+        && 2 * KEY2_ZERO - KEY2_POS_HUGE == KEY2_NEG_HUGE
         && KEY_TRUE < KEY_NUMBER
         && KEY_NUMBER < KEY_STR
         && KEY_STR < KEY_BYTES
@@ -73,9 +106,10 @@ pub const ENTRY_VERSION: u8 = 1;
 // The catalog (`catalog.rs`).
 /// The column family holding the catalog.
 pub const CATALOG_CF: &str = "sys/catalog";
-/// The newest catalog format this build reads (it refuses newer ones). It writes format 1,
-/// and 2 for a table with a unique index or a global sync index over several shards.
-pub const CATALOG_FORMAT: u32 = 2;
+/// The newest catalog format this build reads (it refuses newer ones). It writes format 3 for
+/// a table whose keys are of key format 2 (every table it creates); a table of key format 1
+/// is written as format 1, or 2 with a unique index or a global sync index over shards.
+pub const CATALOG_FORMAT: u32 = 3;
 /// Catalog keys of table definitions start with this.
 pub const CATALOG_TABLE_PREFIX: &str = "table/";
 /// Catalog keys of table statistics start with this.
@@ -174,14 +208,15 @@ pub fn shard_hash(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::table::key::encode_key;
+    use crate::table::key::KeyFormat;
     use strata_planner::Value;
 
     /// Rows already on disk live where this says: a changed hash would strand them.
     #[test]
     fn the_shard_of_known_keys_never_changes() {
         let shards = |v: Value| {
-            let key = encode_key([&v]);
+            // Pinned on keys of format 1; a table of format 2 hashes its own keys' bytes.
+            let key = KeyFormat::F64.encode_key([&v]);
             [2, 3, 8, 256].map(|n| shard_of(&key, n))
         };
         // Shards among 2, 3, 8 and 256 (computed once, by the function as it was in the planner).

@@ -149,7 +149,7 @@ impl BulkLoad<'_> {
         // Every entry is made before any is kept, so a refused row leaves nothing behind.
         let mut made = Vec::with_capacity(self.entries.len());
         for ix in t.def.indexes.iter().take(self.entries.len()) {
-            made.push(index_entry(ix, 0, &key, &record)?);
+            made.push(index_entry(t.def.key_format(), ix, 0, &key, &record)?);
         }
         self.facts.push(&key, &self.encoded);
         for (run, (k, v)) in self.entries.iter_mut().zip(made) {
@@ -384,7 +384,7 @@ fn index_runs(t: &Table, s: usize, rows: &IngestRun) -> Result<Vec<IngestRun>> {
         let record =
             (t.layouts.decode(encoded)).map_err(|e| record_corrupt(shard.fact.name(), key, e))?;
         for (run, ix) in runs.iter_mut().zip(&t.def.indexes) {
-            let (k, v) = index_entry(ix, s, key, &record)?;
+            let (k, v) = index_entry(t.def.key_format(), ix, s, key, &record)?;
             run.push(&k, &v);
         }
     }

@@ -394,7 +394,7 @@ impl Db {
             'shards: for shard in &t.shards {
                 let store = &shard.store.store;
                 let mut cursor = store.cursor(&shard.indexes[i], read())?;
-                for (lower, upper) in ranges(bound, &by_field) {
+                for (lower, upper) in ranges(t.def.key_format(), bound, &by_field) {
                     cursor.seek(&lower);
                     while cursor.valid() && upper.as_ref().is_none_or(|u| cursor.key() < &u[..]) {
                         if counted == DIVE_LIMIT {

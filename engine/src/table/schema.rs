@@ -38,14 +38,16 @@ impl Db {
             return Err(Error::Conflict(format!("table {name:?} exists")));
         }
         let id = self.next_id()?;
-        let def = TableDef {
+        let mut def = TableDef {
             format: 1,
             id,
             name: name.to_owned(),
             primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
             shards,
             indexes: Vec::new(),
+            keys: crate::table::key::KeyFormat::NEWEST.number(),
         };
+        def.format = def.needed_format();
         def.validate()?;
         let defs = self.tables();
         self.shared

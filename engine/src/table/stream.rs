@@ -510,7 +510,8 @@ impl Stream {
                 decode_prefix(key, ixdef.fields.len()).map_err(|e| key_corrupt(cf, key, e))?;
             &key[used..]
         };
-        let (expected, _) = index_entry(ixdef, shard, entry_pk, record)?;
+        let (expected, _) =
+            index_entry(self.table.def.key_format(), ixdef, shard, entry_pk, record)?;
         Ok(expected[..] == key[..])
     }
 

@@ -101,6 +101,7 @@ mod tests {
             primary_key: vec!["id".into()],
             shards: 1,
             indexes: Vec::new(),
+            keys: crate::table::key::KeyFormat::NEWEST.number(),
         };
         let record = Record::decode(V1).unwrap();
         let layouts = Arc::new(Layouts::from_sections([record.names_section()]).unwrap());

@@ -168,7 +168,7 @@ impl Db {
                 for kv in shard.store.store.iter(&shard.fact, at(s))? {
                     let (pk, value) = kv?;
                     let record = decode_record(&t, s, &pk, &value)?;
-                    let (k, v) = index_entry(ix, s, &pk, &record)?;
+                    let (k, v) = index_entry(t.def.key_format(), ix, s, &pk, &record)?;
                     let target = t.entry_shard(ix, s, &k);
                     let holder = &t.shards[target];
                     let problem = match holder.store.store.get_at(
@@ -210,7 +210,8 @@ impl Db {
                         None => Some(ProblemKind::Dangling),
                         Some(bytes) => {
                             let record = decode_record(&t, f, &entry.pk_bytes, &bytes)?;
-                            let (expected, _) = index_entry(ix, f, &entry.pk_bytes, &record)?;
+                            let (expected, _) =
+                                index_entry(t.def.key_format(), ix, f, &entry.pk_bytes, &record)?;
                             let misplaced =
                                 entry.shard != f as u64 || t.entry_shard(ix, f, &k) != u;
                             (expected[..] != k[..] || misplaced).then_some(ProblemKind::Stale)
@@ -259,7 +260,8 @@ impl Db {
                     read_from.insert(f);
                     let expected = match self.read_record(&t, &p.pk_bytes)? {
                         Some(record) => {
-                            let (k, v) = index_entry(ix, f, &p.pk_bytes, &record)?;
+                            let (k, v) =
+                                index_entry(t.def.key_format(), ix, f, &p.pk_bytes, &record)?;
                             let target = t.entry_shard(ix, f, &k);
                             Some((k, v, target))
                         }

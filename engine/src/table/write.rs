@@ -26,7 +26,7 @@ use crate::table::db::{Db, ShardStore, Shared, Table};
 use crate::table::entry::{encode_primary_key, index_entry, record_key};
 use crate::table::field_names::FieldNames;
 use crate::table::format::{MAX_FIELDS, MAX_RECORD_BYTES};
-use crate::table::key::encode_value;
+use crate::table::key::KeyFormat;
 use crate::table::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
 use crate::table::record::Record;
 use crate::table::resolver::Validation;
@@ -706,8 +706,12 @@ pub(crate) fn diff_indexes(
 ) -> Result<()> {
     for (i, ix) in t.def.indexes.iter().enumerate() {
         let started = Instant::now();
-        let old = before.map(|r| index_entry(ix, shard, key, r)).transpose()?;
-        let new = after.map(|r| index_entry(ix, shard, key, r)).transpose()?;
+        let old = before
+            .map(|r| index_entry(t.def.key_format(), ix, shard, key, r))
+            .transpose()?;
+        let new = after
+            .map(|r| index_entry(t.def.key_format(), ix, shard, key, r))
+            .transpose()?;
         if old == new {
             if let Some((k, _)) = &old
                 && !ix.is_async()
@@ -755,14 +759,14 @@ pub(crate) fn diff_indexes(
 
 /// The value a unique index gives `record` (its fields encoded as in an entry key), or `None`
 /// when a field is `NULL`: rows with a `NULL` never collide, as in SQL.
-pub(crate) fn unique_value(ix: &IndexDef, record: &Record) -> Option<Vec<u8>> {
+pub(crate) fn unique_value(keys: KeyFormat, ix: &IndexDef, record: &Record) -> Option<Vec<u8>> {
     let mut value = Vec::new();
     for f in &ix.fields {
         let v = record.value(f);
         if v.is_null() {
             return None;
         }
-        encode_value(v, &mut value);
+        keys.encode_value(v, &mut value);
     }
     Some(value)
 }
@@ -777,7 +781,11 @@ pub(crate) fn planned_unique_values(def: &TableDef, planned: &[Planned]) -> Vec<
     planned
         .iter()
         .filter_map(|p| p.record.as_ref())
-        .flat_map(|r| unique.iter().filter_map(|ix| unique_value(ix, r)))
+        .flat_map(|r| {
+            unique
+                .iter()
+                .filter_map(|ix| unique_value(def.key_format(), ix, r))
+        })
         .collect()
 }
 
@@ -793,7 +801,10 @@ impl Db {
             let changed: HashMap<&[u8], Option<Vec<u8>>> = changes
                 .iter()
                 .map(|c| {
-                    let value = c.after.as_ref().and_then(|r| unique_value(ix, r));
+                    let value = c
+                        .after
+                        .as_ref()
+                        .and_then(|r| unique_value(t.def.key_format(), ix, r));
                     (c.key.as_slice(), value)
                 })
                 .collect();
