@@ -131,6 +131,18 @@ fn a_table_of_key_format_1_works_beside_one_of_key_format_2() {
             .iter()
             .all(|&t| (0x12..=0x1e).contains(&t))
     );
+    // A keys-only entry of a new table has no value; an old table's keeps its head `01 00`.
+    let values = |cf: &str| -> Vec<Vec<u8>> {
+        let store = db.store();
+        let cf = store.cf(cf).expect("family");
+        store
+            .iter(&cf, Default::default())
+            .expect("iter")
+            .map(|kv| kv.expect("pair").1.to_vec())
+            .collect()
+    };
+    assert!(values("i/new/by_age").iter().all(Vec::is_empty));
+    assert!(values("i/old/by_age").iter().all(|v| v == &[1, 0]));
     let size = |cf: &str| -> usize {
         let store = db.store();
         let cf = store.cf(cf).expect("family");

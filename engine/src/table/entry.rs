@@ -3,7 +3,8 @@
 //! - Fact row: key = tuple(primary-key values), value = the record.
 //! - Index entry: key = tuple(index values) ‖ tuple(primary-key values); value =
 //!   `version:u8 (= 1)  shard:varint  [record]` — no record for `KeysOnly`, the `Include`d
-//!   fields for `Include`, the whole record for `All`.
+//!   fields for `Include`, the whole record for `All`; in a table of key format 2, a
+//!   keys-only entry of shard 0 has an empty value.
 
 use std::sync::{Arc, Mutex};
 
@@ -103,6 +104,11 @@ pub fn index_entry(
             max: MAX_INDEX_KEY_BYTES,
         });
     }
+    if keys != KeyFormat::F64 && shard == 0 && index.projection == Projection::KeysOnly {
+        // Key format 2's tables: the head `01 00` of a keys-only entry in shard 0 is left out
+        // (two bytes of an entry of about ten).
+        return Ok((key, Vec::new()));
+    }
     let mut value = vec![ENTRY_VERSION];
     put_varint(&mut value, shard as u64);
     match &index.projection {
@@ -124,17 +130,23 @@ pub(crate) fn same_entry_value(stored: &[u8], expected: &[u8]) -> bool {
     match (entry_head(stored), entry_head(expected)) {
         (Some((v1, s1, a1)), Some((v2, s2, a2))) if v1 == v2 && s1 == s2 => {
             let (p1, p2) = (&stored[a1..], &expected[a2..]);
-            !p1.is_empty()
-                && !p2.is_empty()
-                && matches!((Record::decode(p1), Record::decode(p2)), (Ok(a), Ok(b)) if a == b)
+            // A keys-only entry with its head or without it (key format 2 leaves it out).
+            (p1.is_empty() && p2.is_empty())
+                || (!p1.is_empty()
+                    && !p2.is_empty()
+                    && matches!((Record::decode(p1), Record::decode(p2)), (Ok(a), Ok(b)) if a == b))
         }
         _ => false,
     }
 }
 
 /// The head of an index entry's value: its version, its fact shard and where its payload
-/// starts; `None` if the head does not decode.
+/// starts; `None` if the head does not decode. An empty value is a keys-only entry of shard 0
+/// (key format 2 leaves its head out).
 pub(crate) fn entry_head(value: &[u8]) -> Option<(u8, u64, usize)> {
+    if value.is_empty() {
+        return Some((ENTRY_VERSION, 0, 0));
+    }
     let mut r = Reader {
         bytes: value,
         at: 0,
@@ -267,16 +279,21 @@ fn entry_parts<'a>(
             .unwrap_or(KeyError::Truncated);
         return Err(key_corrupt(cf, key, e));
     }
-    let mut r = Reader {
-        bytes: value,
-        at: 0,
+    let (shard, rest) = if value.is_empty() && index.projection == Projection::KeysOnly {
+        // Key format 2's keys-only entry of shard 0.
+        (0, value)
+    } else {
+        let mut r = Reader {
+            bytes: value,
+            at: 0,
+        };
+        let version = r.byte().map_err(|e| record_corrupt(cf, key, e))?;
+        if version != ENTRY_VERSION {
+            return Err(record_corrupt(cf, key, RecordError::Version(version)));
+        }
+        let shard = r.varint().map_err(|e| record_corrupt(cf, key, e))?;
+        (shard, &value[r.at..])
     };
-    let version = r.byte().map_err(|e| record_corrupt(cf, key, e))?;
-    if version != ENTRY_VERSION {
-        return Err(record_corrupt(cf, key, RecordError::Version(version)));
-    }
-    let shard = r.varint().map_err(|e| record_corrupt(cf, key, e))?;
-    let rest = &value[r.at..];
     let payload = match (&index.projection, rest.is_empty()) {
         (Projection::KeysOnly, true) => None,
         (Projection::KeysOnly, false) => {
