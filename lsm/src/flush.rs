@@ -84,7 +84,10 @@ pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Seale
     let edit = VersionEdit {
         added_tables: vec![(cf.id, 0, table.meta.clone())],
         log_numbers: vec![(cf.id, sealed.log_number_after)],
-        last_seqno: Some(shared.seq.visible()),
+        // At or above every seqno the table holds (a commit allocated before the seal may not
+        // be published yet): compactions may write a table's seqnos as 0, so the manifest,
+        // not the tables, keeps the store's last seqno.
+        last_seqno: Some(shared.seq.visible().max(table.meta.largest_seqno)),
         next_file_number: Some(versions.state.next_file_number),
         ..VersionEdit::default()
     };

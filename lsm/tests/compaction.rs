@@ -419,3 +419,81 @@ fn a_manual_compaction_split_into_key_ranges_keeps_exactly_what_one_merge_keeps(
         four.4
     );
 }
+
+/// Every entry of every table file: (key, seqno).
+fn table_entries(fs: &SimFs) -> Vec<(Vec<u8>, u64)> {
+    let mut out = Vec::new();
+    for name in sst_files(fs) {
+        let bytes = fs.contents(&Path::new(DIR).join(&name)).expect("file");
+        let table = strata_sstable::Table::open(bytes.into(), 1, None).expect("table");
+        let mut it = table.iter();
+        it.seek_to_first();
+        while it.valid() {
+            out.push((it.user_key().to_vec(), it.seqno()));
+            it.next();
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn the_bottom_level_writes_seqno_0_where_no_reader_can_tell_and_the_store_keeps_its_last_seqno() {
+    let fs = SimFs::new();
+    let store = open_with(manual_only(&fs));
+    let cf = store.default_cf();
+    for i in 0..100 {
+        store.put(&cf, &key(i), &value(0)).expect("put");
+    }
+    store.flush(&cf).expect("flush");
+    let snapshot = store.snapshot();
+    for i in 0..50 {
+        store.put(&cf, &key(i), &value(1)).expect("put");
+    }
+    store.flush(&cf).expect("flush");
+    store.compact_range(&cf, ..).expect("compact");
+    let entries = table_entries(&fs);
+    // Keys 0..50 keep two versions: the newest, newer than the snapshot, keeps its seqno; the
+    // one the snapshot sees is the oldest any reader needs, so it is written as 0, as is the
+    // only version of keys 50..100.
+    assert_eq!(entries.len(), 150);
+    for (k, seqno) in &entries {
+        let i = (0..100).find(|&i| &key(i) == k).expect("a key written");
+        let newest = i < 50 && *seqno > snapshot.seqno();
+        assert!(newest || *seqno == 0, "key {i} at seqno {seqno}");
+    }
+    assert_eq!(entries.iter().filter(|(_, s)| *s == 0).count(), 100);
+    for i in 0..100 {
+        let now = store.get(&cf, &key(i)).expect("get");
+        let then = store.get_at(&cf, &key(i), &snapshot).expect("get_at");
+        assert_eq!(now, Some(value(u64::from(i < 50)).into()), "key {i} now");
+        assert_eq!(then, Some(value(0).into()), "key {i} at the snapshot");
+    }
+
+    // The store still knows its last seqno after a reopen (its newest writes' seqnos are in
+    // no table now but the manifest has them), so a new write is newer than every old one.
+    drop(snapshot);
+    for i in 0..50 {
+        store.put(&cf, &key(i), &value(1)).expect("put");
+    }
+    store.flush(&cf).expect("flush");
+    store.compact_range(&cf, ..).expect("compact again");
+    assert!(table_entries(&fs).iter().all(|(_, s)| *s == 0));
+    let last = store.last_seqno();
+    assert!(last >= 200);
+    store.close().expect("close");
+    let store = open_with(manual_only(&fs));
+    assert_eq!(store.last_seqno(), last);
+    let cf = store.default_cf();
+    let before = store.snapshot();
+    store.put(&cf, &key(7), b"after").expect("put");
+    assert_eq!(store.last_seqno(), last + 1);
+    assert_eq!(
+        store.get(&cf, &key(7)).expect("get").as_deref(),
+        Some(&b"after"[..])
+    );
+    assert_eq!(
+        store.get_at(&cf, &key(7), &before).expect("get_at"),
+        Some(value(1).into())
+    );
+}
