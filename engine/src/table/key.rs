@@ -8,19 +8,20 @@
 //!    anything sorts by the tuple first: `tuple(index values) ‖ tuple(primary key)` orders
 //!    index entries by value, then key, and a prefix scan finds every row with a value.
 //!
-//! Numbers share one tag because `Int(1) < Float(1.5) < Int(2)`: the payload is the value
-//! rounded to `f64` (sign-flipped IEEE bits, which sort as `f64::total_cmp`), then a kind byte:
-//! an integer below that `f64`, an integer equal to it (every integer up to 2^53 in
-//! magnitude), a float, or an integer above it. An integer below or above is followed by 2
-//! bytes of distance (never more than 1,024), which order the integers beyond 2^53 that round
-//! alike. The common integer takes 10 bytes, so a key of two of
-//! them fits the memtable's inline key.
+//! Integers and floats form one order (`Int(1) < Float(1.5) < Int(2)`), written one of two
+//! ways, the table's [`KeyFormat`]. In key format 1 a number is its value rounded to `f64`
+//! (sign-flipped IEEE bits, which sort as `f64::total_cmp`), then a kind byte: an integer
+//! below that `f64`, an integer equal to it (every integer up to 2^53 in magnitude), a float,
+//! or an integer above it; an integer below or above is followed by 2 bytes of distance (never
+//! more than 1,024), which order the integers beyond 2^53 that round alike — 10 bytes for the
+//! common integer. Key format 2 (`key_number.rs`) writes a number's binary exponent and
+//! significant bits, 3 to 5 bytes for the common integer. Decoding reads both, by tag.
 
 use std::cmp::Ordering;
 
 use crate::table::format::{
     KEY_BYTES, KEY_FALSE, KEY_FLOAT, KEY_INT, KEY_INT_ABOVE, KEY_INT_BELOW, KEY_NULL, KEY_NUMBER,
-    KEY_STR, KEY_TRUE,
+    KEY_STR, KEY_TRUE, KEY2_POS,
 };
 use crate::table::key_number;
 use strata_planner::Value;
@@ -238,6 +239,12 @@ pub fn decode_value_into(bytes: &[u8], slot: &mut Value) -> Result<usize, KeyErr
                 return Ok(10);
             }
         }
+    }
+    if bytes.first() == Some(&KEY2_POS)
+        && let Some((value, used)) = key_number::positive_int(bytes)
+    {
+        *slot = Value::Int(value);
+        return Ok(used);
     }
     let (value, used) = decode_any(bytes)?;
     *slot = value;

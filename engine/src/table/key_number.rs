@@ -175,6 +175,43 @@ fn mirror(tag: u8) -> u8 {
     2 * KEY2_ZERO - tag
 }
 
+/// The common key field, a positive integer, decoded without the general path's checks for
+/// floats and markers: `None` for anything else (the general path then decides, errors
+/// included). `bytes` starts with [`KEY2_POS`].
+#[inline]
+pub(crate) fn positive_int(bytes: &[u8]) -> Option<(i64, usize)> {
+    let exp = u32::from(*bytes.get(1)?);
+    if exp > 62 {
+        return None;
+    }
+    let mut rest: u64 = 0;
+    let mut at = 2;
+    loop {
+        let b = *bytes.get(at)?;
+        let group = at - 2;
+        if group >= MAX_GROUPS {
+            return None;
+        }
+        rest |= u64::from(b >> 1) << (57 - 7 * group);
+        at += 1;
+        if b & 1 == 0 {
+            // Canonical: a zero last group only when it is the only one (else a marker).
+            if b == 0 && group > 0 {
+                return None;
+            }
+            break;
+        }
+    }
+    // Whole: no bit below the units.
+    if exp == 0 {
+        return (rest == 0).then_some((1, at));
+    }
+    if rest & (u64::MAX >> exp) != 0 {
+        return None;
+    }
+    Some((((1u64 << exp) | (rest >> (64 - exp))) as i64, at))
+}
+
 /// How many bytes the compact number at the front of `bytes` takes (its first byte a tag
 /// [`is_tag`] accepts), checking its length but not its canonical form.
 pub(crate) fn len(bytes: &[u8]) -> Result<usize, KeyError> {
@@ -400,6 +437,29 @@ mod tests {
         // The equal float sorts after, by its marker.
         assert_eq!(enc(&Value::Float(1.0)), [KEY2_POS, 0, 1, 0]);
         assert!(enc(&Value::Int(-1)) < enc(&Value::Float(-1.0)));
+    }
+
+    #[test]
+    fn the_positive_integer_path_agrees_with_the_general_decode() {
+        let mut cases: Vec<Vec<u8>> = samples().iter().map(enc).collect();
+        cases.extend((0..2000i64).map(|i| enc(&Value::Int(i * 7919 + (i << 30)))));
+        // Damage: every byte of a few encodings set to a few values, and cut short.
+        let base = enc(&Value::Int(1_234_567));
+        for at in 1..base.len() {
+            for b in [0x00, 0x01, 0x02, 0x80, 0xfe, 0xff] {
+                let mut bad = base.clone();
+                bad[at] = b;
+                cases.push(bad);
+            }
+            cases.push(base[..at].to_vec());
+        }
+        for bytes in cases.iter().filter(|b| b.first() == Some(&KEY2_POS)) {
+            if let Some((i, used)) = positive_int(bytes) {
+                assert_eq!(decode(bytes), Ok((Value::Int(i), used)), "{bytes:02x?}");
+            } else if let Ok((v, _)) = decode(bytes) {
+                assert!(!matches!(v, Value::Int(_)), "{bytes:02x?} decodes to {v:?}");
+            }
+        }
     }
 
     #[test]
