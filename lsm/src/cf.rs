@@ -1,7 +1,7 @@
 //! Column families: named key spaces sharing the store's log, each with its own memtables and
 //! tables.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
@@ -36,6 +36,15 @@ impl ColumnFamily {
     pub fn id(&self) -> u32 {
         self.shared.id
     }
+
+    /// Sets the bloom filter bits per key of the tables this family writes from now on
+    /// (flushes, compactions, ingests), in place of the store's
+    /// [`strata_sstable::TableOptions::bloom_bits_per_key`]. 0 writes no real filter (a table
+    /// carries an 8-byte one that answers "maybe" to every key): for a family read only by
+    /// ranges, which a filter never helps. Kept in memory only: set it after every open.
+    pub fn set_bloom_bits_per_key(&self, bits: u32) {
+        self.shared.bloom_bits.store(bits, Ordering::Relaxed);
+    }
 }
 
 pub(crate) struct CfShared {
@@ -55,6 +64,8 @@ pub(crate) struct CfShared {
     /// next one starts after it, so every part of a level gets its turn (LevelDB's
     /// `compact_pointer_`). Kept in memory only.
     pub(crate) compact_pointer: Mutex<Vec<Option<Vec<u8>>>>,
+    /// [`ColumnFamily::set_bloom_bits_per_key`]; `u32::MAX`: the store's.
+    bloom_bits: AtomicU32,
 }
 
 /// What flushes and compactions did to one level.
@@ -82,7 +93,22 @@ impl CfShared {
             dropped: AtomicBool::new(false),
             io: Mutex::new(vec![LevelIo::default(); crate::format::MAX_LEVELS]),
             compact_pointer: Mutex::new(vec![None; crate::format::MAX_LEVELS]),
+            bloom_bits: AtomicU32::new(u32::MAX),
         }
+    }
+
+    /// The options its tables are written with: the store's `base`, with the family's
+    /// filter setting.
+    pub(crate) fn table_options(
+        &self,
+        base: &strata_sstable::TableOptions,
+    ) -> strata_sstable::TableOptions {
+        let mut options = base.clone();
+        match self.bloom_bits.load(Ordering::Relaxed) {
+            u32::MAX => {}
+            bits => options.bloom_bits_per_key = bits,
+        }
+        options
     }
 
     /// The current sources.

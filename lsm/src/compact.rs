@@ -551,7 +551,7 @@ fn write_part(
         let collecting = Collecting::new(collector);
         match write_one(
             shared,
-            &compaction.cf.name,
+            &compaction.cf,
             number,
             upper,
             &mut merged,
@@ -584,7 +584,7 @@ fn write_part(
 )]
 fn write_one(
     shared: &Shared,
-    cf: &str,
+    cf: &CfShared,
     number: u64,
     upper: Option<&[u8]>,
     merged: &mut MergingIter,
@@ -595,7 +595,7 @@ fn write_one(
     let path = file_path(&shared.dir, FileKind::Table, number);
     let table_error = |e| Error::table(path.clone(), &e);
     let mut file: Box<dyn WritableFile> = shared.fs.create(&path).at(IoOp::Create, &path)?;
-    let mut builder = TableBuilder::new(&mut file, shared.options.table.clone());
+    let mut builder = TableBuilder::new(&mut file, cf.table_options(&shared.options.table));
     let target = shared.options.target_table_bytes;
     let mut last_key: Vec<u8> = Vec::new();
     let mut seen = 0u32;
@@ -621,7 +621,7 @@ fn write_one(
         if keep {
             let value = merged.value();
             let upgraded = match (&shared.options.value_upgrade, kind) {
-                (Some(upgrade), ValueKind::Put) => upgrade.upgrade(cf, &value),
+                (Some(upgrade), ValueKind::Put) => upgrade.upgrade(&cf.name, &value),
                 _ => None,
             };
             let value = upgraded.as_deref().unwrap_or(&value);

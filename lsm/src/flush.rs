@@ -70,7 +70,7 @@ pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Seale
         .as_ref()
         .and_then(|f| f.collector(&cf.name));
     let Some(table) =
-        TableSink::of(shared).write_table(number, &sealed.mem, &snapshots, collector)?
+        TableSink::of(shared, cf).write_table(number, &sealed.mem, &snapshots, collector)?
     else {
         return Ok(());
     };
@@ -115,16 +115,16 @@ pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Seale
 pub(crate) struct TableSink<'a> {
     pub(crate) fs: &'a Arc<dyn crate::fs::FileSystem>,
     pub(crate) dir: &'a std::path::Path,
-    pub(crate) options: &'a strata_sstable::TableOptions,
+    pub(crate) options: strata_sstable::TableOptions,
     pub(crate) cache: &'a Arc<strata_sstable::BlockCache>,
 }
 
 impl TableSink<'_> {
-    fn of(shared: &Shared) -> TableSink<'_> {
+    fn of<'s>(shared: &'s Shared, cf: &CfShared) -> TableSink<'s> {
         TableSink {
             fs: &shared.fs,
             dir: &shared.dir,
-            options: &shared.options.table,
+            options: cf.table_options(&shared.options.table),
             cache: &shared.cache,
         }
     }

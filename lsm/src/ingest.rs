@@ -457,7 +457,7 @@ impl Shared {
     ) -> Result<u64> {
         let table_error = |e| Error::table(path.to_owned(), &e);
         let mut file: Box<dyn WritableFile> = self.fs.create(path).at(IoOp::Create, path)?;
-        let mut builder = TableBuilder::new(&mut file, self.options.table.clone());
+        let mut builder = TableBuilder::new(&mut file, cf.table_options(&self.options.table));
         let collector = self
             .options
             .property_collector

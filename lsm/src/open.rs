@@ -249,7 +249,7 @@ impl Opening<'_> {
         let sink = TableSink {
             fs: &self.fs,
             dir: self.dir,
-            options: &self.options.table,
+            options: self.options.table.clone(),
             cache,
         };
         let mut edit = VersionEdit::default();

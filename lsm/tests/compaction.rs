@@ -497,3 +497,37 @@ fn the_bottom_level_writes_seqno_0_where_no_reader_can_tell_and_the_store_keeps_
         Some(value(1).into())
     );
 }
+
+#[test]
+fn a_family_without_a_filter_writes_smaller_tables_that_read_the_same() {
+    let fs = SimFs::new();
+    let store = open_with(manual_only(&fs));
+    let with = store.default_cf();
+    let without = store.create_column_family("ranges").expect("create");
+    without.set_bloom_bits_per_key(0);
+    for cf in [&with, &without] {
+        for i in 0..4000 {
+            store.put(cf, &key(i), b"v").expect("put");
+        }
+        store.flush(cf).expect("flush");
+    }
+    let bytes = |cf| store.stats(cf).expect("stats").table_bytes;
+    // About 10 bits a key: some 4,400 bytes of filter for 4,000 keys; without, 9 bytes.
+    assert!(
+        bytes(&with) >= bytes(&without) + 4_000,
+        "{} vs {}",
+        bytes(&with),
+        bytes(&without)
+    );
+    for i in 0..4000 {
+        assert_eq!(
+            store.get(&without, &key(i)).expect("get").as_deref(),
+            Some(&b"v"[..])
+        );
+    }
+    assert_eq!(store.get(&without, &key(4001)).expect("get"), None);
+    // The setting holds for compactions too.
+    store.compact_range(&without, ..).expect("compact");
+    assert!(bytes(&with) >= bytes(&without) + 4_000);
+    assert_eq!(scan(&store, "ranges").len(), 4000);
+}

@@ -59,6 +59,12 @@ fn probe_positions(hash: u64, probes: u8, bits: u64) -> impl Iterator<Item = u64
 
 /// Builds a filter block from the hashes of the distinct user keys.
 pub(crate) fn build(hashes: &[u64], bits_per_key: u32) -> Vec<u8> {
+    if bits_per_key == 0 {
+        // No filter: the smallest block, every bit set, so every key may be there.
+        let mut block = vec![0xff; MIN_BITS / 8];
+        block.push(1);
+        return block;
+    }
     let probes = probes_for(bits_per_key);
     let bits = (hashes.len() * bits_per_key as usize).max(MIN_BITS);
     let bytes = bits.div_ceil(8);
@@ -105,6 +111,16 @@ impl BloomFilter {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn zero_bits_a_key_is_a_filter_that_finds_everything_in_nine_bytes() {
+        let block = build(&[], 0);
+        assert_eq!(block.len(), 9);
+        let filter = BloomFilter::new(block.into()).expect("a valid filter");
+        for i in 0..1000u32 {
+            assert!(filter.may_contain(&i.to_be_bytes()));
+        }
+    }
 
     #[test]
     fn every_added_key_is_found() {

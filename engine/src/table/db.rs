@@ -240,6 +240,15 @@ fn spawn_error(e: std::io::Error) -> Error {
 }
 
 /// Family `name` of `store`, created if it is not there.
+/// An index's family, set to write its tables without a bloom filter: index entries are read
+/// by ranges (a seek, which a filter never answers), and a filter took 1.25 bytes of an entry
+/// of about ten (`docs/benchmarks.md`, issue 45). `verify`'s lookups of single entries read a
+/// block instead.
+pub(crate) fn index_family(cf: ColumnFamily) -> ColumnFamily {
+    cf.set_bloom_bits_per_key(0);
+    cf
+}
+
 fn family_or_create(store: &Store, name: &str) -> Result<ColumnFamily> {
     match store.cf(name) {
         Ok(cf) => Ok(cf),
@@ -400,7 +409,7 @@ impl Db {
                     indexes: def
                         .indexes
                         .iter()
-                        .map(|ix| family(store, &index_cf(&def.name, &ix.name)))
+                        .map(|ix| family(store, &index_cf(&def.name, &ix.name)).map(index_family))
                         .collect::<Result<Vec<_>>>()?,
                 });
             }

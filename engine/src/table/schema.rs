@@ -12,7 +12,7 @@ use crate::lsm::ColumnFamily;
 use crate::table::catalog::{
     IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
 };
-use crate::table::db::{Db, ShardStore, Table, TableShard, layout_key, lock};
+use crate::table::db::{Db, ShardStore, Table, TableShard, index_family, layout_key, lock};
 use crate::table::format::{
     CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
 };
@@ -176,12 +176,12 @@ impl Db {
         def.validate()?;
         let mut shards = current.shards.clone();
         for shard in &mut shards {
-            shard.indexes.push(
+            shard.indexes.push(index_family(
                 shard
                     .store
                     .store
                     .create_column_family(&index_cf(table, name))?,
-            );
+            ));
         }
         self.write_catalog(
             &[

@@ -189,7 +189,7 @@ impl<W: Write> TableBuilder<W> {
             };
             self.add_index_entry(&separator, seqno, handle);
         }
-        if first || self.last_key != user_key {
+        if self.options.bloom_bits_per_key > 0 && (first || self.last_key != user_key) {
             self.key_hashes.push(hash64(user_key));
         }
         self.data_block
