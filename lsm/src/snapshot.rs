@@ -12,6 +12,11 @@ use crate::sync::lock;
 #[derive(Debug, Default)]
 pub(crate) struct SnapshotList {
     live: Mutex<BTreeMap<SeqNo, usize>>,
+    /// The largest published seqno a flush or compaction has kept versions for (read and
+    /// written under `live`'s lock): below it, versions another snapshot did not need may be
+    /// gone, and the bottom level's oldest versions carry seqno 0, so a snapshot there is
+    /// refused unless one is live at that very seqno.
+    floor: std::sync::atomic::AtomicU64,
 }
 
 impl SnapshotList {
@@ -27,6 +32,8 @@ impl SnapshotList {
         if points.last().is_none_or(|&last| last < published) {
             points.push(published);
         }
+        self.floor
+            .fetch_max(published, std::sync::atomic::Ordering::Relaxed);
         points
     }
 
@@ -64,14 +71,23 @@ impl Snapshot {
         }
     }
 
-    pub(crate) fn register(list: &Arc<SnapshotList>, seqno: SeqNo) -> Snapshot {
-        *lock(&list.live).entry(seqno).or_insert(0) += 1;
-        Snapshot {
+    /// A snapshot at `seqno`, or `None` when a flush or compaction may already have dropped
+    /// or renumbered versions it would see (`seqno` is below the newest point one kept
+    /// versions for, and no snapshot is live there).
+    pub(crate) fn register(list: &Arc<SnapshotList>, seqno: SeqNo) -> Option<Snapshot> {
+        let mut live = lock(&list.live);
+        let floor = list.floor.load(std::sync::atomic::Ordering::Relaxed);
+        if seqno < floor && !live.contains_key(&seqno) {
+            return None;
+        }
+        *live.entry(seqno).or_insert(0) += 1;
+        drop(live);
+        Some(Snapshot {
             inner: Arc::new(Registered {
                 seqno,
                 list: Arc::clone(list),
             }),
-        }
+        })
     }
 
     /// The sequence number of the last write this snapshot sees.

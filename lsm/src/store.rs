@@ -468,8 +468,10 @@ impl Store {
     }
 
     /// A snapshot at `seqno`, which must be published ([`Sequencer::visible`] of a shared
-    /// sequencer, read by the caller): the table layer registers one number in every shard
-    /// store. A later seqno is refused.
+    /// sequencer, read by the caller). A later seqno is refused, and so is an earlier one than
+    /// a flush or compaction has already kept versions for (unless a snapshot is live at that
+    /// very seqno): the versions it would see may be gone, or written with seqno 0 at the
+    /// bottom level.
     pub fn snapshot_at(&self, seqno: SeqNo) -> Result<Snapshot> {
         if seqno > self.shared.seq.visible() {
             return Err(Error::InvalidArgument(format!(
@@ -477,7 +479,12 @@ impl Store {
                 self.shared.seq.visible()
             )));
         }
-        Ok(Snapshot::register(&self.shared.snapshots, seqno))
+        Snapshot::register(&self.shared.snapshots, seqno).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "snapshot at {seqno}: older than what flushes and compactions have kept; take \
+                 snapshots as you read the seqno, or keep one live to hold it"
+            ))
+        })
     }
 
     /// The sequence number of the last write visible to readers.

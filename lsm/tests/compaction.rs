@@ -531,3 +531,46 @@ fn a_family_without_a_filter_writes_smaller_tables_that_read_the_same() {
     assert!(bytes(&with) >= bytes(&without) + 4_000);
     assert_eq!(scan(&store, "ranges").len(), 4000);
 }
+
+/// A snapshot at an older seqno than a flush or compaction has kept versions for would see a
+/// store that no longer exists (versions dropped, or renumbered 0 at the bottom): refused,
+/// unless a snapshot is live at that very seqno.
+#[test]
+fn a_snapshot_at_a_seqno_flushes_have_passed_is_refused_unless_one_is_live_there() {
+    let fs = SimFs::new();
+    let store = open_with(manual_only(&fs));
+    let cf = store.default_cf();
+    store.put(&cf, &key(1), b"a").expect("put");
+    let early = store.last_seqno();
+    store.put(&cf, &key(1), b"b").expect("put");
+    let at_early = store
+        .snapshot_at(early)
+        .expect("no flush has passed it yet");
+    assert_eq!(
+        store
+            .get_at(&cf, &key(1), &at_early)
+            .expect("get")
+            .as_deref(),
+        Some(&b"a"[..])
+    );
+    drop(at_early);
+    let held = store.snapshot();
+    store.put(&cf, &key(1), b"c").expect("put");
+    store.flush(&cf).expect("flush");
+    store.compact_range(&cf, ..).expect("compact");
+    assert!(
+        store.snapshot_at(early).is_err(),
+        "its version of the key is gone"
+    );
+    let again = store
+        .snapshot_at(held.seqno())
+        .expect("a live snapshot holds it");
+    assert_eq!(
+        store.get_at(&cf, &key(1), &again).expect("get").as_deref(),
+        Some(&b"b"[..])
+    );
+    assert!(
+        store.snapshot_at(store.last_seqno() + 1).is_err(),
+        "not published"
+    );
+}
