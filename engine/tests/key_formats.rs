@@ -68,15 +68,23 @@ fn answers(db: &Db, table: &str) -> Vec<Vec<Record>> {
         .collect()
 }
 
-/// The first byte of every key of family `cf` after `skip` bytes.
-fn tags(db: &Db, cf: &str, skip: usize) -> Vec<u8> {
+/// Every key and value of family `cf`.
+fn pairs(db: &Db, cf: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
     let store = db.store();
     let cf = store.cf(cf).expect("family");
     store
         .iter(&cf, Default::default())
         .expect("iter")
-        .map(|kv| kv.expect("pair").0[skip])
+        .map(|kv| {
+            let (k, v) = kv.expect("pair");
+            (k.to_vec(), v.to_vec())
+        })
         .collect()
+}
+
+/// The first byte of every key of family `cf`.
+fn tags(db: &Db, cf: &str) -> Vec<u8> {
+    pairs(db, cf).iter().map(|(k, _)| k[0]).collect()
 }
 
 #[test]
@@ -119,39 +127,24 @@ fn a_table_of_key_format_1_works_beside_one_of_key_format_2() {
     );
 
     // The old table's numbers are 10-byte `f64`s (tag 0x20), the new one's compact (below).
-    assert!(tags(&db, "t/old", 0).iter().all(|&t| t == 0x20));
+    assert!(tags(&db, "t/old").iter().all(|&t| t == 0x20));
     assert!(
-        tags(&db, "t/new", 0)
+        tags(&db, "t/new")
             .iter()
             .all(|&t| (0x12..=0x1e).contains(&t))
     );
-    assert!(tags(&db, "i/old/by_age", 0).iter().all(|&t| t == 0x20));
+    assert!(tags(&db, "i/old/by_age").iter().all(|&t| t == 0x20));
     assert!(
-        tags(&db, "i/new/by_score", 0)
+        tags(&db, "i/new/by_score")
             .iter()
             .all(|&t| (0x12..=0x1e).contains(&t))
     );
     // A keys-only entry of a new table has no value; an old table's keeps its head `01 00`.
-    let values = |cf: &str| -> Vec<Vec<u8>> {
-        let store = db.store();
-        let cf = store.cf(cf).expect("family");
-        store
-            .iter(&cf, Default::default())
-            .expect("iter")
-            .map(|kv| kv.expect("pair").1.to_vec())
-            .collect()
-    };
+    let values =
+        |cf: &str| -> Vec<Vec<u8>> { pairs(&db, cf).into_iter().map(|(_, v)| v).collect() };
     assert!(values("i/new/by_age").iter().all(Vec::is_empty));
     assert!(values("i/old/by_age").iter().all(|v| v == &[1, 0]));
-    let size = |cf: &str| -> usize {
-        let store = db.store();
-        let cf = store.cf(cf).expect("family");
-        store
-            .iter(&cf, Default::default())
-            .expect("iter")
-            .map(|kv| kv.expect("pair").0.len())
-            .sum()
-    };
+    let size = |cf: &str| -> usize { pairs(&db, cf).iter().map(|(k, _)| k.len()).sum() };
     // Ids of 1 to 3 significant bytes take 3 to 6 bytes instead of 10; those near i64::MAX 11
     // instead of 12.
     let (new, old) = (size("t/new"), size("t/old"));
