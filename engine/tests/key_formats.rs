@@ -2,6 +2,8 @@
 //! `f64`s, every table before key format 2) reads, writes, queries and verifies beside a new
 //! table of key format 2 (compact numbers), and both answer alike.
 
+mod common;
+
 use strata::{Db, Options, Predicate, Query, Record, StoreOptions, Value, record};
 
 /// Rows with integer keys of every size and sign, and indexed integers and floats.
@@ -54,37 +56,12 @@ fn queries() -> Vec<Query> {
 }
 
 fn answers(db: &Db, table: &str) -> Vec<Vec<Record>> {
-    queries()
-        .iter()
-        .map(|q| {
-            let mut rows = db
-                .query(table, q)
-                .expect("query")
-                .collect::<Result<Vec<_>, _>>()
-                .expect("rows");
-            rows.sort_by(|a, b| a.value("id").cmp(b.value("id")));
-            rows
-        })
-        .collect()
-}
-
-/// Every key and value of family `cf`.
-fn pairs(db: &Db, cf: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let store = db.store();
-    let cf = store.cf(cf).expect("family");
-    store
-        .iter(&cf, Default::default())
-        .expect("iter")
-        .map(|kv| {
-            let (k, v) = kv.expect("pair");
-            (k.to_vec(), v.to_vec())
-        })
-        .collect()
+    common::tables::answers_by_id(db, table, &queries())
 }
 
 /// The first byte of every key of family `cf`.
 fn tags(db: &Db, cf: &str) -> Vec<u8> {
-    pairs(db, cf).iter().map(|(k, _)| k[0]).collect()
+    common::scan(db.store(), cf).keys().map(|k| k[0]).collect()
 }
 
 #[test]
@@ -141,10 +118,10 @@ fn a_table_of_key_format_1_works_beside_one_of_key_format_2() {
     );
     // A keys-only entry of a new table has no value; an old table's keeps its head `01 00`.
     let values =
-        |cf: &str| -> Vec<Vec<u8>> { pairs(&db, cf).into_iter().map(|(_, v)| v).collect() };
+        |cf: &str| -> Vec<Vec<u8>> { common::scan(db.store(), cf).into_values().collect() };
     assert!(values("i/new/by_age").iter().all(Vec::is_empty));
     assert!(values("i/old/by_age").iter().all(|v| v == &[1, 0]));
-    let size = |cf: &str| -> usize { pairs(&db, cf).iter().map(|(k, _)| k.len()).sum() };
+    let size = |cf: &str| -> usize { common::scan(db.store(), cf).keys().map(Vec::len).sum() };
     // Ids of 1 to 3 significant bytes take 3 to 6 bytes instead of 10; those near i64::MAX 11
     // instead of 12.
     let (new, old) = (size("t/new"), size("t/old"));

@@ -3,6 +3,8 @@
 //! current versions (rows by their table's layouts, version 3; index payloads with their names
 //! together, then value ends, then values, version 2), which new writes use.
 
+mod common;
+
 use strata::{Db, Options, Predicate, Projection, Query, Record, Value, WriteOptions, record};
 use tempfile::TempDir;
 
@@ -122,18 +124,7 @@ fn queries() -> Vec<Query> {
 /// Each query's rows, by primary key (a query without `ORDER BY` may answer in any order, and
 /// the plan may change with the statistics).
 fn answers(db: &Db) -> Vec<Vec<Record>> {
-    queries()
-        .iter()
-        .map(|q| {
-            let mut rows = db
-                .query("t", q)
-                .expect("query")
-                .collect::<Result<Vec<_>, _>>()
-                .expect("rows");
-            rows.sort_by(|a, b| a.value("id").cmp(b.value("id")));
-            rows
-        })
-        .collect()
+    common::tables::answers_by_id(db, "t", &queries())
 }
 
 #[test]

@@ -170,3 +170,20 @@ pub fn fill_two_tables(db: &Db) {
             .expect("c rows");
     }
 }
+
+/// Each query's rows from `table`, sorted by the field `id` (a query without `ORDER BY` may
+/// answer in any order, and the plan may change with the statistics).
+pub fn answers_by_id(db: &Db, table: &str, queries: &[Query]) -> Vec<Vec<Record>> {
+    queries
+        .iter()
+        .map(|q| {
+            let mut rows = db
+                .query(table, q)
+                .expect("query")
+                .collect::<Result<Vec<_>, _>>()
+                .expect("rows");
+            rows.sort_by(|a, b| a.value("id").cmp(b.value("id")));
+            rows
+        })
+        .collect()
+}
