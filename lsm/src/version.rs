@@ -154,10 +154,12 @@ impl SuperVersion {
         let mut found: Vec<Option<Found>> = vec![None; keys.len()];
         let mut open: Vec<usize> = Vec::with_capacity(keys.len());
         // The keys ascend: each memtable's search starts where its last one ended.
-        let mut fingers = vec![Finger::default(); self.sealed.len() + 1];
+        // An empty memtable (the active one of a store that is only read) is not asked.
+        let mems: Vec<&Arc<Memtable>> = self.memtables().filter(|m| !m.is_empty()).collect();
+        let mut fingers = vec![Finger::default(); mems.len()];
         for (i, key) in keys.iter().enumerate() {
-            let found_in = self
-                .memtables()
+            let found_in = mems
+                .iter()
                 .zip(fingers.iter_mut())
                 .find_map(|(mem, finger)| mem.get_near(key, snapshot, finger));
             match found_in {
@@ -165,8 +167,8 @@ impl SuperVersion {
                 None => open.push(i),
             }
         }
-        let mut asked: Vec<&[u8]> = Vec::new();
-        let mut asked_at: Vec<usize> = Vec::new();
+        let mut asked: Vec<&[u8]> = Vec::with_capacity(open.len());
+        let mut asked_at: Vec<usize> = Vec::with_capacity(open.len());
         // A key still open at the deepest level holding tables is there or nowhere: its table
         // is read without asking the filter (a fetch by a key an index named is a hit).
         let deepest = self.levels.iter().rposition(|l| !l.is_empty());

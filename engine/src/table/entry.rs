@@ -187,7 +187,7 @@ pub fn decode_entry(
         (key, value),
         (0, 0),
         ALL_FIELDS,
-        &mut values,
+        Some(&mut values),
     )?;
     let payload = match parts.payload {
         Some(bytes) => Some(Record::decode(bytes).map_err(|e| record_corrupt(cf, key, e))?),
@@ -228,16 +228,17 @@ pub(crate) fn entry_target(
     (key, value): (&[u8], &[u8]),
     skip: (usize, usize),
 ) -> Result<(u64, usize)> {
-    let parts = entry_parts(def, index, cf, (key, value), skip, 0, &mut Vec::new())?;
+    let parts = entry_parts(def, index, cf, (key, value), skip, 0, None)?;
     Ok((parts.shard, parts.pk_at))
 }
 
 /// The parts of the entry `key`, `value` of `index`. Its key's values — the index's, then
-/// the primary key's — go to `values`: those of `need` (bit `j` for the `j`-th) decoded, the
-/// others stepped over and `NULL`. The first `skip.0` values, `skip.1` bytes, are the ones
-/// every key of the range read starts with (checked when the range was opened,
-/// [`shared_prefix`](crate::table::key::shared_prefix)), none of them needed: they are
-/// stepped over at once.
+/// the primary key's — go to `values` when given: those of `need` (bit `j` for the `j`-th)
+/// decoded, the others stepped over and `NULL`; without `values` (a fetch, which only needs
+/// where the primary key starts) every value is stepped over. The first `skip.0` values,
+/// `skip.1` bytes, are the ones every key of the range read starts with (checked when the
+/// range was opened, [`shared_prefix`](crate::table::key::shared_prefix)), none of them
+/// needed: they are stepped over at once.
 fn entry_parts<'a>(
     def: &TableDef,
     index: &IndexDef,
@@ -245,27 +246,36 @@ fn entry_parts<'a>(
     (key, value): (&[u8], &'a [u8]),
     (skip, skip_bytes): (usize, usize),
     need: u64,
-    values: &mut Vec<Value>,
+    values: Option<&mut Vec<Value>>,
 ) -> Result<EntryParts<'a>> {
     let (n, m) = (index.fields.len(), def.primary_key.len());
     debug_assert!(skip <= n);
     debug_assert!(need & ((1 << skip) - 1) == 0);
+    debug_assert!(need == 0 || values.is_some());
+    let (mut at, mut used) = (skip_bytes.min(key.len()), 0);
     // The vector is the last entry's: written over, not rebuilt. The skipped values are
     // neither needed nor read: whatever an earlier entry left there stays.
-    values.resize_with(n + m, || Value::Null);
-    let (mut at, mut used) = (skip_bytes.min(key.len()), 0);
-    for (i, slot) in values.iter_mut().enumerate().skip(skip) {
+    let mut slots = values.map(|values| {
+        values.resize_with(n + m, || Value::Null);
+        values.iter_mut()
+    });
+    for i in skip..n + m {
         if i == n {
             used = at;
         }
         let rest = key.get(at..).unwrap_or_default();
-        at += if need & (1 << i) != 0 {
-            decode_value_into(rest, slot)
-        } else {
-            if !slot.is_null() {
-                *slot = Value::Null;
+        let slot = slots
+            .as_mut()
+            .and_then(|s| s.nth(if i == skip { skip } else { 0 }));
+        at += match slot {
+            Some(slot) if need & (1 << i) != 0 => decode_value_into(rest, slot),
+            Some(slot) => {
+                if !slot.is_null() {
+                    *slot = Value::Null;
+                }
+                value_len(rest)
             }
-            value_len(rest)
+            None => value_len(rest),
         }
         .map_err(|e| key_corrupt(cf, key, e))?;
     }
@@ -598,7 +608,7 @@ fn covering_values(
     predicates: &[Predicate],
     values: &mut Vec<Value>,
 ) -> Result<Option<Record>> {
-    let parts = entry_parts(def, index, cf, (key, value), skip, fixed.need, values)?;
+    let parts = entry_parts(def, index, cf, (key, value), skip, fixed.need, Some(values))?;
     // Stored records hold no NULL fields: NULL is how a missing field reads.
     let mut key_mask = 0u64;
     for (j, (kept, v)) in fixed.kept.iter().zip(values.iter()).enumerate() {

@@ -702,6 +702,7 @@ impl Stream {
                 drop(keys);
                 // A key whose row is gone at this snapshot is a dangling entry (`verify`
                 // reports those) or a key that names no row: nothing to return.
+                self.fetched.reserve(batch.len());
                 self.fetched.extend(
                     batch
                         .into_iter()

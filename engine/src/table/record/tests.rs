@@ -345,6 +345,9 @@ fn damaged_records_are_errors() {
     let mut moved = bytes.clone();
     moved[7] = 3; // value a ends one byte early: the int's varint runs into b's place
     assert_eq!(Record::decode(&moved), Err(RecordError::Offsets));
+    let mut into_next = bytes.clone();
+    into_next[7] = 1; // value a is its tag alone: its varint would be read from b's place
+    assert_eq!(Record::decode(&into_next), Err(RecordError::Offsets));
     let mut past = bytes.clone();
     past[7] = 9; // value a ends after value b
     assert_eq!(Record::decode(&past), Err(RecordError::Offsets));
