@@ -12,7 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::thread::JoinHandle;
 
 use bytes::Bytes;
-use strata_sstable::BlockCache;
+use strata_sstable::{BlockCache, ValueKind};
 use strata_wal::LogWriter;
 
 use crate::SeqNo;
@@ -32,7 +32,7 @@ use crate::options::{Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::stats::WriteStalls;
 use crate::sync::lock;
-use crate::version::visible_value;
+use crate::version::{Lent, visible_value};
 
 /// The log being written.
 pub(crate) struct WalState {
@@ -435,22 +435,55 @@ impl Store {
         keys: &[K],
         snapshot: &Snapshot,
     ) -> Result<Vec<Option<Bytes>>> {
+        let mut out = vec![None; keys.len()];
+        self.multi_get_lent(cf, keys, snapshot, |i, found| {
+            out[i] = Some(found.to_bytes());
+        })?;
+        Ok(out)
+    }
+
+    /// [`Store::multi_get_at`], each value found lent to `each` with its key's place in
+    /// `keys`, where the table or memtable holds it: a caller that only reads the values
+    /// (a query building the rows it fetched) takes no reference and moves nothing per key.
+    /// Keys without a value at the snapshot are not reported; a key given twice is reported
+    /// at both places.
+    pub fn multi_get_each_at<K: AsRef<[u8]>>(
+        &self,
+        cf: &ColumnFamily,
+        keys: &[K],
+        snapshot: &Snapshot,
+        mut each: impl FnMut(usize, &[u8]),
+    ) -> Result<()> {
+        self.multi_get_lent(cf, keys, snapshot, |i, found| each(i, found.value()))
+    }
+
+    /// The visible puts among `keys` at `snapshot`, lent to `each` (for the two above).
+    fn multi_get_lent<K: AsRef<[u8]>>(
+        &self,
+        cf: &ColumnFamily,
+        keys: &[K],
+        snapshot: &Snapshot,
+        mut each: impl FnMut(usize, Lent<'_>),
+    ) -> Result<()> {
         cf.shared.check_live()?;
         let version = cf.shared.current();
         let seqno = snapshot.seqno();
         let keys: Vec<&[u8]> = keys.iter().map(AsRef::as_ref).collect();
         if keys.windows(2).all(|w| w[0] <= w[1]) {
-            let found = version.multi_get(&keys, seqno)?;
-            return Ok(found.into_iter().map(visible_value).collect());
+            return version.multi_get_each(&keys, seqno, |i, found| {
+                if found.kind() == ValueKind::Put {
+                    each(i, found);
+                }
+            });
         }
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| keys[i]);
         let sorted: Vec<&[u8]> = order.iter().map(|&i| keys[i]).collect();
-        let mut out = vec![None; keys.len()];
-        for (i, found) in order.into_iter().zip(version.multi_get(&sorted, seqno)?) {
-            out[i] = visible_value(found);
-        }
-        Ok(out)
+        version.multi_get_each(&sorted, seqno, |j, found| {
+            if found.kind() == ValueKind::Put {
+                each(order[j], found);
+            }
+        })
     }
 
     fn get_at_seqno(&self, cf: &ColumnFamily, key: &[u8], seqno: SeqNo) -> Result<Option<Bytes>> {

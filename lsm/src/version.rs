@@ -8,7 +8,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use strata_sstable::{Table, ValueKind};
+use bytes::Bytes;
+use strata_sstable::{FoundRef, Table, ValueKind};
 
 use crate::SeqNo;
 use crate::edit::TableMeta;
@@ -59,18 +60,48 @@ impl TableFile {
         Ok(entry.map(found))
     }
 
-    /// [`TableFile::get`] for each of `keys`, in one pass over the table.
-    pub(crate) fn multi_get(
+    /// [`TableFile::get`] for each of `keys`, in one pass over the table, each version found
+    /// lent to `each` with its key's place (see [`strata_sstable::Table::multi_get_each`]).
+    pub(crate) fn multi_get_each(
         &self,
         keys: &[&[u8]],
         snapshot: SeqNo,
         filter: bool,
-    ) -> Result<Vec<Option<Found>>> {
-        let entries = self
-            .table
-            .multi_get_with(keys, snapshot, filter)
-            .map_err(|e| Error::table(self.path.clone(), &e))?;
-        Ok(entries.into_iter().map(|e| e.map(found)).collect())
+        each: impl FnMut(usize, FoundRef<'_>),
+    ) -> Result<()> {
+        self.table
+            .multi_get_each(keys, snapshot, filter, each)
+            .map_err(|e| Error::table(self.path.clone(), &e))
+    }
+}
+
+/// A version [`SuperVersion::multi_get_each`] found, where its memtable or table holds it.
+pub(crate) enum Lent<'a> {
+    Memtable(&'a Found),
+    Table(FoundRef<'a>),
+}
+
+impl Lent<'_> {
+    pub(crate) fn kind(&self) -> ValueKind {
+        match self {
+            Lent::Memtable(f) => f.kind,
+            Lent::Table(f) => f.kind(),
+        }
+    }
+
+    pub(crate) fn value(&self) -> &[u8] {
+        match self {
+            Lent::Memtable(f) => &f.value,
+            Lent::Table(f) => f.value(),
+        }
+    }
+
+    /// The value as shared bytes: no copy for one a table stores whole.
+    pub(crate) fn to_bytes(&self) -> Bytes {
+        match self {
+            Lent::Memtable(f) => f.value.clone(),
+            Lent::Table(f) => f.to_entry().value,
+        }
     }
 }
 
@@ -149,13 +180,19 @@ impl SuperVersion {
     /// per key, and then each table that may hold some of the keys still unanswered is read
     /// once for all of them (level 0 newest first, then level by level), so a run of keys
     /// walks each level's tables in order instead of searching every level again per key.
-    pub(crate) fn multi_get(&self, keys: &[&[u8]], snapshot: SeqNo) -> Result<Vec<Option<Found>>> {
+    /// Each key's newest visible version (a put or a tombstone) is lent to `each` with the
+    /// key's place in `keys`, once; keys with none are not reported.
+    pub(crate) fn multi_get_each(
+        &self,
+        keys: &[&[u8]],
+        snapshot: SeqNo,
+        mut each: impl FnMut(usize, Lent<'_>),
+    ) -> Result<()> {
         debug_assert!(keys.windows(2).all(|w| w[0] <= w[1]));
-        let mut found: Vec<Option<Found>> = vec![None; keys.len()];
         let mut open: Vec<usize> = Vec::with_capacity(keys.len());
-        // The keys ascend: each memtable's search starts where its last one ended.
         // An empty memtable (the active one of a store that is only read) is not asked.
         let mems: Vec<&Arc<Memtable>> = self.memtables().filter(|m| !m.is_empty()).collect();
+        // The keys ascend: each memtable's search starts where its last one ended.
         let mut fingers = vec![Finger::default(); mems.len()];
         for (i, key) in keys.iter().enumerate() {
             let found_in = mems
@@ -163,10 +200,11 @@ impl SuperVersion {
                 .zip(fingers.iter_mut())
                 .find_map(|(mem, finger)| mem.get_near(key, snapshot, finger));
             match found_in {
-                Some(f) => found[i] = Some(f),
+                Some(f) => each(i, Lent::Memtable(&f)),
                 None => open.push(i),
             }
         }
+        let mut answered = vec![false; keys.len()];
         let mut asked: Vec<&[u8]> = Vec::with_capacity(open.len());
         let mut asked_at: Vec<usize> = Vec::with_capacity(open.len());
         // A key still open at the deepest level holding tables is there or nowhere: its table
@@ -199,19 +237,18 @@ impl SuperVersion {
                 if asked.is_empty() {
                     continue;
                 }
-                for (i, f) in asked_at
-                    .iter()
-                    .zip(table.multi_get(&asked, snapshot, filter)?)
-                {
-                    found[*i] = f;
-                }
+                table.multi_get_each(&asked, snapshot, filter, |j, found| {
+                    let i = asked_at[j];
+                    answered[i] = true;
+                    each(i, Lent::Table(found));
+                })?;
                 if level == 0 {
-                    open.retain(|&i| found[i].is_none());
+                    open.retain(|&i| !answered[i]);
                 }
             }
-            open.retain(|&i| found[i].is_none());
+            open.retain(|&i| !answered[i]);
         }
-        Ok(found)
+        Ok(())
     }
 
     /// The oldest log this family's unflushed data may be in.
@@ -223,6 +260,6 @@ impl SuperVersion {
 }
 
 /// Whether a found version means the key is present.
-pub(crate) fn visible_value(found: Option<Found>) -> Option<bytes::Bytes> {
+pub(crate) fn visible_value(found: Option<Found>) -> Option<Bytes> {
     found.and_then(|f| (f.kind == ValueKind::Put).then_some(f.value))
 }

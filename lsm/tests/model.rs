@@ -110,7 +110,7 @@ fn check_range(rng: &mut Rng, store: &Store, cf: &str, kv: &Kv, snapshot: Option
     cursor.status().expect("cursor ok");
 }
 
-/// Checks `multi_get_at` of random keys (some repeated, ascending or not) against `kv`, the
+/// Checks `multi_get_at` and `multi_get_each_at` of random keys (some repeated, ascending or not) against `kv`, the
 /// family's contents at `snapshot`.
 fn check_multi_get(
     rng: &mut Rng,
@@ -135,6 +135,17 @@ fn check_multi_get(
             kv.get(k).map(Vec::as_slice),
             "{context}: multi-get of {k:?}"
         );
+    }
+    // The lending form reports each place whose key has a value, once, with that value.
+    let mut lent: Vec<Option<Vec<u8>>> = vec![None; keys.len()];
+    store
+        .multi_get_each_at(&handle, &keys, snapshot, |i, value| {
+            assert!(lent[i].is_none(), "{context}: place {i} reported twice");
+            lent[i] = Some(value.to_vec());
+        })
+        .expect("multi-get, lent");
+    for (k, v) in keys.iter().zip(lent) {
+        assert_eq!(v.as_ref(), kv.get(k), "{context}: lent multi-get of {k:?}");
     }
 }
 

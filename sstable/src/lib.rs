@@ -49,5 +49,7 @@ pub use format::{
 };
 pub use key::InternalKey;
 pub use properties::TableProperties;
-pub use table::{Compression, Entry, Table, TableBuilder, TableInfo, TableIter, TableOptions};
+pub use table::{
+    Compression, Entry, FoundRef, Table, TableBuilder, TableInfo, TableIter, TableOptions,
+};
 pub use table::{MAX_KEY_BYTES, MAX_VALUE_BYTES, prefetch};

@@ -161,6 +161,7 @@ impl StreamKit<'_> {
             reader,
             mode,
             fetched: VecDeque::new(),
+            fetch_values: Vec::new(),
             covering,
             fetch_keys: Vec::new(),
             range_prefix: (0, 0),

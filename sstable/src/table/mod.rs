@@ -20,4 +20,4 @@ pub use builder::{
 pub(crate) use handle::BlockHandle;
 pub use iter::TableIter;
 pub use reader::prefetch;
-pub use reader::{Entry, Table};
+pub use reader::{Entry, FoundRef, Table};

@@ -57,6 +57,37 @@ pub struct Entry {
     pub value: Bytes,
 }
 
+/// An entry [`Table::multi_get_each`] found, read where its block holds it.
+pub struct FoundRef<'a> {
+    iter: &'a BlockIter,
+}
+
+impl FoundRef<'_> {
+    /// Its sequence number.
+    pub fn seqno(&self) -> u64 {
+        self.iter.seqno()
+    }
+
+    /// Put, or Delete.
+    pub fn kind(&self) -> ValueKind {
+        self.iter.kind()
+    }
+
+    /// The value, borrowed; empty for a tombstone.
+    pub fn value(&self) -> &[u8] {
+        self.iter.value()
+    }
+
+    /// The entry, its value sharing the table's bytes (as [`Table::get`] returns it).
+    pub fn to_entry(&self) -> Entry {
+        Entry {
+            seqno: self.iter.seqno(),
+            kind: self.iter.kind(),
+            value: self.iter.value_bytes(),
+        }
+    }
+}
+
 /// The decoded index, as parallel arrays with the separator keys packed into one buffer: a
 /// binary search over 30,000 blocks then touches a few compact arrays instead of chasing one
 /// heap pointer per step.
@@ -363,6 +394,24 @@ impl Table {
         snapshot_seqno: u64,
         filter: bool,
     ) -> Result<Vec<Option<Entry>>> {
+        let mut out = vec![None; keys.len()];
+        self.multi_get_each(keys, snapshot_seqno, filter, |i, found| {
+            out[i] = Some(found.to_entry());
+        })?;
+        Ok(out)
+    }
+
+    /// [`Table::multi_get_with`], each entry found lent to `each` with the place of its key
+    /// in `keys`, where its block holds it: a caller that only reads the value (a query
+    /// building the rows it fetched) neither takes a reference on the block per key nor
+    /// moves entries through a vector. Keys not found here are not reported.
+    pub fn multi_get_each(
+        &self,
+        keys: &[&[u8]],
+        snapshot_seqno: u64,
+        filter: bool,
+        mut each: impl FnMut(usize, FoundRef<'_>),
+    ) -> Result<()> {
         let loaded = self.loaded()?;
         let index = &loaded.index;
         let ascending = keys.windows(2).all(|w| w[0] <= w[1]);
@@ -385,7 +434,6 @@ impl Table {
         for b in blocks.iter().take(MULTI_GET_LOOKAHEAD).flatten() {
             self.touch(index, *b);
         }
-        let mut out = Vec::with_capacity(keys.len());
         // The block read last and an iterator where the last key left it, kept for the next
         // keys in it: ascending keys close together step forward instead of seeking.
         let mut current: Option<(usize, BlockIter)> = None;
@@ -394,10 +442,8 @@ impl Table {
                 self.touch(index, *ahead);
             }
             let Some(first) = *first else {
-                out.push(None);
                 continue;
             };
-            let mut found = None;
             for block_number in first..index.len().min(first + 2) {
                 let iter = match &mut current {
                     Some((n, iter)) if *n == block_number => {
@@ -412,39 +458,34 @@ impl Table {
                         &mut slot.insert((block_number, iter)).1
                     }
                 };
-                if let Some(answer) = self.answer(block_number, iter, key)? {
-                    found = answer;
-                    break;
+                match self.answer(block_number, iter, key)? {
+                    // Off the block's end: the key may be in the next one.
+                    None => continue,
+                    Some(true) => each(i, FoundRef { iter }),
+                    Some(false) => {}
                 }
+                break;
             }
-            out.push(found);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// What a block iterator positioned by a seek for `user_key` says of it: `None` when it
-    /// ran off the block's end (the key may be in the next block), else the newest visible
-    /// version of the key, if it has one there.
+    /// ran off the block's end (the key may be in the next block), else whether it holds the
+    /// newest visible version of the key.
     fn answer(
         &self,
         block_number: usize,
         iter: &BlockIter,
         user_key: &[u8],
-    ) -> Result<Option<Option<Entry>>> {
+    ) -> Result<Option<bool>> {
         if let Some(what) = iter.status() {
             return Err(self.block_corruption(block_number, what.clone()));
         }
         if !iter.valid() {
             return Ok(None);
         }
-        if iter.user_key() != user_key {
-            return Ok(Some(None));
-        }
-        Ok(Some(Some(Entry {
-            seqno: iter.seqno(),
-            kind: iter.kind(),
-            value: iter.value_bytes(),
-        })))
+        Ok(Some(iter.user_key() == user_key))
     }
 
     /// Asks the processor to start loading data block `number` into its cache (a few lines
@@ -477,7 +518,9 @@ impl Table {
     ) -> Result<Option<Option<Entry>>> {
         let mut iter = block.iter();
         iter.seek(user_key, snapshot_seqno);
-        self.answer(block_number, &iter, user_key)
+        Ok(self
+            .answer(block_number, &iter, user_key)?
+            .map(|here| here.then(|| FoundRef { iter: &iter }.to_entry())))
     }
 
     /// An iterator over all entries, unpositioned; see [`TableIter`].
