@@ -431,15 +431,26 @@ impl Table {
                 (b < index.len()).then_some(b)
             })
             .collect();
-        for b in blocks.iter().take(MULTI_GET_LOOKAHEAD).flatten() {
-            self.touch(index, *b);
+        // Each block is asked for once, when the first key in it comes into view (keys close
+        // together share blocks: asking again for every key cost a tenth of a clustered fetch).
+        let mut touched = None;
+        let mut touch = |b: Option<usize>| {
+            if let Some(b) = b
+                && touched != Some(b)
+            {
+                self.touch(index, b);
+                touched = Some(b);
+            }
+        };
+        for b in blocks.iter().take(MULTI_GET_LOOKAHEAD) {
+            touch(*b);
         }
         // The block read last and an iterator where the last key left it, kept for the next
         // keys in it: ascending keys close together step forward instead of seeking.
         let mut current: Option<(usize, BlockIter)> = None;
         for (i, (key, first)) in keys.iter().zip(&blocks).enumerate() {
-            if let Some(Some(ahead)) = blocks.get(i + MULTI_GET_LOOKAHEAD) {
-                self.touch(index, *ahead);
+            if let Some(ahead) = blocks.get(i + MULTI_GET_LOOKAHEAD) {
+                touch(*ahead);
             }
             let Some(first) = *first else {
                 continue;
