@@ -101,6 +101,27 @@ pub(super) fn direction(
     }
 }
 
+/// Whether the rows index `ix` of `table` names for one value or range lie together in the
+/// fact family, so its fetches start as a merge ([`Stream`]'s `fetch_merged`): the squared
+/// correlation of its leading field with the key order, from the last `analyze`, is at least
+/// [`CLUSTERED`]. Without statistics, no.
+fn clustered(table: &Table, ix: usize) -> bool {
+    let field = table.def.indexes[ix].fields.first();
+    let r = table
+        .stats
+        .as_ref()
+        .zip(field)
+        .and_then(|(stats, field)| stats.columns.get(field))
+        .map_or(0.0, |c| c.correlation);
+    r.is_finite() && r * r >= CLUSTERED
+}
+
+/// The squared correlation from which an index's fetches start as a merge.
+/// TUNING: the planner's cost model counts a fetch as this share a step along the table
+/// (`clustering` in `strata-planner`); at one half, most of an index value's rows are
+/// neighbours, and a stream whose batch needs many seeks goes back to lookups anyway.
+const CLUSTERED: f64 = 0.5;
+
 /// What every stream of one query shares, and how to make them.
 pub(super) struct StreamKit<'q> {
     pub(super) table: &'q Arc<Table>,
@@ -150,6 +171,14 @@ impl StreamKit<'_> {
             } => KeyFields::new(&self.table.def, ix, &reader, &self.table.fast_rows),
             _ => KeyFields::default(),
         };
+        let merge_fetches = match mode {
+            Mode::Index {
+                ix,
+                covering: false,
+                ..
+            } => clustered(self.table, ix),
+            _ => false,
+        };
         Stream {
             table: Arc::clone(self.table),
             predicates: Arc::clone(predicates),
@@ -162,6 +191,8 @@ impl StreamKit<'_> {
             mode,
             fetched: VecDeque::new(),
             fetch_values: Vec::new(),
+            fact_cursor: None,
+            merge_fetches,
             covering,
             fetch_keys: Vec::new(),
             range_prefix: (0, 0),

@@ -44,6 +44,9 @@ pub struct ExecStats {
     pub rows_read: u64,
     /// Records fetched from the fact family by primary key.
     pub fetches: u64,
+    /// Of those, the ones fetched by walking a cursor along the fact family beside the
+    /// index (its rows lying together there) rather than by lookups.
+    pub fetches_merged: u64,
     /// Rows that passed the predicate re-check.
     pub rows_matched: u64,
     /// Rows returned (after `LIMIT`).
@@ -122,12 +125,16 @@ impl std::fmt::Display for Analysis {
             a.rows_read,
             self.plan.chosen.rows_read
         )?;
-        writeln!(
+        write!(
             f,
             "  fetch    {:>10.3} ms  {} records",
             ms(a.fetch_time),
             a.fetches
         )?;
+        if a.fetches_merged > 0 {
+            write!(f, ", {} walking along the table", a.fetches_merged)?;
+        }
+        writeln!(f)?;
         writeln!(
             f,
             "  filter   {:>10.3} ms  {} matched (estimated {:.0})",
@@ -737,6 +744,7 @@ impl<'a> Rows<'a> {
         for s in &self.streams {
             total.rows_read += s.stats.rows_read;
             total.fetches += s.stats.fetches;
+            total.fetches_merged += s.stats.fetches_merged;
             total.rows_matched += s.stats.rows_matched;
             total.read_time += s.stats.read_time;
             total.fetch_time += s.stats.fetch_time;
@@ -812,6 +820,7 @@ impl<'a> Rows<'a> {
 fn copy_stats(stats: &mut ExecStats, stream: &ExecStats) {
     stats.rows_read = stream.rows_read;
     stats.fetches = stream.fetches;
+    stats.fetches_merged = stream.fetches_merged;
     stats.rows_matched = stream.rows_matched;
     stats.read_time = stream.read_time;
     stats.fetch_time = stream.fetch_time;
