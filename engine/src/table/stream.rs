@@ -40,14 +40,18 @@ pub(super) const FIRST_FETCH_BATCH: usize = 16;
 
 /// How many entries a fact cursor steps over, at most, to reach the next row of a batch
 /// fetched as a merge before it seeks instead.
-/// TUNING: a step is about a fifth of a seek; rows of one indexed value written together
-/// are next to each other, so one step is the common case.
-const MERGE_STEPS: usize = 4;
+/// TUNING: a step is ~500 instructions, a cursor's seek ~7,800 (it seeks every source of the
+/// family), a lookup in a batch ~1,100; rows of one indexed value written together are next
+/// to each other, so one step is the common case.
+const MERGE_STEPS: usize = 8;
 
 /// A stream fetches its batches as a merge while at most one row in this many of a batch
 /// needed a seek: rows spread over the table are looked up in batches instead (a lookup
 /// loads the blocks of the keys ahead while it reads the current one; a cursor cannot).
-const MERGE_SEEKS_PER: usize = 4;
+/// TUNING: from the costs above, a merge pays while fewer than one row in 13 needs a seek;
+/// on `lineitem` read by ship date (a field that follows the key only loosely: a quarter
+/// to a half of the rows needed a seek) a bound of one in four kept the merge and cost 14 %.
+const MERGE_SEEKS_PER: usize = 16;
 
 /// Key ranges `[lower, upper)`, in order; no upper bound is the end of the family.
 pub(super) type KeyRanges = VecDeque<(Vec<u8>, Option<Vec<u8>>)>;
@@ -343,12 +347,13 @@ impl Stream {
         self.stats.fetches += batch.len() as u64;
         let mut found = vec![false; batch.len()];
         let one_shard = batch.windows(2).all(|w| w[0].shard == w[1].shard);
+        let mut merged = 0;
         if self.merge_fetches && one_shard {
-            self.stats.fetches_merged += batch.len() as u64;
-            let seeks = self.fetch_merged(keys, batch, values, &mut found)?;
-            self.merge_fetches = seeks * MERGE_SEEKS_PER <= batch.len();
-        } else {
-            self.fetch_looked_up(keys, batch, values, &mut found)?;
+            merged = self.fetch_merged(keys, batch, values, &mut found)?;
+            self.stats.fetches_merged += merged as u64;
+        }
+        if merged < batch.len() {
+            self.fetch_looked_up(keys, &mut batch[merged..], values, &mut found[merged..])?;
         }
         // A key whose row is gone at this snapshot is a dangling entry (`verify` reports
         // those) or a key that names no row: nothing to return.
@@ -367,7 +372,9 @@ impl Stream {
     /// family alongside the batch's keys: a step to the next entry when the next key is a
     /// few entries on (the rows an index value names are often written together, so
     /// neighbours in the family), a seek otherwise. Found rows are copied to the end of
-    /// `values` and marked in `found`. Returns how many seeks it took.
+    /// `values` and marked in `found`. Once more than one row in [`MERGE_SEEKS_PER`] has
+    /// needed a seek, it stops, and the stream fetches by lookups from then on: returns how
+    /// many of the batch's rows it answered.
     fn fetch_merged(
         &mut self,
         keys: &[u8],
@@ -378,6 +385,7 @@ impl Stream {
         let Some(shard) = batch.first().map(|t| t.shard) else {
             return Ok(0);
         };
+        let len = batch.len();
         let table = Arc::clone(&self.table);
         let cursor = match &mut self.fact_cursor {
             Some((at, cursor)) if *at == shard => cursor,
@@ -389,7 +397,11 @@ impl Stream {
             }
         };
         let mut seeks = 0;
-        for (t, found) in batch.iter_mut().zip(found) {
+        for (i, (t, found)) in batch.iter_mut().zip(found).enumerate() {
+            if seeks * MERGE_SEEKS_PER > i.max(MERGE_SEEKS_PER) {
+                self.merge_fetches = false;
+                return Ok(i);
+            }
             let pk = &keys[t.pk..t.end];
             let mut steps = 0;
             while cursor.valid() && cursor.key() < pk && steps < MERGE_STEPS {
@@ -413,7 +425,7 @@ impl Stream {
                 *found = true;
             }
         }
-        Ok(seeks)
+        Ok(len)
     }
 
     /// The rows of `batch` found by looking their keys up, each shard's in one pass per
