@@ -111,6 +111,14 @@ pub(super) struct Target {
     value: (usize, usize),
 }
 
+impl Target {
+    /// Copies the fetched `row` to the end of `values`, noting where it lies.
+    fn keep(&mut self, values: &mut Vec<u8>, row: &[u8]) {
+        self.value = (values.len(), values.len() + row.len());
+        values.extend_from_slice(row);
+    }
+}
+
 /// One shard's part of a query: it reads one family of one shard store and yields the rows
 /// that pass the re-check. Streams are `Send`, so a query's streams fill in parallel.
 pub(super) struct Stream {
@@ -419,9 +427,7 @@ impl Stream {
                 continue;
             }
             if cursor.key() == pk {
-                let row = cursor.value_ref();
-                t.value = (values.len(), values.len() + row.len());
-                values.extend_from_slice(row);
+                t.keep(values, cursor.value_ref());
                 *found = true;
             }
         }
@@ -456,9 +462,7 @@ impl Stream {
                 &pks,
                 &self.facts[shard],
                 |j, row| {
-                    let t = &mut batch[at[j]];
-                    t.value = (values.len(), values.len() + row.len());
-                    values.extend_from_slice(row);
+                    batch[at[j]].keep(values, row);
                     found[at[j]] = true;
                 },
             )?;
