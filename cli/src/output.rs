@@ -202,6 +202,7 @@ fn actual_json(analysis: &Analysis) -> serde_json::Value {
     serde_json::json!({
         "rows_read": a.rows_read,
         "fetches": a.fetches,
+        "fetches_merged": a.fetches_merged,
         "rows_matched": a.rows_matched,
         "rows_returned": a.rows_returned,
         "plan_ms": ms(a.plan_time),

@@ -273,6 +273,9 @@ fn explain_prints_the_plan_and_every_candidate() {
     assert_eq!(forced["plan"], "scan");
     assert_eq!(forced["actual"]["rows_returned"], 1);
     assert_eq!(forced["actual"]["rows_read"], 4);
+    // A scan fetches nothing, by lookups or walking along the table.
+    assert_eq!(forced["actual"]["fetches"], 0);
+    assert_eq!(forced["actual"]["fetches_merged"], 0);
     let by_index: Json = serde_json::from_str(
         db.ok(&[
             "query",
