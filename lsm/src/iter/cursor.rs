@@ -297,7 +297,18 @@ fn same_key(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     if n < 8 {
-        return a == b;
+        // Two overlapping four-byte words (a short key is a compact number or a short text:
+        // a `memcmp` call for its four to seven bytes was ~20 of a filtered scan's ~1,000
+        // instructions an entry), or the bytes themselves below four.
+        let half = |k: &[u8], at: usize| {
+            k.get(at..at + 4)
+                .map(|w| u32::from_ne_bytes(w.try_into().unwrap_or([0; 4])))
+        };
+        return if n < 4 {
+            a.iter().zip(b).all(|(x, y)| x == y)
+        } else {
+            half(a, 0) == half(b, 0) && half(a, n - 4) == half(b, n - 4)
+        };
     }
     let word = |k: &[u8], at: usize| {
         k.get(at..at + 8)
