@@ -8,6 +8,7 @@
 //! re-derived from the fetched row and dropped unless equal, so a left-over entry never yields
 //! a row (or a row twice).
 
+use std::cmp::Ordering;
 use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
@@ -411,22 +412,29 @@ impl Stream {
                 return Ok(i);
             }
             let pk = &keys[t.pk..t.end];
+            // Each position's order against the key, compared once (comparing it again for
+            // each test was ~100 of a clustered fetch's ~5,000 instructions a row).
+            let order = |c: &Cursor| c.valid().then(|| c.key().cmp(pk));
+            let mut at = order(cursor);
             let mut steps = 0;
-            while cursor.valid() && cursor.key() < pk && steps < MERGE_STEPS {
+            while at == Some(Ordering::Less) && steps < MERGE_STEPS {
                 cursor.next();
                 steps += 1;
+                at = order(cursor);
             }
             // Behind the key still, or past it without having stepped from before it (the
             // keys went back, or the cursor is new or ran off the end): seek it.
-            if !cursor.valid() || cursor.key() < pk || (steps == 0 && cursor.key() > pk) {
+            let behind = at == Some(Ordering::Less);
+            if at.is_none() || behind || (steps == 0 && at == Some(Ordering::Greater)) {
                 cursor.seek(pk);
                 seeks += 1;
+                at = order(cursor);
             }
-            if !cursor.valid() {
+            if at.is_none() {
                 cursor.status()?;
                 continue;
             }
-            if cursor.key() == pk {
+            if at == Some(Ordering::Equal) {
                 t.keep(values, cursor.value_ref());
                 *found = true;
             }

@@ -160,6 +160,9 @@ impl Cursor {
         if !self.valid {
             return;
         }
+        if self.direction == Direction::Forward && self.next_alone() {
+            return;
+        }
         if self.direction == Direction::Backward {
             // The merged stream is just before the current key's versions: step into them,
             // then skip them like any passed key.
@@ -192,6 +195,41 @@ impl Cursor {
             self.direction = Direction::Backward;
         }
         self.find_prev();
+    }
+
+    /// Forward, while the merge has one source left and it reads a table (a scan of
+    /// compacted data, an index's entries): steps that table's iterator directly, as
+    /// [`Cursor::find_next`] would the merge, and hands over to the merge when the table
+    /// runs out. False, having done nothing, when there is no such source. (Stepping through
+    /// the merge and its sources was ~100 of a filtered scan's ~1,000 instructions a row.)
+    #[inline]
+    fn next_alone(&mut self) -> bool {
+        let Some(table) = self.iter.sole_table() else {
+            return false;
+        };
+        loop {
+            table.next();
+            if !table.valid() {
+                break;
+            }
+            let (key, seqno, kind) = table.entry();
+            if self.upper.as_deref().is_some_and(|upper| key >= upper) {
+                self.valid = false;
+                return true;
+            }
+            // `saved_key` holds the current key or the last deleted one passed: older
+            // versions of either are hidden.
+            if seqno <= self.snapshot && !same_key(&self.saved_key, key) {
+                self.saved_key.clear();
+                self.saved_key.extend_from_slice(key);
+                if kind == ValueKind::Put {
+                    return true;
+                }
+            }
+        }
+        self.iter.after_sole_steps();
+        self.find_next(true);
+        true
     }
 
     /// Forward: stops at the next visible put at or after the merged stream's position,

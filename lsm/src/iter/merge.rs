@@ -17,7 +17,7 @@
 use std::cmp::Ordering;
 
 use bytes::Bytes;
-use strata_sstable::ValueKind;
+use strata_sstable::{TableIter, ValueKind};
 
 use crate::SeqNo;
 use crate::error::{Error, Result};
@@ -136,6 +136,28 @@ impl MergingIter {
         }
         self.sources[current].prev();
         self.after_step(current, Ordering::Greater);
+    }
+
+    /// Forward, when one source is left (the others ran out, or there were none) and it reads
+    /// a table: that table's iterator, for a caller to step directly, without this merge
+    /// between each step. Call [`MergingIter::after_sole_steps`] once it is invalid.
+    #[inline]
+    pub(crate) fn sole_table(&mut self) -> Option<&mut TableIter> {
+        if self.runner_up.is_some() || self.direction != Direction::Forward || self.error.is_some()
+        {
+            return None;
+        }
+        let current = self.current?;
+        self.sources[current].table_iter()
+    }
+
+    /// After the iterator [`MergingIter::sole_table`] gave was stepped: its source moves on
+    /// (a level to its next table) and the merge sees where it is, keeping its error.
+    pub(crate) fn after_sole_steps(&mut self) {
+        if let Some(current) = self.current {
+            self.sources[current].after_table_steps();
+            self.after_step(current, Ordering::Less);
+        }
     }
 
     /// After source `current` alone moved: it stays current while it is valid and still

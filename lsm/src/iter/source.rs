@@ -127,6 +127,28 @@ impl Source for AnySource {
     }
 }
 
+impl AnySource {
+    /// The table iterator this source is at, when it reads a table (a level's current one):
+    /// what a cursor steps directly while this source is the only one left in a merge. After
+    /// stepping it, call [`AnySource::after_table_steps`].
+    #[inline]
+    pub(crate) fn table_iter(&mut self) -> Option<&mut TableIter> {
+        match self {
+            AnySource::Mem(_) => None,
+            AnySource::Table(t) => Some(&mut t.iter),
+            AnySource::Level(l) => l.current.as_mut().map(|t| &mut t.iter),
+        }
+    }
+
+    /// After the iterator [`AnySource::table_iter`] gave was stepped forward: a level moves
+    /// on to its next table if that one ran off its end.
+    pub(crate) fn after_table_steps(&mut self) {
+        if let AnySource::Level(l) = self {
+            l.skip_forward();
+        }
+    }
+}
+
 /// A memtable source: a position in the memtable's skip list. Stepping forward follows a
 /// link; stepping back is a search, as the list has no backward links (LevelDB's trade too).
 pub(crate) struct MemSource {
