@@ -285,6 +285,7 @@ impl Stream {
     /// re-check. A row that is `likely` to pass (one an index entry named) is built and then
     /// tested, in one walk over its bytes; any other has its predicate fields tested first, and
     /// is built only if it passes.
+    #[inline(always)]
     fn accept(
         &mut self,
         shard: usize,
@@ -519,6 +520,7 @@ impl Stream {
 
     /// The fetched row `bytes` at `key` in fact shard `shard` if it passes the re-check and,
     /// for an async index, still gives the entry at `entry_key`.
+    #[inline(always)]
     fn fetched_match(
         &mut self,
         shard: usize,
