@@ -35,12 +35,12 @@ pub fn get_varint(input: &[u8]) -> Option<(u64, usize)> {
     None
 }
 
-/// The value of a varint of `used` bytes (2 to 8) held in the low bytes of `word` (read
+/// The value of a varint of `used` bytes (1 to 8) held in the low bytes of `word` (read
 /// little-endian): each byte's low seven bits, in order. For decoders that read a varint's
 /// bytes as one word where eight are there to read (the block and record decoders).
 #[inline(always)]
 pub fn gather_7bit(word: u64, used: usize) -> u64 {
-    debug_assert!((2..=8).contains(&used));
+    debug_assert!((1..=8).contains(&used));
     let x = (word & (u64::MAX >> (64 - 8 * used))) & 0x7f7f_7f7f_7f7f_7f7f;
     // Close the gaps in three steps: 7-bit groups into 14-bit ones, 14 into 28, 28 into 56.
     let x = ((x & 0x7f00_7f00_7f00_7f00) >> 1) | (x & 0x007f_007f_007f_007f);

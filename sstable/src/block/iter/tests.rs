@@ -46,14 +46,21 @@ fn varints_in_place_read_as_the_plain_decoder_reads_them() {
                         Some((value, lead + encoded.len())),
                         "{value} after {lead}, {tail} bytes after"
                     );
+                    assert_eq!(
+                        length_at(&input, lead),
+                        Some((value, lead + encoded.len())),
+                        "length {value} after {lead}, {tail} bytes after"
+                    );
                 }
             }
             let mut cut = vec![0u8; lead];
             cut.extend_from_slice(&encoded[..encoded.len() - 1]);
             assert_eq!(varint_at(&cut, lead), None, "{value} cut short");
+            assert_eq!(length_at(&cut, lead), None, "length {value} cut short");
         }
     }
     assert_eq!(varint_at(&[0x80; 16], 0), None, "over-long");
+    assert_eq!(length_at(&[0x80; 16], 0), None, "over-long length");
 }
 
 #[test]
