@@ -314,6 +314,7 @@ impl Stream {
 
     /// Whether the stored row `bytes` (at `key` of fact shard `shard`) passes the re-check,
     /// its predicate fields read alone.
+    #[inline(always)]
     fn passes_row(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<bool> {
         let start = self.timed.then(Instant::now);
         let passes = self

@@ -78,6 +78,7 @@ impl Cursor {
     }
 
     /// Whether the cursor is at a key.
+    #[inline]
     pub fn valid(&self) -> bool {
         self.valid
     }
@@ -91,6 +92,7 @@ impl Cursor {
     }
 
     /// The current key. REQUIRES: `valid()`.
+    #[inline]
     pub fn key(&self) -> &[u8] {
         assert!(self.valid, "Cursor::key on an invalid cursor");
         &self.saved_key
@@ -107,6 +109,7 @@ impl Cursor {
 
     /// The current value, borrowed until the cursor moves: for a reader that looks at each
     /// value in place (a scan testing rows) rather than keeping it. REQUIRES: `valid()`.
+    #[inline]
     pub fn value_ref(&self) -> &[u8] {
         assert!(self.valid, "Cursor::value_ref on an invalid cursor");
         match self.direction {
