@@ -48,6 +48,35 @@ pub fn gather_7bit(word: u64, used: usize) -> u64 {
     ((x & 0x0fff_ffff_0000_0000) >> 4) | (x & 0x0000_0000_0fff_ffff)
 }
 
+/// The byte order of two keys, `a.cmp(b)`, with keys of one length from 4 to 16 bytes (a
+/// compact number, a short code: most primary keys) compared as two overlapping big-endian
+/// words in line instead of through a call to `memcmp`, whose dispatch on the length was 4–5 %
+/// of a fetch's time (`perf record -e cpu-clock`). Other keys compare as slices.
+#[inline]
+pub fn compare_keys(a: &[u8], b: &[u8]) -> std::cmp::Ordering {
+    let n = a.len();
+    if n != b.len() || !(4..=16).contains(&n) {
+        return a.cmp(b);
+    }
+    // Once the first word is equal, the overlapping second one decides by the bytes after it.
+    if n < 8 {
+        let half = |k: &[u8], at: usize| {
+            k.get(at..at + 4)
+                .map(|w| u32::from_be_bytes(w.try_into().unwrap_or([0; 4])))
+        };
+        return half(a, 0)
+            .cmp(&half(b, 0))
+            .then_with(|| half(a, n - 4).cmp(&half(b, n - 4)));
+    }
+    let word = |k: &[u8], at: usize| {
+        k.get(at..at + 8)
+            .map(|w| u64::from_be_bytes(w.try_into().unwrap_or([0; 8])))
+    };
+    word(a, 0)
+        .cmp(&word(b, 0))
+        .then_with(|| word(a, n - 8).cmp(&word(b, n - 8)))
+}
+
 /// A cursor over bytes for decoders: each read advances it or fails without panicking.
 pub struct Reader<'a> {
     input: &'a [u8],
@@ -116,6 +145,27 @@ pub fn put_len_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compare_keys_is_byte_order_at_every_length_and_place_of_difference() {
+        for n in 0..40usize {
+            let a: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert_eq!(
+                compare_keys(&a, &a),
+                std::cmp::Ordering::Equal,
+                "length {n}"
+            );
+            for at in 0..n {
+                for delta in [1u8, 0x80, 0xff] {
+                    let mut b = a.clone();
+                    b[at] = b[at].wrapping_add(delta);
+                    assert_eq!(compare_keys(&a, &b), a.cmp(&b), "length {n}, at {at}");
+                    assert_eq!(compare_keys(&b, &a), b.cmp(&a), "length {n}, at {at}");
+                }
+                assert_eq!(compare_keys(&a[..at], &a), std::cmp::Ordering::Less);
+            }
+        }
+    }
 
     #[test]
     fn varints_round_trip_at_every_width() {

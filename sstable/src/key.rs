@@ -28,7 +28,7 @@ impl InternalKey<'_> {
 
 /// Compares `(a_key, a_seqno)` with `(b_key, b_seqno)` in table order.
 pub(crate) fn compare(a_key: &[u8], a_seqno: u64, b_key: &[u8], b_seqno: u64) -> Ordering {
-    a_key.cmp(b_key).then(b_seqno.cmp(&a_seqno))
+    crate::coding::compare_keys(a_key, b_key).then(b_seqno.cmp(&a_seqno))
 }
 
 /// Packs seqno and kind into an entry trailer: `seqno << 8 | kind`.

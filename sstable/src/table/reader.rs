@@ -496,7 +496,7 @@ impl Table {
         if !iter.valid() {
             return Ok(None);
         }
-        Ok(Some(iter.user_key() == user_key))
+        Ok(Some(crate::coding::compare_keys(iter.user_key(), user_key).is_eq()))
     }
 
     /// Asks the processor to start loading data block `number` into its cache (a few lines
