@@ -496,7 +496,9 @@ impl Table {
         if !iter.valid() {
             return Ok(None);
         }
-        Ok(Some(crate::coding::compare_keys(iter.user_key(), user_key).is_eq()))
+        Ok(Some(
+            crate::coding::compare_keys(iter.user_key(), user_key).is_eq(),
+        ))
     }
 
     /// Asks the processor to start loading data block `number` into its cache (a few lines
