@@ -250,10 +250,30 @@ impl PartialEq for Value {
             (Value::Bool(a), Value::Bool(b)) => a == b,
             (Value::Int(a), Value::Int(b)) => a == b,
             (Value::Float(a), Value::Float(b)) => a.to_bits() == b.to_bits(),
-            (Value::Str(a), Value::Str(b)) => a == b,
-            (Value::Bytes(a), Value::Bytes(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => same_bytes(a.as_bytes(), b.as_bytes()),
+            (Value::Bytes(a), Value::Bytes(b)) => same_bytes(a, b),
             _ => false,
         }
+    }
+}
+
+/// `a == b`, with texts of up to 16 bytes compared as two overlapping words in line: a plan
+/// looks a query's value up in a field's most-common list by equality, and a call to
+/// `memcmp` for each of a hundred short texts of one length was a third of planning an
+/// equality (callgrind: `ColumnStats::frequency_of`, ~15,000 instructions a query).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    let word = |k: &[u8], at: usize| {
+        k.get(at..at + 8)
+            .map(|w| u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])))
+    };
+    match n {
+        8..=16 => word(a, 0) == word(b, 0) && word(a, n - 8) == word(b, n - 8),
+        _ => a == b,
     }
 }
 
@@ -434,6 +454,38 @@ fn fmix64(mut h: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn texts_and_bytes_are_equal_exactly_when_their_bytes_are() {
+        for n in 0..40usize {
+            let a: String = (0..n).map(|i| char::from(b'a' + (i % 26) as u8)).collect();
+            assert_eq!(
+                Value::from(a.as_str()),
+                Value::from(a.clone()),
+                "length {n}"
+            );
+            for at in 0..n {
+                let mut b = a.clone().into_bytes();
+                b[at] = b'Z';
+                let b = String::from_utf8(b).expect("ascii");
+                assert_ne!(
+                    Value::from(a.as_str()),
+                    Value::from(b.as_str()),
+                    "length {n}, at {at}"
+                );
+                assert_ne!(
+                    Value::Bytes(a.clone().into_bytes()),
+                    Value::Bytes(b.into_bytes()),
+                    "length {n}, at {at}"
+                );
+            }
+            assert_ne!(
+                Value::from(a.as_str()),
+                Value::from(format!("{a}x")),
+                "length {n}"
+            );
+        }
+    }
     use super::*;
 
     #[test]

@@ -19,7 +19,7 @@ use crate::table::key::{KeyError, KeyFormat, decode_key, decode_value_into, valu
 use crate::table::name_list::{NameList, interned};
 use crate::table::record::{Record, RecordError};
 use crate::table::record_codec::{Reader, View, put_varint};
-use crate::table::row_reader::{Kept, RowReader};
+use crate::table::row_reader::{Kept, RowReader, starts_with};
 
 /// The error for damaged bytes in column family `cf`.
 /// A key of family `cf` that does not decode.
@@ -727,7 +727,7 @@ fn fast_row(fast: &FastRows, (key, value): (&[u8], &[u8]), skip: (usize, usize))
         None if payload.is_empty() => {}
         None => return None,
         Some((head, names_at, count)) => {
-            if !payload.starts_with(head) {
+            if !starts_with(payload, head) {
                 return None;
             }
             let view = View::checked(payload, *names_at, head.len(), *count)?;

@@ -642,16 +642,35 @@ fn slot<'s>(
     Ok((&slots[slots.len() - 1], false))
 }
 
-/// `bytes.starts_with(head)`, inline for the two or three bytes of a version-3 row's head (a
-/// `memcmp` call per row was 4 % of a filtered scan) and through `memcmp` for a version-2
-/// row's names.
+/// `bytes.starts_with(head)`, in line: byte by byte for the two or three bytes of a version-3
+/// row's head (a `memcmp` call per row was 4 % of a filtered scan), eight bytes at a time for
+/// the names section a version-2 payload starts with (a covering entry's: `memcmp` was 1.7 %
+/// of a covering read's time, `perf record --call-graph dwarf`).
 #[inline(always)]
-fn starts_with(bytes: &[u8], head: &[u8]) -> bool {
-    if head.len() <= 4 {
-        bytes.len() >= head.len() && head.iter().zip(bytes).all(|(h, b)| h == b)
-    } else {
-        bytes.starts_with(head)
+pub(crate) fn starts_with(bytes: &[u8], head: &[u8]) -> bool {
+    let n = head.len();
+    if n <= 4 {
+        return bytes.len() >= n && head.iter().zip(bytes).all(|(h, b)| h == b);
     }
+    let Some(bytes) = bytes.get(..n) else {
+        return false;
+    };
+    let word = |k: &[u8], at: usize| {
+        k.get(at..at + 8)
+            .map(|w| u64::from_ne_bytes(w.try_into().unwrap_or([0; 8])))
+    };
+    if n < 8 {
+        return bytes == head;
+    }
+    // Whole words, then the last eight bytes (overlapping the words before).
+    let mut at = 0;
+    while at + 8 <= n {
+        if word(bytes, at) != word(head, at) {
+            return false;
+        }
+        at += 8;
+    }
+    word(bytes, n - 8) == word(head, n - 8)
 }
 
 /// `a == b` for the short strings field names are, inline: a call to the C library's `memcmp`
@@ -665,6 +684,22 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 mod tests {
     use super::*;
     use crate::record;
+
+    #[test]
+    fn starts_with_is_the_slices_at_every_length_and_place_of_difference() {
+        for n in 0..40usize {
+            let head: Vec<u8> = (0..n as u8).map(|i| i.wrapping_mul(37)).collect();
+            let mut bytes = head.clone();
+            bytes.extend_from_slice(b"rest");
+            assert!(starts_with(&bytes, &head), "length {n}");
+            assert!(!starts_with(&head[..n.saturating_sub(1)], &head) || n == 0);
+            for at in 0..n {
+                let mut other = bytes.clone();
+                other[at] ^= 0x41;
+                assert!(!starts_with(&other, &head), "length {n}, differing at {at}");
+            }
+        }
+    }
 
     #[test]
     fn a_primed_reader_learns_its_layout_from_the_first_row_and_shares_the_primed_names() {
