@@ -645,15 +645,20 @@ fn varint_at(input: &[u8], at: usize) -> Option<(u64, usize)> {
     }
     // Two to eight bytes (a value length, an entry's sequence number) read as one word, where
     // eight bytes are there to read.
-    if let Some(word) = input.get(at..at + 8) {
-        let word = u64::from_le_bytes(word.try_into().ok()?);
-        let stops = !word & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            let used = (stops.trailing_zeros() / 8 + 1) as usize;
-            return Some((crate::coding::gather_7bit(word, used), at + used));
-        }
+    word_varint_at(input, at).or_else(|| long_varint_at(input, at))
+}
+
+/// The varint at `at` read as one word: `None` unless eight bytes are there to read and the
+/// varint ends within them.
+#[inline(always)]
+fn word_varint_at(input: &[u8], at: usize) -> Option<(u64, usize)> {
+    let word = u64::from_le_bytes(input.get(at..at + 8)?.try_into().ok()?);
+    let stops = !word & 0x8080_8080_8080_8080;
+    if stops == 0 {
+        return None;
     }
-    long_varint_at(input, at)
+    let used = (stops.trailing_zeros() / 8 + 1) as usize;
+    Some((crate::coding::gather_7bit(word, used), at + used))
 }
 
 /// [`varint_at`] without a branch on its first byte where eight bytes are there to read: for a
@@ -662,15 +667,7 @@ fn varint_at(input: &[u8], at: usize) -> Option<(u64, usize)> {
 /// time (a tenth of a scan's table stepping, `perf record -e cpu-clock`).
 #[inline(always)]
 fn length_at(input: &[u8], at: usize) -> Option<(u64, usize)> {
-    if let Some(word) = input.get(at..at + 8) {
-        let word = u64::from_le_bytes(word.try_into().ok()?);
-        let stops = !word & 0x8080_8080_8080_8080;
-        if stops != 0 {
-            let used = (stops.trailing_zeros() / 8 + 1) as usize;
-            return Some((crate::coding::gather_7bit(word, used), at + used));
-        }
-    }
-    varint_at(input, at)
+    word_varint_at(input, at).or_else(|| varint_at(input, at))
 }
 
 #[inline(never)]
