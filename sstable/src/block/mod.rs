@@ -21,7 +21,9 @@
 //! so a row after the first of its restart interval stores only its values.
 
 mod builder;
+mod hint;
 mod iter;
 
 pub(crate) use builder::BlockBuilder;
+pub(crate) use hint::{touch_interval, touch_restart_array, touch_restart_entries};
 pub(crate) use iter::{Block, BlockIter};
