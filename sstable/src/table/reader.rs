@@ -442,11 +442,11 @@ impl Table {
             .collect();
         // The lines each seek will read are loaded ahead of it, in three stages a key apart
         // from one another (see `block::hint`): a block's restart array, then its restart
-        // entries, then the interval a key's walk will read. The first two are asked once a
-        // block (keys close together share blocks: asking again for every key cost a tenth
-        // of a clustered fetch); the third once a key, unless the key before it was in the
-        // same block and interval.
-        let mut staged: [Option<usize>; 2] = [None, None];
+        // entries, then the interval a key's walk will read. Each is asked once a block, for
+        // the first key in it: keys close together share blocks, and the keys after the
+        // first step forward from it through lines the processor is already streaming in
+        // (asking again for every key cost a tenth of a clustered fetch).
+        let mut staged: [Option<usize>; 3] = [None; 3];
         let mut stage = |i: usize| {
             if let Some(&Some(b)) = blocks.get(i.wrapping_add(AHEAD_RESTART_ARRAY))
                 && staged[0] != Some(b)
@@ -464,8 +464,10 @@ impl Table {
             if let (Some(&Some(b)), Some(key)) = (
                 blocks.get(i.wrapping_add(AHEAD_INTERVAL)),
                 keys.get(i.wrapping_add(AHEAD_INTERVAL)),
-            ) && let Some(data) = self.stored_unchecked(index, b)
+            ) && staged[2] != Some(b)
+                && let Some(data) = self.stored_unchecked(index, b)
             {
+                staged[2] = Some(b);
                 crate::block::touch_interval(data, key, snapshot_seqno);
             }
         };
