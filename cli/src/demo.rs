@@ -15,10 +15,10 @@ use std::io::{self, Write};
 use std::path::Path;
 use std::time::Instant;
 
+use strata::Access;
 use strata::{
     Db, Options, Plan, Predicate, Projection, Query, Record, TableBatch, Value, WriteOptions,
 };
-use strata_planner::plan::Access;
 
 /// Customers the demo generates by default (about 15 s in all on a 2-core machine).
 pub const DEFAULT_ROWS: u64 = 250_000;

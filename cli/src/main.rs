@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use strata::RecoveryMode;
 use strata::{
     Db, Hint, IndexOptions, Maintenance, Options, Projection, Query, Record, Scope, StoreOptions,
     TableDef,
@@ -16,7 +17,6 @@ use strata_cli::expr::{key_literal, parse_where};
 use strata_cli::import::{self, ImportOptions};
 use strata_cli::output::{self, COLUMN_SAMPLE_ROWS, TablePrinter};
 use strata_cli::{demo, wal};
-use strata_wal::RecoveryMode;
 
 /// Strata: an embedded LSM storage engine with index tables and a cost-based planner.
 ///

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
+use strata::{Access, Candidate};
 use strata::{Analysis, Plan, Record, Value};
-use strata_planner::plan::{Access, Candidate};
 
 /// How rows are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

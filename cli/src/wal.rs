@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use strata_wal::{LogEnd, LogReader, RecoveryMode, peek_log_number};
+use strata::lsm::wal::{LogEnd, LogReader, RecoveryMode, peek_log_number};
 
 /// Prints one line per record and per skipped region, in log order, then how the log ended.
 pub fn dump(

@@ -40,6 +40,7 @@ pub use strata_lsm::fs;
 pub use error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
 /// The store's options, for [`Store::open`] (and inside [`Options::store`] for a database).
 pub use strata_lsm::Options as StoreOptions;
+pub use strata_lsm::RecoveryMode;
 pub use strata_lsm::fuzzing;
 pub use strata_lsm::{
     CfStats, CollectedTable, ColumnFamily, Cursor, Iter, LevelStats, MAX_BATCH_BYTES,
@@ -47,10 +48,9 @@ pub use strata_lsm::{
     WriteStalls,
 };
 pub use strata_planner::{
-    Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations, Op, Order, Plan,
-    Predicate, Projection, Query, Scope, TableStats, Value,
+    Access, Candidate, Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations,
+    Op, Order, Plan, Predicate, Projection, Query, Scope, TableStats, Value,
 };
-pub use strata_wal::RecoveryMode;
 pub use table::{
     Analysis, BulkLoad, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions,
     Maintenance, Mutation, Options, ProblemKind, Record, Rows, TableBatch, TableDef, Transaction,

@@ -30,7 +30,7 @@ use common::*;
 use strata::Store;
 use strata::StoreOptions;
 use strata::fs::{FileSystem, SimFs};
-use strata_wal::{LogReader, RecoveryMode, peek_log_number};
+use strata::lsm::wal::{LogReader, RecoveryMode, peek_log_number};
 
 fn corpus(target: &str) -> PathBuf {
     corpus::dir(target)
@@ -80,7 +80,7 @@ fn write_txn_state_seed_corpus() {
     let entry = BatchEntry {
         cf_id: 2,
         seqno: 0,
-        kind: strata_sstable::ValueKind::Put,
+        kind: strata::fuzzing::ValueKind::Put,
         key: bytes::Bytes::from_static(b"t/k"),
         value: bytes::Bytes::from_static(b"row"),
     };

@@ -303,7 +303,7 @@ fn every_projection_answers_through_its_path() {
         let plan = db.explain("customers", &firsts).unwrap();
         let covering = matches!(
             plan.chosen.access,
-            strata_planner::Access::Index { covering: true, .. }
+            strata::Access::Index { covering: true, .. }
         );
         assert_eq!(covering, ix != "keys", "{ix}: {plan}");
         let got = rows(&db, "customers", &firsts);
@@ -398,7 +398,7 @@ fn covering_reads_of_changing_layouts_and_null_keys_answer_as_a_scan_does() {
             assert!(
                 matches!(
                     plan.chosen.access,
-                    strata_planner::Access::Index { covering: true, .. }
+                    strata::Access::Index { covering: true, .. }
                 ),
                 "{index} {fields:?}: {plan}"
             );

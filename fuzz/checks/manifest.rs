@@ -12,7 +12,7 @@
 //!    file number or seqno the store could not count on from, nor a family 0 dropped.
 
 use strata::fuzzing::{ManifestState, VersionEdit};
-use strata_wal::{LogReader, RecoveryMode, peek_log_number};
+use strata::lsm::wal::{LogReader, RecoveryMode, peek_log_number};
 
 pub fn check(data: &[u8]) {
     if let Ok(edit) = VersionEdit::decode(data) {
@@ -54,7 +54,7 @@ fn apply(state: &mut ManifestState, bytes: &[u8]) {
 /// What every state `apply` builds holds, and its snapshot rebuilds it exactly.
 fn check_state(state: &ManifestState) {
     assert!(state.next_file_number <= strata::fuzzing::MAX_FILE_NUMBER);
-    assert!(state.last_seqno <= strata_sstable::MAX_SEQNO);
+    assert!(state.last_seqno <= strata::fuzzing::MAX_SEQNO);
     for cf in state.cfs.values() {
         for table in cf.levels.iter().flatten() {
             assert!(table.number < state.next_file_number, "{table:?}");

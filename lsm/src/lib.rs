@@ -88,6 +88,11 @@ pub use options::{FlushBarrier, Options, ReadOptions, WriteOptions, prefix_succe
 pub use snapshot::Snapshot;
 pub use stats::{CfSizes, CfStats, CollectedTable, LevelStats, WriteStalls};
 pub use store::Store;
+/// The byte codings the store's formats use (varints, keys compared a word at a time), for
+/// the layers above, which encode their own keys and values with them.
+pub use strata_sstable::coding;
+/// The write-ahead log's format and reader, for tools that read a store's log files.
+pub use strata_wal as wal;
 pub use strata_wal::RecoveryMode;
 
 /// Decoders of the engine's own formats, for the fuzz targets. Not a stable API.
@@ -98,4 +103,5 @@ pub mod fuzzing {
     };
     pub use super::edit::{CfMeta, ManifestState, TableMeta, VersionEdit};
     pub use super::format::MAX_FILE_NUMBER;
+    pub use strata_sstable::{MAX_SEQNO, ValueKind};
 }

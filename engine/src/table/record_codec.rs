@@ -455,7 +455,7 @@ impl<'a> Reader<'a> {
                     return Err(RecordError::Varint);
                 }
                 self.at += used;
-                return Ok(strata_sstable::coding::gather_7bit(word, used));
+                return Ok(strata_lsm::coding::gather_7bit(word, used));
             }
         }
         self.varint_bytewise()

@@ -91,7 +91,7 @@ impl FileSketch {
     /// the rows do not encode or compress (the file is then written without a sketch).
     pub fn encode(&self) -> std::result::Result<Vec<u8>, String> {
         let mut out = vec![SKETCH_VERSION];
-        strata_sstable::coding::put_varint(&mut out, self.tombstones);
+        strata_lsm::coding::put_varint(&mut out, self.tombstones);
         let json = self.rows.encode().map_err(|e| e.to_string())?;
         let compressed =
             zstd::bulk::compress(&json, 3).map_err(|e| format!("sketch does not compress: {e}"))?;
@@ -106,7 +106,7 @@ impl FileSketch {
             return Err(SketchError::Version(version));
         }
         let (tombstones, used) =
-            strata_sstable::coding::get_varint(rest).ok_or(SketchError::TombstoneCount)?;
+            strata_lsm::coding::get_varint(rest).ok_or(SketchError::TombstoneCount)?;
         let json = zstd::bulk::decompress(&rest[used..], MAX_SKETCH_BYTES)
             .map_err(|e| SketchError::Decompress(e.to_string()))?;
         let rows = TableStatsBuilder::decode(&json).map_err(SketchError::Rows)?;

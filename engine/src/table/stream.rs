@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use bytes::Bytes;
+use strata_lsm::coding::compare_keys;
 use strata_planner::{Fetch, Predicate};
-use strata_sstable::coding::compare_keys;
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
