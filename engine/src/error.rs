@@ -5,7 +5,7 @@
 //! where it was found (empty when it is the family as a whole) and a typed reason. `Error` is
 //! `Clone`, as the store's is.
 
-use strata_planner::StatsError;
+use strata_planner::{JsonFault, StatsError, Value};
 
 use crate::table::{KeyError, RecordError};
 
@@ -35,7 +35,34 @@ pub enum Corruption {
     Outbox(OutboxCorruption),
     /// The transaction state file (`TRANSACTIONS`) does not decode.
     #[error("transaction state: {0}")]
-    TransactionState(String),
+    TransactionState(TxnStateFault),
+}
+
+/// What is wrong with the transaction state file (`docs/formats/transactions.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TxnStateFault {
+    /// Shorter than its header and checksum.
+    #[error("shorter than its header and checksum")]
+    TooShort,
+    /// The stored checksum does not match the bytes.
+    #[error("checksum mismatch")]
+    Checksum,
+    /// The magic bytes are not the file's.
+    #[error("not a transaction state file")]
+    BadMagic,
+    /// A field runs past the end.
+    #[error("truncated")]
+    Truncated,
+    /// A format version this build does not read.
+    #[error("a format version this build does not read")]
+    UnknownVersion,
+    /// The range count does not match the file's length.
+    #[error("the range count does not match the length")]
+    RangeCount,
+    /// Ranges that are empty, out of order or overlap.
+    #[error("ranges empty, out of order or overlapping")]
+    RangesOutOfOrder,
 }
 
 /// What is wrong with the catalog (`sys/catalog`).
@@ -48,9 +75,9 @@ pub enum CatalogCorruption {
     /// A key the catalog does not use.
     #[error("unknown key")]
     UnknownKey,
-    /// A table definition does not parse or does not validate (the parser's message).
+    /// A table definition does not parse or does not validate.
     #[error("table definition: {0}")]
-    Definition(String),
+    Definition(DefinitionFault),
     /// A table definition written by a newer build, in a catalog format this one cannot read.
     #[error("catalog format {found} is newer than this build's {supported}")]
     NewerFormat {
@@ -81,6 +108,27 @@ pub enum CatalogCorruption {
     /// not decode, or a table whose layout numbers are not 0, 1, 2, … without a gap.
     #[error("row layout: {0}")]
     Layout(RecordError),
+}
+
+/// What is wrong with a stored table definition.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DefinitionFault {
+    /// Not JSON of a definition's shape.
+    #[error("{0}")]
+    Json(JsonFault),
+    /// It parses but breaks a rule a definition keeps (a name, a field list, the shard count,
+    /// an index's options): the rule [`crate::TableDef::validate`] names.
+    #[error("does not validate")]
+    Invalid,
+    /// Marked with an older catalog format than its contents need.
+    #[error("marked format {marked} but needs format {needed}")]
+    FormatTooOld {
+        /// The format it is marked with.
+        marked: u32,
+        /// The format its contents need.
+        needed: u32,
+    },
 }
 
 /// What is wrong with an outbox (`sys/outbox` of a shard store).
@@ -133,12 +181,38 @@ pub enum Error {
     /// it read or wrote (a serialization conflict); nothing was written. Retry the
     /// transaction ([`Error::is_retryable`]).
     #[error("transaction conflict: {0}; retry the transaction")]
-    TransactionConflict(String),
-    /// A write would give two rows the same value of a unique index (the message names the
-    /// index, the value and the row holding it); nothing was written. Not retryable: the
-    /// value is taken.
-    #[error("unique violation: {0}")]
-    UniqueViolation(String),
+    TransactionConflict(ConflictCause),
+    /// A write would give two rows the same value of a unique index; nothing was written.
+    /// Not retryable: the value is taken.
+    #[error(
+        "unique violation: index {index:?} of table {table:?} is unique: ({}) = ({}) is taken \
+         by the row with key ({})",
+        fields.join(", "),
+        listed(value),
+        listed(key)
+    )]
+    UniqueViolation {
+        /// The table.
+        table: String,
+        /// The unique index.
+        index: String,
+        /// The index's fields.
+        fields: Vec<String>,
+        /// The index's field values that are taken, in the index's field order.
+        value: Vec<Value>,
+        /// The primary key of the row that holds them (for an index made unique over
+        /// existing rows: one of the rows that share them).
+        key: Vec<Value>,
+    },
+    /// A commit across shard stores failed part way (a store's write failed after others
+    /// had written). The database accepts no more writes; reopen it: recovery completes the
+    /// commit where every part is durable and removes its parts otherwise
+    /// (`docs/transactions.md`). Reads still work.
+    #[error(
+        "a commit across shard stores failed part way; reopen the database (recovery \
+         completes or removes that commit)"
+    )]
+    CommitIncomplete,
     /// A record or field is larger than the engine allows; nothing was written.
     #[error("{what} of {len} bytes exceeds the limit of {max} bytes")]
     TooLarge {
@@ -157,10 +231,72 @@ pub enum Error {
     #[error("{what} does not encode: {reason}")]
     Encode {
         /// What was being encoded.
-        what: &'static str,
-        /// The encoder's message.
-        reason: String,
+        what: Encoded,
+        /// Why the encoder refused it.
+        reason: JsonFault,
     },
+}
+
+/// What the engine was encoding for storage when [`Error::Encode`] happened.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Encoded {
+    /// A table definition (the catalog).
+    #[error("a table definition")]
+    TableDefinition,
+    /// A table's statistics (the catalog).
+    #[error("statistics")]
+    Statistics,
+}
+
+/// Why a transaction could not commit. Every cause is retryable: begin again and redo the
+/// reads and writes.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConflictCause {
+    /// A commit in flight when the transaction began could not be checked key by key.
+    #[error("a write committed since the snapshot could not be checked")]
+    Unchecked,
+    /// Another commit since the snapshot wrote a key the transaction read.
+    #[error("{family} key {} it read was written since its snapshot", hex(key))]
+    KeyRead {
+        /// The column family (`t/<table>`, `i/<table>/<index>`) and its shard store.
+        family: String,
+        /// The key, as stored.
+        key: Vec<u8>,
+    },
+    /// Another commit since the snapshot wrote a key inside a range the transaction read
+    /// (a query's scan or index range).
+    #[error(
+        "{family} key {}, in a range it read, was written since its snapshot",
+        hex(key)
+    )]
+    RangeRead {
+        /// The column family and its shard store.
+        family: String,
+        /// The key written, as stored.
+        key: Vec<u8>,
+    },
+    /// A row the transaction inserts was inserted by another commit since its snapshot.
+    #[error(
+        "table {table:?} has a row with key ({}) inserted since its snapshot",
+        listed(key)
+    )]
+    KeyTaken {
+        /// The table.
+        table: String,
+        /// The row's primary key.
+        key: Vec<Value>,
+    },
+}
+
+fn listed(values: &[Value]) -> String {
+    let shown: Vec<String> = values.iter().map(Value::to_string).collect();
+    shown.join(", ")
+}
+
+fn hex(key: &[u8]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 fn key_suffix(key: &[u8]) -> String {
@@ -203,7 +339,10 @@ impl Error {
 
     /// Whether the database refuses writes after an earlier failure (until reopened).
     pub fn is_read_only(&self) -> bool {
-        matches!(self, Error::Store(strata_lsm::Error::ReadOnly(_)))
+        matches!(
+            self,
+            Error::Store(strata_lsm::Error::ReadOnly(_)) | Error::CommitIncomplete
+        )
     }
 
     /// Whether something named does not exist: a table, index or field, or a column family.

@@ -37,7 +37,10 @@ pub mod table;
 pub use strata_lsm as lsm;
 pub use strata_lsm::fs;
 
-pub use error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
+pub use error::{
+    CatalogCorruption, ConflictCause, Corruption, DefinitionFault, Encoded, Error,
+    OutboxCorruption, Result, TxnStateFault,
+};
 /// The store's options, for [`Store::open`] (and inside [`Options::store`] for a database).
 pub use strata_lsm::Options as StoreOptions;
 pub use strata_lsm::RecoveryMode;

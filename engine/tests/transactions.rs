@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use strata::{
-    Db, Error, Hint, Options, Predicate, Projection, Query, Record, TableBatch, Value, record,
+    ConflictCause, Db, Error, Hint, Options, Predicate, Projection, Query, Record, TableBatch,
+    Value, record,
 };
 
 const ACCOUNTS: i64 = 40;
@@ -265,7 +266,15 @@ fn a_lost_update_is_refused_and_the_retry_sees_the_other_commit() {
     bump(&mut a);
     bump(&mut b);
     a.commit().unwrap();
-    assert!(b.commit().unwrap_err().is_retryable());
+    let e = b.commit().unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::TransactionConflict(ConflictCause::KeyRead { .. })
+        ),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
     let mut retry = db.begin().unwrap();
     bump(&mut retry);
     retry.commit().unwrap();
@@ -284,7 +293,12 @@ fn a_plain_write_after_the_snapshot_conflicts_with_a_transaction_that_read_it() 
     db.upsert("t", record! { "id" => 1, "n" => 10 }).unwrap();
     tx.upsert("t", record! { "id" => 1, "n" => int(&row, "n") + 1 })
         .unwrap();
-    assert!(tx.commit().unwrap_err().is_retryable());
+    let e = tx.commit().unwrap_err();
+    assert!(
+        matches!(&e, Error::TransactionConflict(ConflictCause::KeyRead { family, .. }) if family == "t/t"),
+        "names the family of the key it read: {e:?}"
+    );
+    assert!(e.is_retryable());
     let row = db.get("t", &[Value::Int(1)]).unwrap().unwrap();
     assert_eq!(int(&row, "n"), 10, "the plain write stands");
 
@@ -421,7 +435,12 @@ fn a_phantom_in_a_scanned_key_range_is_refused() {
     assert!(rows(tx.query("t", &range).unwrap()).is_empty());
     db.insert("t", record! { "id" => 25 }).unwrap();
     tx.insert("t", record! { "id" => 100 }).unwrap();
-    assert!(tx.commit().unwrap_err().is_retryable());
+    let e = tx.commit().unwrap_err();
+    assert!(
+        matches!(&e, Error::TransactionConflict(ConflictCause::RangeRead { family, .. }) if family == "t/t"),
+        "names the family of the range it read: {e:?}"
+    );
+    assert!(e.is_retryable());
 }
 
 #[test]
@@ -457,7 +476,15 @@ fn rollback_and_drop_write_nothing_and_inserts_of_existing_keys_fail_for_good() 
     a.insert("t", record! { "id" => 9 }).unwrap();
     b.insert("t", record! { "id" => 9 }).unwrap();
     a.commit().unwrap();
-    assert!(b.commit().unwrap_err().is_retryable());
+    let e = b.commit().unwrap_err();
+    assert!(
+        matches!(
+            &e,
+            Error::TransactionConflict(ConflictCause::KeyRead { .. })
+        ),
+        "{e:?}"
+    );
+    assert!(e.is_retryable());
     let mut retry = db.begin().unwrap();
     assert!(
         !retry

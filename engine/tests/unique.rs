@@ -20,7 +20,7 @@ fn rows(db: &Db, table: &str, q: &Query) -> Vec<Record> {
 }
 
 fn is_unique_violation(e: &Error) -> bool {
-    matches!(e, Error::UniqueViolation(_)) && !e.is_retryable()
+    matches!(e, Error::UniqueViolation { .. }) && !e.is_retryable()
 }
 
 fn users(db: &Db, options: IndexOptions) {
@@ -52,7 +52,21 @@ fn a_unique_local_index_refuses_a_duplicate_in_any_shard_and_writes_nothing() {
         let e = db
             .insert("users", record! { "id" => id, "email" => "u7@x" })
             .unwrap_err();
-        assert!(is_unique_violation(&e), "{e}");
+        let Error::UniqueViolation {
+            table,
+            index,
+            fields,
+            value,
+            key,
+        } = &e
+        else {
+            panic!("not a unique violation: {e}");
+        };
+        assert!(!e.is_retryable());
+        assert_eq!((table.as_str(), index.as_str()), ("users", "by_email"));
+        assert_eq!(fields, &["email"]);
+        assert_eq!(value, &[Value::from("u7@x")], "names the value: {e}");
+        assert_eq!(key, &[Value::Int(7)], "names the row holding it: {e}");
         assert!(e.to_string().contains("u7@x"), "names the value: {e}");
         assert_eq!(db.get("users", &[Value::Int(id)]).unwrap(), None);
     }
@@ -140,7 +154,12 @@ fn creating_a_unique_index_over_duplicates_fails_and_names_one() {
             IndexOptions::local().unique(),
         )
         .unwrap_err();
-    assert!(is_unique_violation(&e), "{e}");
+    assert!(
+        matches!(&e, Error::UniqueViolation { value, key, .. }
+            if value == &[Value::Int(0)]
+                && (key == &[Value::Int(0)] || key == &[Value::Int(39)])),
+        "names the duplicate and one of its rows: {e:?}"
+    );
     assert!(
         e.to_string().contains("(code) = (0)"),
         "names the duplicate: {e}"

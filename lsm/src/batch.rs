@@ -20,7 +20,7 @@ use bytes::Bytes;
 use strata_sstable::ValueKind;
 use strata_sstable::coding::{Reader, put_len_prefixed, put_varint};
 
-use crate::error::{Corruption, Error, Result};
+use crate::error::{BatchFault, Corruption, Error, Result};
 use crate::format::{
     BATCH_DELETE, BATCH_HEADER_SIZE, BATCH_PUT, BATCH_TRANSACTION, MAX_PARTICIPANTS,
 };
@@ -281,16 +281,16 @@ impl DecodedBatch {
 pub fn decode_batch(record: &Bytes) -> std::result::Result<DecodedBatch, Corruption> {
     let header = record
         .get(..BATCH_HEADER_SIZE)
-        .ok_or(Corruption::Batch("shorter than its header"))?;
+        .ok_or(Corruption::Batch(BatchFault::ShorterThanHeader))?;
     let first_seqno = u64::from_le_bytes(header[0..8].try_into().unwrap_or_default());
     let count = u32::from_le_bytes(header[8..12].try_into().unwrap_or_default());
     if first_seqno == 0 {
-        return Err(Corruption::Batch("sequence number 0 is never assigned"));
+        return Err(Corruption::Batch(BatchFault::SeqnoZero));
     }
     // first_seqno >= 1, so `end - 1` cannot underflow.
     let past_last = first_seqno.checked_add(u64::from(count));
     if past_last.is_none_or(|end| end - 1 > strata_sstable::MAX_SEQNO) {
-        return Err(Corruption::Batch("sequence numbers exceed 56 bits"));
+        return Err(Corruption::Batch(BatchFault::SeqnoOver56Bits));
     }
     let body = &record[BATCH_HEADER_SIZE..];
     let mut entries = Vec::with_capacity((count as usize).min(body.len() / 3 + 1));
@@ -298,7 +298,7 @@ pub fn decode_batch(record: &Bytes) -> std::result::Result<DecodedBatch, Corrupt
     for i in 0..u64::from(count) {
         let (cf_id, kind, key, value) = decoder
             .next()
-            .unwrap_or(Err(Corruption::Batch("fewer entries than its count")))?;
+            .unwrap_or(Err(Corruption::Batch(BatchFault::FewerEntriesThanCount)))?;
         let slice = |range: std::ops::Range<usize>| {
             record.slice(BATCH_HEADER_SIZE + range.start..BATCH_HEADER_SIZE + range.end)
         };
@@ -345,35 +345,37 @@ impl<'a> BatchEntries<'a> {
             return Ok(None);
         }
         if self.reader.byte() != Some(BATCH_TRANSACTION) {
-            return Err(Corruption::Batch("bytes after the last entry"));
+            return Err(Corruption::Batch(BatchFault::BytesAfterLastEntry));
         }
-        let truncated = Corruption::Batch("transaction trailer truncated");
+        let truncated = Corruption::Batch(BatchFault::TrailerTruncated);
         let id = self.reader.varint().ok_or(truncated.clone())?;
         let count = self.reader.varint().ok_or(truncated.clone())?;
         if count == 0 || count > MAX_PARTICIPANTS as u64 {
-            return Err(Corruption::Batch("transaction trailer participant count"));
+            return Err(Corruption::Batch(BatchFault::TrailerParticipantCount));
         }
         let mut participants = Vec::with_capacity(count as usize);
         for _ in 0..count {
             let p = self.reader.varint().ok_or(truncated.clone())?;
-            let p = u32::try_from(p).map_err(|_| Corruption::Batch("participant over 32 bits"))?;
+            let p = u32::try_from(p)
+                .map_err(|_| Corruption::Batch(BatchFault::ParticipantOver32Bits))?;
             participants.push(p);
         }
         if !self.reader.is_empty() {
-            return Err(Corruption::Batch("bytes after the transaction trailer"));
+            return Err(Corruption::Batch(BatchFault::BytesAfterTrailer));
         }
         Ok(Some(TransactionTrailer { id, participants }))
     }
 
     fn entry(&mut self) -> std::result::Result<RawEntry, Corruption> {
-        let truncated = Corruption::Batch("entry truncated");
+        let truncated = Corruption::Batch(BatchFault::EntryTruncated);
         let kind = match self.reader.byte().ok_or(truncated.clone())? {
             BATCH_PUT => ValueKind::Put,
             BATCH_DELETE => ValueKind::Delete,
-            _ => return Err(Corruption::Batch("unknown entry kind")),
+            _ => return Err(Corruption::Batch(BatchFault::UnknownEntryKind)),
         };
         let cf_id = self.reader.varint().ok_or(truncated.clone())?;
-        let cf_id = u32::try_from(cf_id).map_err(|_| Corruption::Batch("cf id over 32 bits"))?;
+        let cf_id =
+            u32::try_from(cf_id).map_err(|_| Corruption::Batch(BatchFault::FamilyIdOver32Bits))?;
         let key = self.range(MAX_KEY_BYTES)?;
         let value = match kind {
             ValueKind::Put => self.range(MAX_VALUE_BYTES)?,
@@ -386,14 +388,14 @@ impl<'a> BatchEntries<'a> {
         let len = self
             .reader
             .len()
-            .ok_or(Corruption::Batch("entry truncated"))?;
+            .ok_or(Corruption::Batch(BatchFault::EntryTruncated))?;
         if len > max {
-            return Err(Corruption::Batch("key or value over its limit"));
+            return Err(Corruption::Batch(BatchFault::KeyOrValueOverLimit));
         }
         let start = self.reader.pos();
         self.reader
             .bytes(len)
-            .ok_or(Corruption::Batch("entry truncated"))?;
+            .ok_or(Corruption::Batch(BatchFault::EntryTruncated))?;
         Ok(start..start + len)
     }
 }

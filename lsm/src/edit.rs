@@ -14,9 +14,10 @@ use std::collections::BTreeMap;
 
 use strata_sstable::coding::{Reader, put_len_prefixed, put_varint};
 
+use crate::error::ManifestFault;
 use crate::format::{DEFAULT_CF_ID, MAX_CF_NAME_BYTES, MAX_FILE_NUMBER, MAX_LEVELS, tag};
 
-type DecodeResult<T> = std::result::Result<T, &'static str>;
+type DecodeResult<T> = std::result::Result<T, ManifestFault>;
 
 /// What the manifest knows about one table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -119,7 +120,7 @@ impl VersionEdit {
         let mut r = Reader::new(bytes);
         let mut edit = VersionEdit::default();
         while !r.is_empty() {
-            let t = r.varint().ok_or("truncated tag")?;
+            let t = r.varint().ok_or(ManifestFault::TruncatedTag)?;
             match t {
                 tag::NEXT_FILE_NUMBER => edit.next_file_number = Some(number(&mut r)?),
                 tag::LAST_SEQNO => edit.last_seqno = Some(number(&mut r)?),
@@ -127,10 +128,10 @@ impl VersionEdit {
                 tag::CLOSED_LOG => edit.closed_log = Some((number(&mut r)?, number(&mut r)?)),
                 tag::CREATE_CF => {
                     let id = small(&mut r)?;
-                    let name = r.len_prefixed().ok_or("truncated name")?;
-                    let name = std::str::from_utf8(name).map_err(|_| "name is not UTF-8")?;
+                    let name = r.len_prefixed().ok_or(ManifestFault::TruncatedName)?;
+                    let name = std::str::from_utf8(name).map_err(|_| ManifestFault::NameNotUtf8)?;
                     if name.is_empty() || name.len() > MAX_CF_NAME_BYTES {
-                        return Err("column family name length out of range");
+                        return Err(ManifestFault::NameLength);
                     }
                     edit.created_cfs.push((id, name.to_owned()));
                 }
@@ -155,11 +156,11 @@ impl VersionEdit {
                     if table.smallest_key > table.largest_key
                         || table.smallest_seqno > table.largest_seqno
                     {
-                        return Err("table bounds out of order");
+                        return Err(ManifestFault::TableBoundsOutOfOrder);
                     }
                     edit.added_tables.push((id, level, table));
                 }
-                _ => return Err("unknown tag"),
+                _ => return Err(ManifestFault::UnknownTag),
             }
         }
         Ok(edit)
@@ -167,25 +168,25 @@ impl VersionEdit {
 }
 
 fn number(r: &mut Reader<'_>) -> DecodeResult<u64> {
-    r.varint().ok_or("truncated number")
+    r.varint().ok_or(ManifestFault::TruncatedNumber)
 }
 
 fn small(r: &mut Reader<'_>) -> DecodeResult<u32> {
-    u32::try_from(number(r)?).map_err(|_| "column family id over 32 bits")
+    u32::try_from(number(r)?).map_err(|_| ManifestFault::FamilyIdOver32Bits)
 }
 
 fn level(r: &mut Reader<'_>) -> DecodeResult<u32> {
     let level = small(r)?;
     if level as usize >= MAX_LEVELS {
-        return Err("level out of range");
+        return Err(ManifestFault::LevelOutOfRange);
     }
     Ok(level)
 }
 
 fn key(r: &mut Reader<'_>) -> DecodeResult<Vec<u8>> {
-    let key = r.len_prefixed().ok_or("truncated key")?;
+    let key = r.len_prefixed().ok_or(ManifestFault::TruncatedKey)?;
     if key.len() > strata_sstable::MAX_KEY_BYTES {
-        return Err("key over its limit");
+        return Err(ManifestFault::KeyOverLimit);
     }
     Ok(key.to_vec())
 }
@@ -236,13 +237,13 @@ impl ManifestState {
         let mut next = self.clone();
         if let Some(n) = edit.next_file_number {
             if n > MAX_FILE_NUMBER {
-                return Err("next file number out of range");
+                return Err(ManifestFault::NextFileNumberOutOfRange);
             }
             next.next_file_number = next.next_file_number.max(n);
         }
         if let Some(n) = edit.last_seqno {
             if n > strata_sstable::MAX_SEQNO {
-                return Err("last seqno out of range");
+                return Err(ManifestFault::LastSeqnoOutOfRange);
             }
             next.last_seqno = next.last_seqno.max(n);
         }
@@ -254,7 +255,7 @@ impl ManifestState {
         }
         for (id, name) in &edit.created_cfs {
             if next.cfs.contains_key(id) || next.cfs.values().any(|cf| &cf.name == name) {
-                return Err("column family created twice");
+                return Err(ManifestFault::FamilyCreatedTwice);
             }
             next.cfs.insert(
                 *id,
@@ -270,32 +271,32 @@ impl ManifestState {
             let cf = next
                 .cfs
                 .get_mut(id)
-                .ok_or("log number for unknown family")?;
+                .ok_or(ManifestFault::LogNumberForUnknownFamily)?;
             cf.log_number = cf.log_number.max(*log);
         }
         for (id, level, number) in &edit.removed_tables {
             let cf = next
                 .cfs
                 .get_mut(id)
-                .ok_or("table removed from unknown family")?;
+                .ok_or(ManifestFault::TableRemovedFromUnknownFamily)?;
             let tables = &mut cf.levels[*level as usize];
             let at = tables
                 .iter()
                 .position(|t| t.number == *number)
-                .ok_or("removed table is not in its level")?;
+                .ok_or(ManifestFault::RemovedTableNotInLevel)?;
             tables.remove(at);
         }
         for (id, level, table) in &edit.added_tables {
             let cf = next
                 .cfs
                 .get_mut(id)
-                .ok_or("table added to unknown family")?;
+                .ok_or(ManifestFault::TableAddedToUnknownFamily)?;
             if table.number >= MAX_FILE_NUMBER {
-                return Err("table number out of range");
+                return Err(ManifestFault::TableNumberOutOfRange);
             }
             let tables = &mut cf.levels[*level as usize];
             if tables.iter().any(|t| t.number == table.number) {
-                return Err("table added twice");
+                return Err(ManifestFault::TableAddedTwice);
             }
             let at = tables.partition_point(|t| t.number < table.number);
             tables.insert(at, table.clone());
@@ -303,9 +304,11 @@ impl ManifestState {
         }
         for id in &edit.dropped_cfs {
             if *id == DEFAULT_CF_ID {
-                return Err("the default column family dropped");
+                return Err(ManifestFault::DefaultFamilyDropped);
             }
-            next.cfs.remove(id).ok_or("unknown family dropped")?;
+            next.cfs
+                .remove(id)
+                .ok_or(ManifestFault::UnknownFamilyDropped)?;
         }
         *self = next;
         Ok(())

@@ -28,10 +28,10 @@ pub enum Corruption {
     },
     /// A write batch record does not decode.
     #[error("write batch: {0}")]
-    Batch(&'static str),
+    Batch(BatchFault),
     /// A manifest edit does not decode, or the edits contradict each other.
     #[error("manifest: {0}")]
-    Manifest(&'static str),
+    Manifest(ManifestFault),
     /// The `CURRENT` file does not name a manifest.
     #[error("CURRENT does not name a manifest")]
     Current,
@@ -54,6 +54,132 @@ pub enum Corruption {
         /// What is on disk.
         actual: u64,
     },
+}
+
+/// What is wrong with a write batch record read back from the log.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BatchFault {
+    /// Names a column family that never existed.
+    #[error("names a column family that never existed")]
+    UnknownFamily,
+    /// Shorter than its header.
+    #[error("shorter than its header")]
+    ShorterThanHeader,
+    /// Sequence number 0 is never assigned.
+    #[error("sequence number 0 is never assigned")]
+    SeqnoZero,
+    /// Sequence numbers exceed 56 bits.
+    #[error("sequence numbers exceed 56 bits")]
+    SeqnoOver56Bits,
+    /// Fewer entries than its count.
+    #[error("fewer entries than its count")]
+    FewerEntriesThanCount,
+    /// Bytes after the last entry.
+    #[error("bytes after the last entry")]
+    BytesAfterLastEntry,
+    /// Transaction trailer truncated.
+    #[error("transaction trailer truncated")]
+    TrailerTruncated,
+    /// Transaction trailer participant count.
+    #[error("transaction trailer participant count")]
+    TrailerParticipantCount,
+    /// Participant over 32 bits.
+    #[error("participant over 32 bits")]
+    ParticipantOver32Bits,
+    /// Bytes after the transaction trailer.
+    #[error("bytes after the transaction trailer")]
+    BytesAfterTrailer,
+    /// Entry truncated.
+    #[error("entry truncated")]
+    EntryTruncated,
+    /// Unknown entry kind.
+    #[error("unknown entry kind")]
+    UnknownEntryKind,
+    /// Cf id over 32 bits.
+    #[error("cf id over 32 bits")]
+    FamilyIdOver32Bits,
+    /// Key or value over its limit.
+    #[error("key or value over its limit")]
+    KeyOrValueOverLimit,
+}
+
+/// What is wrong with a manifest edit, or with an edit against the state before it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ManifestFault {
+    /// Truncated tag.
+    #[error("truncated tag")]
+    TruncatedTag,
+    /// Truncated name.
+    #[error("truncated name")]
+    TruncatedName,
+    /// Name is not UTF-8.
+    #[error("name is not UTF-8")]
+    NameNotUtf8,
+    /// Column family name length out of range.
+    #[error("column family name length out of range")]
+    NameLength,
+    /// Table bounds out of order.
+    #[error("table bounds out of order")]
+    TableBoundsOutOfOrder,
+    /// Unknown tag.
+    #[error("unknown tag")]
+    UnknownTag,
+    /// Truncated number.
+    #[error("truncated number")]
+    TruncatedNumber,
+    /// Column family id over 32 bits.
+    #[error("column family id over 32 bits")]
+    FamilyIdOver32Bits,
+    /// Level out of range.
+    #[error("level out of range")]
+    LevelOutOfRange,
+    /// Truncated key.
+    #[error("truncated key")]
+    TruncatedKey,
+    /// Key over its limit.
+    #[error("key over its limit")]
+    KeyOverLimit,
+    /// Next file number out of range.
+    #[error("next file number out of range")]
+    NextFileNumberOutOfRange,
+    /// Last seqno out of range.
+    #[error("last seqno out of range")]
+    LastSeqnoOutOfRange,
+    /// Column family created twice.
+    #[error("column family created twice")]
+    FamilyCreatedTwice,
+    /// Log number for unknown family.
+    #[error("log number for unknown family")]
+    LogNumberForUnknownFamily,
+    /// Table removed from unknown family.
+    #[error("table removed from unknown family")]
+    TableRemovedFromUnknownFamily,
+    /// Removed table is not in its level.
+    #[error("removed table is not in its level")]
+    RemovedTableNotInLevel,
+    /// Table added to unknown family.
+    #[error("table added to unknown family")]
+    TableAddedToUnknownFamily,
+    /// Table number out of range.
+    #[error("table number out of range")]
+    TableNumberOutOfRange,
+    /// Table added twice.
+    #[error("table added twice")]
+    TableAddedTwice,
+    /// The default column family dropped.
+    #[error("the default column family dropped")]
+    DefaultFamilyDropped,
+    /// Unknown family dropped.
+    #[error("unknown family dropped")]
+    UnknownFamilyDropped,
+    /// No default column family.
+    #[error("no default column family")]
+    NoDefaultFamily,
+    /// Tables overlap in a sorted level.
+    #[error("tables overlap in a sorted level")]
+    TablesOverlap,
 }
 
 /// The file-system operation an I/O error happened in.
@@ -188,6 +314,11 @@ pub enum Error {
     /// The store is shutting down.
     #[error("the store is closed")]
     Closed,
+    /// The layer above refused a flush through its [`crate::FlushBarrier`] (for the table
+    /// layer: a commit across shard stores failed part way, and no store may make durable
+    /// what recovery may have to remove). The store is then read-only until reopened.
+    #[error("the layer above the store refused a flush; reopen the store")]
+    FlushRefused,
     /// One of the store's own invariants failed (a bug, not the caller's or the disk's
     /// fault); nothing was changed.
     #[error("internal error: {0}")]

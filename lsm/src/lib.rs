@@ -80,7 +80,7 @@ pub type SeqNo = u64;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, WriteBatch};
 pub use cf::ColumnFamily;
-pub use error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
+pub use error::{BatchFault, Capacity, Corruption, Error, IoContext, IoOp, ManifestFault, Result};
 pub use ingest::{INGEST_THREADS, IngestRun, MIN_PART_BYTES};
 pub use iter::{Cursor, Iter};
 pub use open::LoggedTransactions;

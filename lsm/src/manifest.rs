@@ -15,7 +15,7 @@ use std::sync::Arc;
 use strata_wal::{LogReader, LogWriter, RecoveryMode};
 
 use crate::edit::{ManifestState, VersionEdit};
-use crate::error::{Corruption, Error, IoContext, IoOp, Result};
+use crate::error::{Corruption, Error, IoContext, IoOp, ManifestFault, Result};
 use crate::format::{CURRENT_FILE, DEFAULT_CF_ID, FileKind, file_name, parse_file_name};
 use crate::fs::{FileSystem, WritableFile};
 
@@ -141,7 +141,7 @@ pub(crate) fn read_manifest(
         return Err(Error::Corruption {
             file: path,
             offset: 0,
-            what: Corruption::Manifest("no default column family"),
+            what: Corruption::Manifest(ManifestFault::NoDefaultFamily),
         });
     }
     Ok(state)

@@ -26,7 +26,9 @@ use strata_wal::{LogEnd, LogReader, LogWriter, RecoveryMode};
 use crate::batch::decode_batch;
 use crate::cf::CfShared;
 use crate::edit::{ManifestState, VersionEdit};
-use crate::error::{Capacity, Corruption, Error, IoContext, IoOp, Result};
+use crate::error::{
+    BatchFault, Capacity, Corruption, Error, IoContext, IoOp, ManifestFault, Result,
+};
 use crate::flush::{TableSink, open_table_at};
 use crate::format::{
     DEFAULT_CF_ID, DEFAULT_CF_NAME, FileKind, LOCK_FILE, MAX_LEVELS, parse_file_name,
@@ -403,7 +405,7 @@ impl Opening<'_> {
                         return Err(Error::Corruption {
                             file: path,
                             offset: record.offset,
-                            what: Corruption::Batch("names a column family that never existed"),
+                            what: Corruption::Batch(BatchFault::UnknownFamily),
                         });
                     }
                 }
@@ -493,7 +495,7 @@ fn check_sorted_level(
             return Err(Error::Corruption {
                 file: dir.join(crate::format::CURRENT_FILE),
                 offset: 0,
-                what: Corruption::Manifest("tables overlap in a sorted level"),
+                what: Corruption::Manifest(ManifestFault::TablesOverlap),
             });
         }
     }

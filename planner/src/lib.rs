@@ -55,5 +55,8 @@ pub use query::{
     TableInfo,
 };
 pub use selectivity::Estimator;
-pub use stats::{ColumnStats, PrefixStats, StatsError, TableStats, TableStatsBuilder};
+pub use stats::{
+    ColumnStats, JsonFault, JsonFaultKind, PrefixStats, StatsError, StatsFault, TableStats,
+    TableStatsBuilder,
+};
 pub use value::Value;

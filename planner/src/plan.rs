@@ -104,31 +104,19 @@ pub struct Plan {
 }
 
 /// The planner could not plan the query.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanError {
     /// A hint names an index the table does not have.
+    #[error("no index named {0:?}")]
     UnknownIndex(String),
     /// A hint names an index that is not `Ready`.
+    #[error("index {0:?} is not ready (still being built)")]
     IndexNotReady(String),
     /// The cost constants are negative or not finite.
+    #[error("cost constants must be finite and non-negative")]
     InvalidCostModel,
 }
-
-impl std::fmt::Display for PlanError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            PlanError::UnknownIndex(name) => write!(f, "no index named {name:?}"),
-            PlanError::IndexNotReady(name) => {
-                write!(f, "index {name:?} is not ready (still being built)")
-            }
-            PlanError::InvalidCostModel => {
-                f.write_str("cost constants must be finite and non-negative")
-            }
-        }
-    }
-}
-
-impl std::error::Error for PlanError {}
 
 /// Plans `query` over `table` with its statistics and cost constants.
 pub fn choose(

@@ -98,37 +98,100 @@ pub struct TableStats {
 }
 
 /// Encoding or decoding failed.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StatsError {
-    /// Not a statistics record.
-    Malformed(String),
+    /// Not a statistics record, or one whose values cannot be.
+    #[error("malformed statistics: {0}")]
+    Malformed(StatsFault),
     /// Written by a newer version of Strata.
+    #[error("statistics of version {0}; this build reads version {STATS_VERSION}")]
     UnknownVersion(u32),
     /// Written by a build that stored a non-finite float (NaN, ±inf) as JSON `null`, so the
     /// value is lost: the statistics are unknown and the table must be analysed again.
+    #[error("statistics written by an earlier build hold a non-finite float as null")]
     LostFloat,
     /// The statistics could not be encoded (nothing was stored).
-    Encode(String),
+    #[error("statistics do not encode: {0}")]
+    Encode(JsonFault),
 }
 
-impl std::fmt::Display for StatsError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StatsError::Malformed(why) => write!(f, "malformed statistics: {why}"),
-            StatsError::UnknownVersion(v) => write!(
-                f,
-                "statistics of version {v}; this build reads version {STATS_VERSION}"
-            ),
-            StatsError::LostFloat => f.write_str(
-                "statistics written by an earlier build hold a non-finite float as null",
-            ),
-            StatsError::Encode(why) => write!(f, "statistics do not encode: {why}"),
+/// What is wrong with stored statistics.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatsFault {
+    /// The bytes are not JSON of the stored shape.
+    #[error("{0}")]
+    Json(JsonFault),
+    /// The average row size is negative or not finite.
+    #[error("average row size")]
+    AverageRowSize,
+    /// A field's null fraction, distinct count, width, most-common frequencies or
+    /// correlation is out of its range.
+    #[error("column {field}: a fraction or count out of range")]
+    Column {
+        /// The field.
+        field: String,
+    },
+    /// A field group's distinct count is negative or not finite.
+    #[error("a prefix distinct count out of range")]
+    PrefixDistinct,
+    /// A statistics builder's sketches disagree with each other.
+    #[error("a sketch's parts disagree with each other")]
+    BuilderParts,
+}
+
+/// Where JSON failed to parse, or why a value failed to encode (from `serde_json`'s error,
+/// kept as values so that the error stays comparable and cloneable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{kind:?} error at line {line}, column {column}")]
+pub struct JsonFault {
+    /// What kind of failure.
+    pub kind: JsonFaultKind,
+    /// The line (1-based; 0 when not parsing).
+    pub line: usize,
+    /// The column (1-based; 0 when not parsing).
+    pub column: usize,
+}
+
+/// The kinds of JSON failure (`serde_json::error::Category`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsonFaultKind {
+    /// Not syntactically JSON.
+    Syntax,
+    /// JSON of the wrong shape or values (a missing field, a wrong type).
+    Data,
+    /// The input ended too early.
+    Eof,
+    /// Reading or writing failed.
+    Io,
+}
+
+impl From<&serde_json::Error> for JsonFault {
+    fn from(error: &serde_json::Error) -> Self {
+        use serde_json::error::Category;
+        let kind = match error.classify() {
+            Category::Syntax => JsonFaultKind::Syntax,
+            Category::Data => JsonFaultKind::Data,
+            Category::Eof => JsonFaultKind::Eof,
+            Category::Io => JsonFaultKind::Io,
+        };
+        JsonFault {
+            kind,
+            line: error.line(),
+            column: error.column(),
         }
     }
 }
 
-impl std::error::Error for StatsError {}
+fn malformed_json(error: serde_json::Error) -> StatsError {
+    StatsError::Malformed(StatsFault::Json(JsonFault::from(&error)))
+}
+
+fn encode_failed(error: serde_json::Error) -> StatsError {
+    StatsError::Encode(JsonFault::from(&error))
+}
 
 /// Whether `json` holds `{"Float": null}` anywhere: what builds before non-finite floats
 /// were stored by their bits wrote for NaN and ±inf.
@@ -163,12 +226,12 @@ impl TableStats {
     /// The bytes the catalog stores: `{"version": 1, "stats": …}` as JSON. Every value
     /// round-trips exactly, non-finite floats included.
     pub fn encode(&self) -> Result<Vec<u8>, StatsError> {
-        let stats = serde_json::to_value(self).map_err(|e| StatsError::Encode(e.to_string()))?;
+        let stats = serde_json::to_value(self).map_err(encode_failed)?;
         let stored = Stored {
             version: STATS_VERSION,
             stats,
         };
-        serde_json::to_vec(&stored).map_err(|e| StatsError::Encode(e.to_string()))
+        serde_json::to_vec(&stored).map_err(encode_failed)
     }
 
     /// Reads what [`Self::encode`] wrote; refuses other versions and anything malformed,
@@ -176,27 +239,25 @@ impl TableStats {
     /// Statistics an earlier build wrote with a non-finite float as `null` are
     /// [`StatsError::LostFloat`]: the caller treats them as unknown and analyses again.
     pub fn decode(bytes: &[u8]) -> Result<TableStats, StatsError> {
-        let stored: Stored =
-            serde_json::from_slice(bytes).map_err(|e| StatsError::Malformed(e.to_string()))?;
+        let stored: Stored = serde_json::from_slice(bytes).map_err(malformed_json)?;
         if stored.version != STATS_VERSION {
             return Err(StatsError::UnknownVersion(stored.version));
         }
         if holds_lost_float(&stored.stats) {
             return Err(StatsError::LostFloat);
         }
-        let stats: TableStats = serde_json::from_value(stored.stats)
-            .map_err(|e| StatsError::Malformed(e.to_string()))?;
+        let stats: TableStats = serde_json::from_value(stored.stats).map_err(malformed_json)?;
         stats.validate().map_err(StatsError::Malformed)?;
         Ok(stats)
     }
 
     /// Checks the invariants the estimates rely on.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), StatsFault> {
         let fraction = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
         let count = |x: f64| x.is_finite() && x >= 0.0;
         let correlation = |x: f64| x.is_finite() && (-1.0..=1.0).contains(&x);
         if !count(self.avg_row_bytes) {
-            return Err("average row size".into());
+            return Err(StatsFault::AverageRowSize);
         }
         for (name, c) in &self.columns {
             let bad = !fraction(c.null_fraction)
@@ -206,11 +267,13 @@ impl TableStats {
                 || c.null_fraction + c.most_common_fraction() > 1.0 + 1e-9
                 || !correlation(c.correlation);
             if bad {
-                return Err(format!("column {name}: a fraction or count out of range"));
+                return Err(StatsFault::Column {
+                    field: name.clone(),
+                });
             }
         }
         if self.prefixes.iter().any(|p| !count(p.distinct)) {
-            return Err("a prefix distinct count out of range".into());
+            return Err(StatsFault::PrefixDistinct);
         }
         Ok(())
     }
@@ -481,21 +544,18 @@ impl TableStatsBuilder {
             version: STATS_VERSION,
             builder: self,
         })
-        .map_err(|e| StatsError::Encode(e.to_string()))
+        .map_err(encode_failed)
     }
 
     /// Reads what [`Self::encode`] wrote; refuses other versions and builders that
     /// [`Self::is_valid`] refuses.
     pub fn decode(bytes: &[u8]) -> Result<TableStatsBuilder, StatsError> {
-        let stored: StoredBuilder =
-            serde_json::from_slice(bytes).map_err(|e| StatsError::Malformed(e.to_string()))?;
+        let stored: StoredBuilder = serde_json::from_slice(bytes).map_err(malformed_json)?;
         if stored.version != STATS_VERSION {
             return Err(StatsError::UnknownVersion(stored.version));
         }
         if !stored.builder.is_valid() {
-            return Err(StatsError::Malformed(
-                "a sketch's parts disagree with each other".into(),
-            ));
+            return Err(StatsError::Malformed(StatsFault::BuilderParts));
         }
         Ok(stored.builder)
     }

@@ -61,7 +61,7 @@ pub enum Corruption {
     Decompression,
     /// A block's structure (entries, restart array) is malformed.
     #[error("malformed block: {0}")]
-    MalformedBlock(&'static str),
+    MalformedBlock(BlockFault),
     /// Entries out of order, or a separator that does not match its block.
     #[error("keys out of order")]
     KeysOutOfOrder,
@@ -70,7 +70,94 @@ pub enum Corruption {
     MalformedFilter,
     /// The properties block is malformed or misses a required property.
     #[error("malformed properties: {0}")]
-    MalformedProperties(&'static str),
+    MalformedProperties(PropertiesFault),
+}
+
+/// What is wrong with a block's structure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockFault {
+    /// Fewer than the four bytes of the restart count.
+    #[error("shorter than its restart count")]
+    ShorterThanRestartCount,
+    /// The restart array would begin before the block does.
+    #[error("restart array larger than the block")]
+    RestartArrayTooLarge,
+    /// Entries but no restart point.
+    #[error("entries without restart points")]
+    EntriesWithoutRestarts,
+    /// Restart points that do not ascend, or point past the entries.
+    #[error("restart point out of order or bounds")]
+    RestartOutOfOrder,
+    /// The first restart point is not the first entry.
+    #[error("first restart point is not 0")]
+    FirstRestartNotZero,
+    /// A restart point falls inside an entry.
+    #[error("restart point inside an entry")]
+    RestartInsideEntry,
+    /// An entry runs past the block, or its lengths do not add up.
+    #[error("entry runs past the block or has bad lengths")]
+    EntryOutOfBounds,
+    /// An entry shares more of the previous key than the previous key has.
+    #[error("shared prefix longer than the previous key")]
+    SharedKeyTooLong,
+    /// An entry shares more of the previous value than the previous value has.
+    #[error("shared value prefix longer than the previous value")]
+    SharedValueTooLong,
+    /// A restart point's value shares a prefix (it must be whole).
+    #[error("a restart point's value shares a prefix")]
+    RestartSharesValue,
+    /// An entry's trailer names a value kind this reader does not know.
+    #[error("unknown value kind")]
+    UnknownValueKind,
+    /// An index block entry's value does not decode as a block handle.
+    #[error("index value is not a block handle")]
+    IndexValueNotHandle,
+}
+
+/// What is wrong with a table's properties block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PropertiesFault {
+    /// The property count does not decode.
+    #[error("count")]
+    Count,
+    /// A name's length does not decode or runs past the block.
+    #[error("name length")]
+    NameLength,
+    /// A name runs past the block.
+    #[error("name")]
+    Name,
+    /// A value's length does not decode or runs past the block.
+    #[error("value length")]
+    ValueLength,
+    /// A value runs past the block.
+    #[error("value")]
+    Value,
+    /// Names must strictly ascend.
+    #[error("names not strictly ascending")]
+    NamesNotAscending,
+    /// A name is not UTF-8.
+    #[error("name is not UTF-8")]
+    NameNotUtf8,
+    /// Bytes after the last property.
+    #[error("trailing bytes")]
+    TrailingBytes,
+    /// A property every table carries is missing.
+    #[error("missing property {property}")]
+    Missing {
+        /// The property's name (`strata.` and one of the format's names).
+        property: &'static str,
+    },
+    /// A numeric property is not one varint.
+    #[error("property {property} is not a number")]
+    NotANumber {
+        /// The property's name.
+        property: &'static str,
+    },
+    /// The data block count disagrees with the index's.
+    #[error("data block count disagrees with index")]
+    DataBlockCount,
 }
 
 /// The error type of this crate.

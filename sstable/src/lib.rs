@@ -41,7 +41,7 @@ mod properties;
 mod table;
 
 pub use cache::BlockCache;
-pub use error::{Corruption, Error, Region, Result};
+pub use error::{BlockFault, Corruption, Error, PropertiesFault, Region, Result};
 pub use filter::hash64;
 pub use format::{
     BLOCK_TRAILER_SIZE, CompressionType, FOOTER_SIZE, FORMAT_VERSION, MAGIC, MAX_BLOCK_BYTES,

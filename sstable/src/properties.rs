@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 
 use crate::coding::{Reader, put_varint};
-use crate::error::Corruption;
+use crate::error::{Corruption, PropertiesFault};
 
 /// What a table holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -83,32 +83,36 @@ impl TableProperties {
     pub(crate) fn decode(block: &[u8]) -> Result<TableProperties, Corruption> {
         let bad = Corruption::MalformedProperties;
         let mut reader = Reader::new(block);
-        let count = reader.varint().ok_or(bad("count"))?;
+        let count = reader.varint().ok_or(bad(PropertiesFault::Count))?;
         let mut all: BTreeMap<String, &[u8]> = BTreeMap::new();
         let mut previous: Option<&[u8]> = None;
         for _ in 0..count {
-            let name_len = reader.len().ok_or(bad("name length"))?;
-            let name = reader.bytes(name_len).ok_or(bad("name"))?;
-            let value_len = reader.len().ok_or(bad("value length"))?;
-            let value = reader.bytes(value_len).ok_or(bad("value"))?;
+            let name_len = reader.len().ok_or(bad(PropertiesFault::NameLength))?;
+            let name = reader.bytes(name_len).ok_or(bad(PropertiesFault::Name))?;
+            let value_len = reader.len().ok_or(bad(PropertiesFault::ValueLength))?;
+            let value = reader.bytes(value_len).ok_or(bad(PropertiesFault::Value))?;
             if previous.is_some_and(|p| p >= name) {
-                return Err(bad("names not strictly ascending"));
+                return Err(bad(PropertiesFault::NamesNotAscending));
             }
             previous = Some(name);
-            let name = std::str::from_utf8(name).map_err(|_| bad("name is not UTF-8"))?;
+            let name = std::str::from_utf8(name).map_err(|_| bad(PropertiesFault::NameNotUtf8))?;
             all.insert(name.to_owned(), value);
         }
         if !reader.is_empty() {
-            return Err(bad("trailing bytes"));
+            return Err(bad(PropertiesFault::TrailingBytes));
         }
-        let mut take = |name: &'static str| all.remove(name).ok_or(bad(name));
+        let mut take = |name: &'static str| {
+            all.remove(name)
+                .ok_or(bad(PropertiesFault::Missing { property: name }))
+        };
         let number = |bytes: &[u8], name: &'static str| {
             let mut reader = Reader::new(bytes);
-            let n = reader.varint().ok_or(bad(name))?;
+            let not_a_number = bad(PropertiesFault::NotANumber { property: name });
+            let n = reader.varint().ok_or(not_a_number.clone())?;
             if reader.is_empty() {
                 Ok(n)
             } else {
-                Err(bad(name))
+                Err(not_a_number)
             }
         };
         let properties = TableProperties {

@@ -151,13 +151,13 @@ impl Db {
                 if let Some(other) = seen.insert(value.to_vec(), pk.to_vec())
                     && other != pk
                 {
-                    let shown: Vec<String> = values.iter().map(Value::to_string).collect();
-                    return Err(Error::UniqueViolation(format!(
-                        "index {index:?} of table {table:?} cannot be unique: ({}) = ({}) is \
-                         the value of more than one row",
-                        ix.fields.join(", "),
-                        shown.join(", ")
-                    )));
+                    return Err(Error::UniqueViolation {
+                        table: table.to_owned(),
+                        index: index.to_owned(),
+                        fields: ix.fields.clone(),
+                        value: values,
+                        key: crate::table::write::encoded_key_values(&t.def, pk),
+                    });
                 }
             }
         }

@@ -12,9 +12,9 @@
 //! no definition names, which `Db::open` drops.
 
 use serde::{Deserialize, Serialize};
-use strata_planner::{IndexInfo, IndexState, Projection, Scope, TableInfo};
+use strata_planner::{IndexInfo, IndexState, JsonFault, Projection, Scope, TableInfo};
 
-use crate::error::{CatalogCorruption, Error, Result};
+use crate::error::{CatalogCorruption, DefinitionFault, Encoded, Error, Result};
 use crate::table::format::{
     CATALOG_FORMAT, FACT_CF_PREFIX, INDEX_CF_PREFIX, MAX_FIELD_NAME_BYTES, MAX_INDEXES,
     MAX_KEY_FIELDS, MAX_NAME_BYTES, MAX_SHARDS,
@@ -232,8 +232,8 @@ impl TableDef {
             return newer.encode();
         }
         serde_json::to_vec(self).map_err(|e| Error::Encode {
-            what: "a table definition",
-            reason: e.to_string(),
+            what: Encoded::TableDefinition,
+            reason: JsonFault::from(&e),
         })
     }
 
@@ -243,25 +243,28 @@ impl TableDef {
         struct Format {
             format: u32,
         }
-        let malformed = |e: &dyn std::fmt::Display| CatalogCorruption::Definition(e.to_string());
-        let format: Format = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
+        let malformed = |e: serde_json::Error| {
+            CatalogCorruption::Definition(DefinitionFault::Json(JsonFault::from(&e)))
+        };
+        let format: Format = serde_json::from_slice(bytes).map_err(malformed)?;
         if format.format > CATALOG_FORMAT {
             return Err(CatalogCorruption::NewerFormat {
                 found: format.format,
                 supported: CATALOG_FORMAT,
             });
         }
-        let def: TableDef = serde_json::from_slice(bytes).map_err(|e| malformed(&e))?;
-        def.validate().map_err(|e| malformed(&e))?;
+        let def: TableDef = serde_json::from_slice(bytes).map_err(malformed)?;
+        def.validate()
+            .map_err(|_| CatalogCorruption::Definition(DefinitionFault::Invalid))?;
         // Every build wrote a definition in the format its contents need, so a lower number is
         // damage (and a build that knows only that format would misread the table).
         if def.format < def.needed_format() {
-            return Err(malformed(&format!(
-                "table {:?} is marked format {} but needs format {}",
-                def.name,
-                def.format,
-                def.needed_format()
-            )));
+            return Err(CatalogCorruption::Definition(
+                DefinitionFault::FormatTooOld {
+                    marked: def.format,
+                    needed: def.needed_format(),
+                },
+            ));
         }
         Ok(def)
     }
@@ -472,7 +475,7 @@ mod tests {
             br#"{"format":3,"id":3,"name":"t","primary_key":["id"],"indexes":[],"keys":7}"#;
         assert!(matches!(
             TableDef::decode(unknown),
-            Err(CatalogCorruption::Definition(_))
+            Err(CatalogCorruption::Definition(DefinitionFault::Invalid))
         ));
     }
 

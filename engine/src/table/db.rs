@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
 use strata_planner::{CostModel, IndexState, Scope, StatsError, TableStats, Value};
 
-use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
+use crate::error::{CatalogCorruption, Corruption, Encoded, Error, OutboxCorruption, Result};
 use crate::lsm::commit::Sequencer;
 use crate::lsm::{ColumnFamily, ReadOptions, Store, WriteBatch, WriteOptions};
 use crate::table::advice::Usage;
@@ -833,8 +833,16 @@ impl Shared {
             &[(
                 format!("{CATALOG_STATS_PREFIX}{table}"),
                 stats.encode().map_err(|e| Error::Encode {
-                    what: "statistics",
-                    reason: e.to_string(),
+                    what: Encoded::Statistics,
+                    reason: match e {
+                        strata_planner::StatsError::Encode(fault) => fault,
+                        // `encode` fails only as above; any other kind reads as its data.
+                        _ => strata_planner::JsonFault {
+                            kind: strata_planner::JsonFaultKind::Data,
+                            line: 0,
+                            column: 0,
+                        },
+                    },
                 })?,
             )],
             &[],

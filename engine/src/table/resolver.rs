@@ -9,11 +9,49 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::error::{Error, Result};
+use crate::error::{ConflictCause, Error, Result};
 use crate::lsm::SeqNo;
 use crate::lsm::commit::Sequencer;
 use crate::lsm::sync::lock_spinning;
 use crate::table::write::Parts;
+
+/// Names a column family of a shard store, by their numbers, for an error a caller reads.
+pub(crate) type FamilyNames<'a> = dyn Fn(u32, u32) -> String + 'a;
+
+/// What a transaction read that another commit wrote since its snapshot.
+#[derive(Debug)]
+pub(crate) enum Conflict {
+    /// A commit recorded without its keys is above the snapshot.
+    Unchecked,
+    /// `key` of family `cf` of store `store`: read as itself, or inside a `range` read.
+    Key {
+        store: u32,
+        cf: u32,
+        key: Vec<u8>,
+        range: bool,
+    },
+}
+
+impl Conflict {
+    fn into_error(self, names: &FamilyNames<'_>) -> Error {
+        Error::TransactionConflict(match self {
+            Conflict::Unchecked => ConflictCause::Unchecked,
+            Conflict::Key {
+                store,
+                cf,
+                key,
+                range,
+            } => {
+                let family = names(store, cf);
+                if range {
+                    ConflictCause::RangeRead { family, key }
+                } else {
+                    ConflictCause::KeyRead { family, key }
+                }
+            }
+        })
+    }
+}
 
 /// A key range `[lower, upper)` of one family of one shard store that a transaction read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -99,9 +137,9 @@ struct ResolverState {
 
 impl ResolverState {
     /// The first conflict of `v`: a key it read written after its snapshot.
-    fn conflict(&self, v: &Validation<'_>) -> Option<String> {
+    fn conflict(&self, v: &Validation<'_>) -> Option<Conflict> {
         if self.barrier > v.snapshot && !v.reads.is_empty() {
-            return Some("a write committed since the snapshot could not be checked".into());
+            return Some(Conflict::Unchecked);
         }
         for r in v.reads {
             let Some(written) = self.writes.get(&(r.store, r.cf)) else {
@@ -112,7 +150,12 @@ impl ResolverState {
                     .get(r.lower.as_slice())
                     .is_some_and(|&at| at > v.snapshot)
                 {
-                    return Some("a key it read was written since its snapshot".into());
+                    return Some(Conflict::Key {
+                        store: r.store,
+                        cf: r.cf,
+                        key: r.lower.clone(),
+                        range: false,
+                    });
                 }
                 continue;
             }
@@ -122,9 +165,14 @@ impl ResolverState {
             };
             let newer = written
                 .range::<[u8], _>((Bound::Included(r.lower.as_slice()), upper))
-                .any(|(_, &at)| at > v.snapshot);
-            if newer {
-                return Some("a key range it read was written since its snapshot".into());
+                .find(|(_, at)| **at > v.snapshot);
+            if let Some((key, _)) = newer {
+                return Some(Conflict::Key {
+                    store: r.store,
+                    cf: r.cf,
+                    key: key.to_vec(),
+                    range: true,
+                });
             }
         }
         None
@@ -192,9 +240,9 @@ impl Resolver {
     }
 
     /// Validates `v` alone (a transaction whose writes change nothing).
-    pub(crate) fn validate(&self, v: &Validation<'_>) -> Result<()> {
+    pub(crate) fn validate(&self, v: &Validation<'_>, names: &FamilyNames<'_>) -> Result<()> {
         match lock_spinning(&self.state).conflict(v) {
-            Some(why) => Err(Error::TransactionConflict(why)),
+            Some(conflict) => Err(conflict.into_error(names)),
             None => Ok(()),
         }
     }
@@ -209,20 +257,15 @@ impl Resolver {
         parts: &mut Parts,
         total: u64,
         reads: Option<&Validation<'_>>,
+        names: &FamilyNames<'_>,
     ) -> Result<SeqNo> {
         let mut state = lock_spinning(&self.state);
         if let Some(v) = reads
-            && let Some(why) = state.conflict(v)
+            && let Some(conflict) = state.conflict(v)
         {
-            return Err(Error::TransactionConflict(why));
+            return Err(conflict.into_error(names));
         }
-        let first = sequencer.allocate(total).ok_or_else(|| {
-            Error::Store(crate::lsm::Error::ReadOnly(Box::new(
-                crate::lsm::Error::Conflict(
-                    "a write across shard stores failed; reopen the database".into(),
-                ),
-            )))
-        })?;
+        let first = sequencer.allocate(total).ok_or(Error::CommitIncomplete)?;
         let last = first + total - 1;
         // The keys, if another transaction is live: it may have read them below this
         // commit. If none is, a transaction beginning before this commit is visible waits

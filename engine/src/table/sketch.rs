@@ -67,14 +67,14 @@ pub enum SketchError {
     #[error("bad tombstone count")]
     TombstoneCount,
     /// The rows do not decompress (or would exceed [`MAX_SKETCH_BYTES`]).
-    #[error("sketch does not decompress: {0}")]
-    Decompress(String),
+    #[error("sketch does not decompress")]
+    Decompress,
     /// The rows' statistics builder does not encode or decode.
     #[error("sketch rows: {0}")]
     Rows(StatsError),
     /// The rows do not compress (nothing is stored then).
-    #[error("sketch does not compress: {0}")]
-    Compress(String),
+    #[error("sketch does not compress")]
+    Compress,
 }
 
 /// One table file's sketch of its rows.
@@ -89,12 +89,11 @@ pub struct FileSketch {
 impl FileSketch {
     /// `version:u8 tombstones:varint zstd(rows in the planner's stored form)`; an error if
     /// the rows do not encode or compress (the file is then written without a sketch).
-    pub fn encode(&self) -> std::result::Result<Vec<u8>, String> {
+    pub fn encode(&self) -> std::result::Result<Vec<u8>, SketchError> {
         let mut out = vec![SKETCH_VERSION];
         strata_lsm::coding::put_varint(&mut out, self.tombstones);
-        let json = self.rows.encode().map_err(|e| e.to_string())?;
-        let compressed =
-            zstd::bulk::compress(&json, 3).map_err(|e| format!("sketch does not compress: {e}"))?;
+        let json = self.rows.encode().map_err(SketchError::Rows)?;
+        let compressed = zstd::bulk::compress(&json, 3).map_err(|_| SketchError::Compress)?;
         out.extend_from_slice(&compressed);
         Ok(out)
     }
@@ -108,7 +107,7 @@ impl FileSketch {
         let (tombstones, used) =
             strata_lsm::coding::get_varint(rest).ok_or(SketchError::TombstoneCount)?;
         let json = zstd::bulk::decompress(&rest[used..], MAX_SKETCH_BYTES)
-            .map_err(|e| SketchError::Decompress(e.to_string()))?;
+            .map_err(|_| SketchError::Decompress)?;
         let rows = TableStatsBuilder::decode(&json).map_err(SketchError::Rows)?;
         Ok(FileSketch { tombstones, rows })
     }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use strata_planner::{Query, Value};
 
-use crate::error::{Error, Result};
+use crate::error::{ConflictCause, Error, Result};
 use crate::lsm::commit::Sequencer;
 use crate::lsm::{SeqNo, Snapshot, WriteOptions};
 use crate::table::db::{Db, Table, lock};
@@ -103,11 +103,7 @@ impl Db {
         // A commit without its keys recorded must be in the snapshot.
         if barrier > began && !self.sequencer.wait_visible(barrier) {
             self.resolver.end(began, &self.sequencer);
-            return Err(Error::Store(crate::lsm::Error::ReadOnly(Box::new(
-                crate::lsm::Error::Conflict(
-                    "a write across shard stores failed; reopen the database".into(),
-                ),
-            ))));
+            return Err(Error::CommitIncomplete);
         }
         Ok(Transaction {
             db: self,
@@ -462,10 +458,12 @@ impl<'db> Transaction<'db> {
             let read_rows = &mut self.read_rows;
             let mut known = |pk: &[u8]| read_rows.get_mut(&id).and_then(|rows| rows.remove(pk));
             let changes = db
-                .overlay_knowing(&t, planned, &mut known)
-                .map_err(|e| match e {
-                    Error::Conflict(why) => Error::TransactionConflict(why),
-                    other => other,
+                .overlay_knowing(&t, planned, &mut known)?
+                .map_err(|taken| {
+                    Error::TransactionConflict(ConflictCause::KeyTaken {
+                        table: t.def.name.clone(),
+                        key: taken.0,
+                    })
                 })?;
             db.check_unique(&t, &changes)?;
             // Always gathered: a transaction that begins before this one allocates needs
@@ -628,11 +626,7 @@ impl CommitBarrier {
 
 impl crate::lsm::FlushBarrier for CommitBarrier {
     fn before_flush(&self, through: u64) -> crate::lsm::Result<()> {
-        let failed = || {
-            crate::lsm::Error::ReadOnly(Box::new(crate::lsm::Error::Conflict(
-                "a write across shard stores failed; reopen the database".into(),
-            )))
-        };
+        let failed = || crate::lsm::Error::ReadOnly(Box::new(crate::lsm::Error::FlushRefused));
         let Some(shared) = self.shared.get().and_then(std::sync::Weak::upgrade) else {
             // The database is closing (or still opening, when nothing is in flight): every
             // store syncs its log as it closes.

@@ -18,7 +18,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::error::{Corruption, Error, Result};
+use crate::error::{Corruption, Error, Result, TxnStateFault};
 use crate::fs::FileSystem;
 use crate::lsm::IoOp;
 
@@ -59,42 +59,46 @@ impl TxnState {
     }
 
     /// Decodes the file's bytes, checking the magic, version, length and checksum.
-    pub fn decode(bytes: &[u8]) -> std::result::Result<TxnState, &'static str> {
+    pub fn decode(bytes: &[u8]) -> std::result::Result<TxnState, TxnStateFault> {
         if bytes.len() < 28 {
-            return Err("shorter than its header and checksum");
+            return Err(TxnStateFault::TooShort);
         }
         let (body, crc) = bytes.split_at(bytes.len() - 4);
-        let crc = u32::from_le_bytes(crc.try_into().map_err(|_| "checksum")?);
+        let crc = u32::from_le_bytes(crc.try_into().map_err(|_| TxnStateFault::Checksum)?);
         if crc32fast::hash(body) != crc {
-            return Err("checksum mismatch");
+            return Err(TxnStateFault::Checksum);
         }
         if &body[..8] != MAGIC {
-            return Err("not a transaction state file");
+            return Err(TxnStateFault::BadMagic);
         }
-        let u32_at = |at: usize| -> std::result::Result<u32, &'static str> {
+        let u32_at = |at: usize| -> std::result::Result<u32, TxnStateFault> {
             Ok(u32::from_le_bytes(
-                body[at..at + 4].try_into().map_err(|_| "truncated")?,
+                body[at..at + 4]
+                    .try_into()
+                    .map_err(|_| TxnStateFault::Truncated)?,
             ))
         };
-        let u64_at = |at: usize| -> std::result::Result<u64, &'static str> {
+        let u64_at = |at: usize| -> std::result::Result<u64, TxnStateFault> {
             Ok(u64::from_le_bytes(
-                body[at..at + 8].try_into().map_err(|_| "truncated")?,
+                body[at..at + 8]
+                    .try_into()
+                    .map_err(|_| TxnStateFault::Truncated)?,
             ))
         };
         let version = u32_at(8)?;
         if version != VERSION {
-            return Err("a format version this build does not read");
+            return Err(TxnStateFault::UnknownVersion);
         }
         let complete_through = u64_at(12)?;
         let count = u32_at(20)? as usize;
         if count > MAX_CUTS || body.len() != 24 + 16 * count {
-            return Err("the range count does not match the length");
+            return Err(TxnStateFault::RangeCount);
         }
         let mut cut: Vec<(u64, u64)> = Vec::with_capacity(count);
         for i in 0..count {
             let (lo, hi) = (u64_at(24 + 16 * i)?, u64_at(32 + 16 * i)?);
             if lo > hi || cut.last().is_some_and(|&(_, last)| lo <= last) {
-                return Err("ranges empty, out of order or overlapping");
+                return Err(TxnStateFault::RangesOutOfOrder);
             }
             cut.push((lo, hi));
         }
@@ -109,9 +113,8 @@ impl TxnState {
     pub(crate) fn read(fs: &dyn FileSystem, dir: &Path) -> Result<TxnState> {
         let path = dir.join(FILE);
         match fs.read(&path) {
-            Ok(bytes) => TxnState::decode(&bytes).map_err(|what| {
-                Error::corrupt(FILE, &[], Corruption::TransactionState(what.into()))
-            }),
+            Ok(bytes) => TxnState::decode(&bytes)
+                .map_err(|what| Error::corrupt(FILE, &[], Corruption::TransactionState(what))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(TxnState::default()),
             Err(e) => Err(crate::lsm::Error::io(IoOp::Read, &path, e).into()),
         }
@@ -162,7 +165,10 @@ mod tests {
             complete_through: 0,
             cut: vec![(5, 9), (9, 12)],
         };
-        assert!(TxnState::decode(&overlapping.encode()).is_err());
+        assert_eq!(
+            TxnState::decode(&overlapping.encode()),
+            Err(TxnStateFault::RangesOutOfOrder)
+        );
         assert_eq!(
             TxnState::decode(&TxnState::default().encode()),
             Ok(TxnState::default())

@@ -333,17 +333,26 @@ impl Db {
     /// put by an earlier mutation of the batch) is a conflict.
     /// REQUIRES: the stripes of every planned key are locked.
     pub(crate) fn overlay(&self, t: &Table, planned: Vec<Planned>) -> Result<Vec<KeyChange>> {
-        self.overlay_knowing(t, planned, &mut |_| None)
+        self.overlay_knowing(t, planned, &mut |_| None)?
+            .map_err(|KeyTaken(key)| {
+                let shown: Vec<String> = key.iter().map(Value::to_string).collect();
+                Error::Conflict(format!(
+                    "table {:?} has a row with key ({})",
+                    t.def.name,
+                    shown.join(", ")
+                ))
+            })
     }
 
-    /// [`Db::overlay`], taking a key's row from `known` when it has it (a transaction's read at
+    /// [`Db::overlay`], taking a key's row from `known`; an insert of a key that has a row is
+    /// [`KeyTaken`] (a plain write's conflict, a transaction's retryable one) when it has it (a transaction's read at
     /// its snapshot, which its validation proves current) instead of reading it.
     pub(crate) fn overlay_knowing(
         &self,
         t: &Table,
         planned: Vec<Planned>,
         known: &mut dyn FnMut(&[u8]) -> Option<Option<Record>>,
-    ) -> Result<Vec<KeyChange>> {
+    ) -> Result<std::result::Result<Vec<KeyChange>, KeyTaken>> {
         let mut changes: Vec<KeyChange> = Vec::new();
         let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
         for p in planned {
@@ -366,16 +375,12 @@ impl Db {
             };
             let change = &mut changes[i];
             if p.insert && change.after.is_some() {
-                return Err(Error::Conflict(format!(
-                    "table {:?} has a row with key {}",
-                    t.def.name,
-                    display_key(t, p.record.as_ref())
-                )));
+                return Ok(Err(KeyTaken(key_values(t, p.record.as_ref()))));
             }
             change.after = p.record;
             change.encoded = p.encoded;
         }
-        Ok(changes)
+        Ok(Ok(changes))
     }
 
     /// After a synced commit to the stores `wrote` (each synced with its part): syncs every
@@ -448,7 +453,9 @@ impl Db {
             // validates, or a delete it based on a stale read would pass (found by the
             // `engine_model` fuzz target).
             return match reads {
-                Some(v) => self.resolver.validate(v),
+                Some(v) => self
+                    .resolver
+                    .validate(v, &|store, cf| self.family_name(store, cf)),
                 None => Ok(()),
             };
         }
@@ -458,9 +465,11 @@ impl Db {
             part.store.store.throttle(&part.wb);
         }
         let mut parts = parts;
-        let first = self
-            .resolver
-            .admit(&self.sequencer, &mut parts, total, reads)?;
+        let first =
+            self.resolver
+                .admit(&self.sequencer, &mut parts, total, reads, &|store, cf| {
+                    self.family_name(store, cf)
+                })?;
         let last = first + total - 1;
         if parts.len() > 1 {
             // Each part names the others and the commit (its range's first seqno), so
@@ -490,11 +499,7 @@ impl Db {
         }
         self.sequencer.publish_range(first, last);
         if !self.sequencer.wait_visible(last) {
-            return Err(Error::Store(crate::lsm::Error::ReadOnly(Box::new(
-                crate::lsm::Error::Conflict(
-                    "a write across shard stores failed; reopen the database".into(),
-                ),
-            ))));
+            return Err(Error::CommitIncomplete);
         }
         Ok(())
     }
@@ -681,16 +686,20 @@ pub(crate) enum SyncOp<'a> {
 }
 
 pub(crate) fn display_key(t: &Table, record: Option<&Record>) -> String {
+    let parts: Vec<String> = key_values(t, record).iter().map(Value::to_string).collect();
+    format!("({})", parts.join(", "))
+}
+
+/// `record`'s primary key values (none without a record).
+pub(crate) fn key_values(t: &Table, record: Option<&Record>) -> Vec<Value> {
     let Some(r) = record else {
-        return String::new();
+        return Vec::new();
     };
-    let parts: Vec<String> = t
-        .def
+    t.def
         .primary_key
         .iter()
-        .map(|f| r.value(f).to_string())
-        .collect();
-    format!("({})", parts.join(", "))
+        .map(|f| r.value(f).clone())
+        .collect()
 }
 
 /// Hands over what turns every index entry of `before` into that of `after` (a row of shard
@@ -790,6 +799,22 @@ pub(crate) fn planned_unique_values(def: &TableDef, planned: &[Planned]) -> Vec<
 }
 
 impl Db {
+    /// Column family `cf` of shard store `store`, named for an error a caller reads (the
+    /// numbers when the store or family is gone).
+    pub(crate) fn family_name(&self, store: u32, cf: u32) -> String {
+        let named = self.stores().get(store as usize).and_then(|s| {
+            s.store
+                .column_families()
+                .into_iter()
+                .find(|name| s.store.cf(name).is_ok_and(|f| f.id() == cf))
+        });
+        match named {
+            Some(name) if store == 0 => name,
+            Some(name) => format!("{name} (shard store {store})"),
+            None => format!("family {cf} of shard store {store}"),
+        }
+    }
+
     /// Refuses `changes` if a row would share a unique index's value with another row: one
     /// of the same batch, or one stored (and not moved off the value by this batch).
     /// REQUIRES: the stripes of the changed keys and of their new unique values are locked.
@@ -813,22 +838,16 @@ impl Db {
                 let Some(Some(value)) = changed.get(c.key.as_slice()) else {
                     continue;
                 };
-                let duplicate = |other: &[u8]| {
-                    let values: Vec<String> = ix
+                let duplicate = |other: &[u8]| Error::UniqueViolation {
+                    table: t.def.name.clone(),
+                    index: ix.name.clone(),
+                    fields: ix.fields.clone(),
+                    value: ix
                         .fields
                         .iter()
                         .map(|f| c.after.as_ref().map_or(Value::Null, |r| r.value(f).clone()))
-                        .map(|v| v.to_string())
-                        .collect();
-                    Error::UniqueViolation(format!(
-                        "index {:?} of table {:?} is unique: ({}) = ({}) is taken by the row \
-                         with key {}",
-                        ix.name,
-                        t.def.name,
-                        ix.fields.join(", "),
-                        values.join(", "),
-                        display_encoded_key(t, other)
-                    ))
+                        .collect(),
+                    key: encoded_key_values(&t.def, other),
                 };
                 if let Some(other) = taken.insert(value, &c.key)
                     && other != c.key.as_slice()
@@ -870,18 +889,21 @@ impl Db {
     }
 }
 
-/// A row's encoded primary key, decoded for a message.
-fn display_encoded_key(t: &Table, key: &[u8]) -> String {
-    let mut parts = Vec::new();
+/// An insert found a row at its key: the key's values.
+pub(crate) struct KeyTaken(pub(crate) Vec<Value>);
+
+/// A row's encoded primary key, decoded (as far as it decodes) for an error.
+pub(crate) fn encoded_key_values(def: &TableDef, key: &[u8]) -> Vec<Value> {
+    let mut values = Vec::new();
     let mut rest = key;
-    for _ in &t.def.primary_key {
+    for _ in &def.primary_key {
         match crate::table::key::decode_value(rest) {
             Ok((v, used)) => {
-                parts.push(v.to_string());
+                values.push(v);
                 rest = &rest[used..];
             }
             Err(_) => break,
         }
     }
-    format!("({})", parts.join(", "))
+    values
 }

@@ -27,7 +27,7 @@ use std::cmp::Ordering;
 
 use bytes::Bytes;
 
-use crate::error::Corruption;
+use crate::error::{BlockFault, Corruption};
 use crate::format::ValueKind;
 use crate::key::{compare, unpack_trailer};
 use crate::table::prefetch;
@@ -49,27 +49,28 @@ pub(crate) struct Block {
 impl Block {
     /// The block in `data`, laid out as format version 2 (`shares_values`) or 1.
     pub(crate) fn new(data: Bytes, shares_values: bool) -> Result<Block, Corruption> {
-        let malformed = Corruption::MalformedBlock;
         let len = data.len();
-        let count_at = len
-            .checked_sub(4)
-            .ok_or(malformed("shorter than its restart count"))?;
+        let count_at = len.checked_sub(4).ok_or(Corruption::MalformedBlock(
+            BlockFault::ShorterThanRestartCount,
+        ))?;
         let restart_count = read_u32(&data, count_at) as usize;
         let restarts_at = restart_count
             .checked_mul(4)
             .and_then(|bytes| count_at.checked_sub(bytes))
-            .ok_or(malformed("restart array larger than the block"))?;
+            .ok_or(Corruption::MalformedBlock(BlockFault::RestartArrayTooLarge))?;
         if restart_count == 0 && restarts_at != 0 {
-            return Err(malformed("entries without restart points"));
+            return Err(Corruption::MalformedBlock(
+                BlockFault::EntriesWithoutRestarts,
+            ));
         }
         let mut previous = None;
         for i in 0..restart_count {
             let restart = read_u32(&data, restarts_at + 4 * i) as usize;
             if restart >= restarts_at || previous.is_some_and(|p| restart <= p) {
-                return Err(malformed("restart point out of order or bounds"));
+                return Err(Corruption::MalformedBlock(BlockFault::RestartOutOfOrder));
             }
             if i == 0 && restart != 0 {
-                return Err(malformed("first restart point is not 0"));
+                return Err(Corruption::MalformedBlock(BlockFault::FirstRestartNotZero));
             }
             previous = Some(restart);
         }
@@ -116,8 +117,7 @@ impl Block {
 
     /// The whole key and sequence number of the entry at restart point `index`.
     fn restart_key(&self, index: usize) -> Result<(&[u8], u64), Corruption> {
-        const BAD: Corruption =
-            Corruption::MalformedBlock("entry runs past the block or has bad lengths");
+        const BAD: Corruption = Corruption::MalformedBlock(BlockFault::EntryOutOfBounds);
         let entries = &self.data[..self.restarts_at];
         let input = entries.get(self.restart(index)..).ok_or(BAD)?;
         let (shared, at) = varint_at(input, 0).ok_or(BAD)?;
@@ -125,22 +125,18 @@ impl Block {
         let (value_field, at) = varint_at(input, at).ok_or(BAD)?;
         let (trailer, at) = varint_at(input, at).ok_or(BAD)?;
         if self.shares_values && value_field & 1 == 1 {
-            return Err(Corruption::MalformedBlock(
-                "a restart point's value shares a prefix",
-            ));
+            return Err(Corruption::MalformedBlock(BlockFault::RestartSharesValue));
         }
         if shared != 0 {
-            return Err(Corruption::MalformedBlock(
-                "shared prefix longer than the previous key",
-            ));
+            return Err(Corruption::MalformedBlock(BlockFault::SharedKeyTooLong));
         }
         let end = usize::try_from(unshared)
             .ok()
             .and_then(|n| at.checked_add(n))
             .ok_or(BAD)?;
         let key = input.get(at..end).ok_or(BAD)?;
-        let (seqno, _) =
-            unpack_trailer(trailer).ok_or(Corruption::MalformedBlock("unknown value kind"))?;
+        let (seqno, _) = unpack_trailer(trailer)
+            .ok_or(Corruption::MalformedBlock(BlockFault::UnknownValueKind))?;
         Ok((key, seqno))
     }
 
@@ -487,7 +483,7 @@ impl BlockIter {
             };
         }
         if offset > self.boundary {
-            return self.fail(Corruption::MalformedBlock("restart point inside an entry"));
+            return self.fail(Corruption::MalformedBlock(BlockFault::RestartInsideEntry));
         }
         if offset >= self.block.restarts_at {
             return self.invalidate();
@@ -537,8 +533,7 @@ impl BlockIter {
         offset: usize,
         restart: bool,
     ) -> Result<Ordering, Corruption> {
-        const BAD: Corruption =
-            Corruption::MalformedBlock("entry runs past the block or has bad lengths");
+        const BAD: Corruption = Corruption::MalformedBlock(BlockFault::EntryOutOfBounds);
         let entries = &self.block.data[..self.block.restarts_at];
         let input = entries.get(offset..).ok_or(BAD)?;
         // Four varints, read where they lie (a scan decodes every entry: a `Reader` per
@@ -562,9 +557,7 @@ impl BlockIter {
             self.key.len()
         };
         if shared > shareable {
-            return Err(Corruption::MalformedBlock(
-                "shared prefix longer than the previous key",
-            ));
+            return Err(Corruption::MalformedBlock(BlockFault::SharedKeyTooLong));
         }
         let suffix_end = usize::try_from(unshared)
             .ok()
@@ -576,8 +569,8 @@ impl BlockIter {
             .and_then(|n| suffix_end.checked_add(n))
             .filter(|&end| end <= input.len())
             .ok_or(BAD)?;
-        let (seqno, kind) =
-            unpack_trailer(trailer).ok_or(Corruption::MalformedBlock("unknown value kind"))?;
+        let (seqno, kind) = unpack_trailer(trailer)
+            .ok_or(Corruption::MalformedBlock(BlockFault::UnknownValueKind))?;
         // The keys agree on the shared prefix: the rest decides, most often its first byte
         // (a `memcmp` call per entry was a fifth of checking a block).
         let order = if ORDERED {
@@ -600,8 +593,7 @@ impl BlockIter {
             // prefix is kept (or copied) and this entry's suffix appended, now or when the
             // walk settles. A restart point has no value before it (`seek_to_restart` empties
             // it), so its sharing fails here too.
-            const LONGER: Corruption =
-                Corruption::MalformedBlock("shared value prefix longer than the previous value");
+            const LONGER: Corruption = Corruption::MalformedBlock(BlockFault::SharedValueTooLong);
             let value_shared = usize::try_from(value_shared).map_err(|_| LONGER)?;
             if (ORDERED && restart) || value_shared > self.value_len {
                 return Err(LONGER);

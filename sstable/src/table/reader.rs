@@ -21,7 +21,7 @@ use bytes::Bytes;
 use crate::block::{Block, BlockIter};
 use crate::cache::BlockCache;
 use crate::coding::Reader;
-use crate::error::{Corruption, Error, Region, Result, corruption};
+use crate::error::{BlockFault, Corruption, Error, PropertiesFault, Region, Result, corruption};
 use crate::filter::BloomFilter;
 use crate::format::{
     BLOCK_TRAILER_SIZE, CompressionType, FOOTER_CHECKSUM_AT, FOOTER_MAGIC_AT, FOOTER_SIZE,
@@ -337,7 +337,7 @@ impl Table {
             inner.shares_values,
         )?;
         if index.len() as u64 != inner.properties.data_blocks {
-            let what = Corruption::MalformedProperties("data block count disagrees with index");
+            let what = Corruption::MalformedProperties(PropertiesFault::DataBlockCount);
             return Err(corruption(Region::Index, inner.index_handle.offset, what));
         }
         let bits = || {
@@ -796,7 +796,7 @@ fn decode_index(block: Bytes, offset: u64, data_end: u64, shares_values: bool) -
     let mut next_offset = 0u64;
     while iter.valid() {
         let handle = BlockHandle::decode_varint(iter.value()).ok_or(fail(
-            Corruption::MalformedBlock("index value is not a block handle"),
+            Corruption::MalformedBlock(BlockFault::IndexValueNotHandle),
         ))?;
         if handle.offset != next_offset {
             return Err(fail(Corruption::BadHandle {
