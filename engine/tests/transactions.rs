@@ -23,6 +23,11 @@ fn rows(iter: impl Iterator<Item = Result<Record, Error>>) -> Vec<Record> {
     iter.collect::<Result<_, _>>().expect("rows")
 }
 
+/// Whether `e` is the retryable conflict over a key the transaction read.
+fn is_key_read_conflict(e: &Error) -> bool {
+    matches!(e, Error::TransactionConflict(ConflictCause::KeyRead { .. })) && e.is_retryable()
+}
+
 fn int(r: &Record, field: &str) -> i64 {
     match r.value(field) {
         Value::Int(i) => *i,
@@ -267,14 +272,7 @@ fn a_lost_update_is_refused_and_the_retry_sees_the_other_commit() {
     bump(&mut b);
     a.commit().unwrap();
     let e = b.commit().unwrap_err();
-    assert!(
-        matches!(
-            &e,
-            Error::TransactionConflict(ConflictCause::KeyRead { .. })
-        ),
-        "{e:?}"
-    );
-    assert!(e.is_retryable());
+    assert!(is_key_read_conflict(&e), "{e:?}");
     let mut retry = db.begin().unwrap();
     bump(&mut retry);
     retry.commit().unwrap();
@@ -477,14 +475,7 @@ fn rollback_and_drop_write_nothing_and_inserts_of_existing_keys_fail_for_good() 
     b.insert("t", record! { "id" => 9 }).unwrap();
     a.commit().unwrap();
     let e = b.commit().unwrap_err();
-    assert!(
-        matches!(
-            &e,
-            Error::TransactionConflict(ConflictCause::KeyRead { .. })
-        ),
-        "{e:?}"
-    );
-    assert!(e.is_retryable());
+    assert!(is_key_read_conflict(&e), "{e:?}");
     let mut retry = db.begin().unwrap();
     assert!(
         !retry
