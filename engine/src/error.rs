@@ -291,7 +291,7 @@ pub enum ConflictCause {
 }
 
 fn listed(values: &[Value]) -> String {
-    let shown: Vec<String> = values.iter().map(Value::to_string).collect();
+    let shown: Vec<String> = values.iter().map(|v| v.sql_literal().to_string()).collect();
     shown.join(", ")
 }
 

@@ -19,7 +19,7 @@
 //!     .query("customers", &query)?
 //!     .map(|row| row.map(|r| r.value("name").to_string()))
 //!     .collect::<Result<_, _>>()?;
-//! assert_eq!(names, ["'Ada'"]);
+//! assert_eq!(names, ["Ada"]);
 //! db.close()?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
@@ -52,7 +52,8 @@ pub use strata_lsm::{
 };
 pub use strata_planner::{
     Access, Candidate, Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations,
-    Op, Order, Plan, Predicate, Projection, Query, Scope, TableStats, Value,
+    Op, Order, Plan, Predicate, Projection, Query, Scope, SqlLiteral, TableStats, Value, ValueKind,
+    WrongKind,
 };
 pub use table::{
     Analysis, BulkLoad, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions,

@@ -59,4 +59,4 @@ pub use stats::{
     ColumnStats, JsonFault, JsonFaultKind, PrefixStats, StatsError, StatsFault, TableStats,
     TableStatsBuilder,
 };
-pub use value::Value;
+pub use value::{SqlLiteral, Value, ValueKind, WrongKind};

@@ -151,23 +151,28 @@ impl std::fmt::Display for Predicate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let field = &self.field;
         match &self.op {
-            Op::Eq(v) => write!(f, "{field} = {v}"),
-            Op::Ne(v) => write!(f, "{field} != {v}"),
+            Op::Eq(v) => write!(f, "{field} = {}", v.sql_literal()),
+            Op::Ne(v) => write!(f, "{field} != {}", v.sql_literal()),
             Op::In(vs) => {
                 write!(f, "{field} IN (")?;
                 for (i, v) in vs.iter().enumerate() {
                     if i > 0 {
                         f.write_str(", ")?;
                     }
-                    write!(f, "{v}")?;
+                    write!(f, "{}", v.sql_literal())?;
                 }
                 f.write_str(")")
             }
-            Op::Lt(v) => write!(f, "{field} < {v}"),
-            Op::Le(v) => write!(f, "{field} <= {v}"),
-            Op::Gt(v) => write!(f, "{field} > {v}"),
-            Op::Ge(v) => write!(f, "{field} >= {v}"),
-            Op::Between(a, b) => write!(f, "{field} BETWEEN {a} AND {b}"),
+            Op::Lt(v) => write!(f, "{field} < {}", v.sql_literal()),
+            Op::Le(v) => write!(f, "{field} <= {}", v.sql_literal()),
+            Op::Gt(v) => write!(f, "{field} > {}", v.sql_literal()),
+            Op::Ge(v) => write!(f, "{field} >= {}", v.sql_literal()),
+            Op::Between(a, b) => write!(
+                f,
+                "{field} BETWEEN {} AND {}",
+                a.sql_literal(),
+                b.sql_literal()
+            ),
             Op::IsNull => write!(f, "{field} IS NULL"),
             Op::IsNotNull => write!(f, "{field} IS NOT NULL"),
         }

@@ -51,6 +51,67 @@ impl Value {
         matches!(self, Value::Null)
     }
 
+    /// Which of the six kinds of value this is.
+    pub fn kind(&self) -> ValueKind {
+        match self {
+            Value::Null => ValueKind::Null,
+            Value::Bool(_) => ValueKind::Bool,
+            Value::Int(_) => ValueKind::Int,
+            Value::Float(_) => ValueKind::Float,
+            Value::Str(_) => ValueKind::Str,
+            Value::Bytes(_) => ValueKind::Bytes,
+        }
+    }
+
+    /// The integer, if this is an `Int`.
+    pub fn as_i64(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+
+    /// The number as a float, if this is a `Float` or an `Int` (converted, as comparisons
+    /// between the two convert it).
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Float(x) => Some(*x),
+            Value::Int(i) => Some(*i as f64),
+            _ => None,
+        }
+    }
+
+    /// The boolean, if this is a `Bool`.
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Value::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    /// The text, if this is a `Str`.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The bytes, if this is `Bytes`.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
+        match self {
+            Value::Bytes(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The value written as a SQL literal: text quoted (`'O''Brien'`), bytes as `x'00ff'`,
+    /// `NULL`; what `explain` and error messages show. [`Value`]'s own `Display` prints the
+    /// value itself (text unquoted).
+    pub fn sql_literal(&self) -> SqlLiteral<'_> {
+        SqlLiteral(self)
+    }
+
     /// The value as a number, for interpolation inside a histogram bucket: numbers as
     /// themselves, booleans as 0 or 1, strings and bytes by their first eight bytes read as
     /// a big-endian fraction (PostgreSQL's `convert_string_to_scalar` idea).
@@ -399,6 +460,8 @@ impl<T: Into<Value>> From<Option<T>> for Value {
     }
 }
 
+/// The value itself: text as it is, bytes as lowercase hex digits, `NULL` for null. For the
+/// SQL literal form (text quoted) use [`Value::sql_literal`].
 impl std::fmt::Display for Value {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -406,13 +469,99 @@ impl std::fmt::Display for Value {
             Value::Bool(b) => write!(f, "{b}"),
             Value::Int(i) => write!(f, "{i}"),
             Value::Float(x) => write!(f, "{x}"),
+            Value::Str(s) => f.write_str(s),
+            Value::Bytes(b) => b.iter().try_for_each(|byte| write!(f, "{byte:02x}")),
+        }
+    }
+}
+
+/// A value written as a SQL literal ([`Value::sql_literal`]).
+#[derive(Clone, Copy, Debug)]
+pub struct SqlLiteral<'a>(&'a Value);
+
+impl std::fmt::Display for SqlLiteral<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
             Value::Str(s) => write!(f, "'{}'", s.replace('\'', "''")),
             Value::Bytes(b) => {
                 f.write_str("x'")?;
                 b.iter().try_for_each(|byte| write!(f, "{byte:02x}"))?;
                 f.write_str("'")
             }
+            other => write!(f, "{other}"),
         }
+    }
+}
+
+/// The six kinds of [`Value`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ValueKind {
+    /// `Value::Null`.
+    Null,
+    /// `Value::Bool`.
+    Bool,
+    /// `Value::Int`.
+    Int,
+    /// `Value::Float`.
+    Float,
+    /// `Value::Str`.
+    Str,
+    /// `Value::Bytes`.
+    Bytes,
+}
+
+/// A [`Value`] was not of the kind a conversion wanted (`i64::try_from(&value)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("expected a value of kind {expected:?}, found {found:?}")]
+pub struct WrongKind {
+    /// The kind the conversion takes.
+    pub expected: ValueKind,
+    /// The kind the value is.
+    pub found: ValueKind,
+}
+
+macro_rules! try_from_value {
+    ($target:ty, $kind:ident, $get:expr) => {
+        impl TryFrom<&Value> for $target {
+            type Error = WrongKind;
+
+            fn try_from(value: &Value) -> Result<Self, WrongKind> {
+                let get: fn(&Value) -> Option<$target> = $get;
+                get(value).ok_or(WrongKind {
+                    expected: ValueKind::$kind,
+                    found: value.kind(),
+                })
+            }
+        }
+    };
+}
+
+try_from_value!(i64, Int, Value::as_i64);
+try_from_value!(f64, Float, Value::as_f64);
+try_from_value!(bool, Bool, Value::as_bool);
+try_from_value!(String, Str, |v| v.as_str().map(str::to_owned));
+try_from_value!(Vec<u8>, Bytes, |v| v.as_bytes().map(<[u8]>::to_vec));
+
+impl<'a> TryFrom<&'a Value> for &'a str {
+    type Error = WrongKind;
+
+    fn try_from(value: &'a Value) -> Result<Self, WrongKind> {
+        value.as_str().ok_or(WrongKind {
+            expected: ValueKind::Str,
+            found: value.kind(),
+        })
+    }
+}
+
+impl<'a> TryFrom<&'a Value> for &'a [u8] {
+    type Error = WrongKind;
+
+    fn try_from(value: &'a Value) -> Result<Self, WrongKind> {
+        value.as_bytes().ok_or(WrongKind {
+            expected: ValueKind::Bytes,
+            found: value.kind(),
+        })
     }
 }
 
@@ -454,6 +603,72 @@ fn fmix64(mut h: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use super::{Value, ValueKind, WrongKind};
+
+    #[test]
+    fn display_prints_the_value_and_sql_literal_the_literal() {
+        let cases = [
+            (Value::Null, "NULL", "NULL"),
+            (Value::Bool(true), "true", "true"),
+            (Value::Int(-7), "-7", "-7"),
+            (Value::Float(1.5), "1.5", "1.5"),
+            (Value::from("O'Brien"), "O'Brien", "'O''Brien'"),
+            (Value::Bytes(vec![0, 255]), "00ff", "x'00ff'"),
+        ];
+        for (value, shown, literal) in cases {
+            assert_eq!(value.to_string(), shown);
+            assert_eq!(value.sql_literal().to_string(), literal);
+        }
+    }
+
+    #[test]
+    fn accessors_answer_only_for_their_kind() {
+        let int = Value::Int(3);
+        assert_eq!(int.as_i64(), Some(3));
+        assert_eq!(int.as_f64(), Some(3.0), "an integer reads as a float");
+        assert_eq!(
+            (int.as_str(), int.as_bool(), int.as_bytes()),
+            (None, None, None)
+        );
+        let text = Value::from("ely");
+        assert_eq!(
+            (text.as_str(), text.as_i64(), text.kind()),
+            (Some("ely"), None, ValueKind::Str)
+        );
+        assert_eq!(
+            Value::Float(0.5).as_i64(),
+            None,
+            "a float is not read as an integer"
+        );
+        assert_eq!(Value::Bool(false).as_bool(), Some(false));
+        assert_eq!(Value::Bytes(vec![1]).as_bytes(), Some(&[1u8][..]));
+        assert!(Value::Null.is_null() && Value::Null.as_f64().is_none());
+    }
+
+    #[test]
+    fn try_from_converts_or_names_both_kinds() {
+        assert_eq!(i64::try_from(&Value::Int(9)), Ok(9));
+        assert_eq!(f64::try_from(&Value::Int(9)), Ok(9.0));
+        assert_eq!(String::try_from(&Value::from("a")), Ok("a".to_owned()));
+        assert_eq!(<&str>::try_from(&Value::from("a")), Ok("a"));
+        assert_eq!(<&[u8]>::try_from(&Value::Bytes(vec![2])), Ok(&[2u8][..]));
+        assert_eq!(Vec::<u8>::try_from(&Value::Bytes(vec![2])), Ok(vec![2]));
+        assert_eq!(bool::try_from(&Value::Bool(true)), Ok(true));
+        assert_eq!(
+            i64::try_from(&Value::from("9")),
+            Err(WrongKind {
+                expected: ValueKind::Int,
+                found: ValueKind::Str
+            })
+        );
+        assert_eq!(
+            bool::try_from(&Value::Null),
+            Err(WrongKind {
+                expected: ValueKind::Bool,
+                found: ValueKind::Null
+            })
+        );
+    }
 
     #[test]
     fn texts_and_bytes_are_equal_exactly_when_their_bytes_are() {

@@ -598,7 +598,7 @@ impl std::fmt::Display for Record {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            write!(f, "{k}: {v}")?;
+            write!(f, "{k}: {}", v.sql_literal())?;
         }
         f.write_str("}")
     }

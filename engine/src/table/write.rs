@@ -335,7 +335,7 @@ impl Db {
     pub(crate) fn overlay(&self, t: &Table, planned: Vec<Planned>) -> Result<Vec<KeyChange>> {
         self.overlay_knowing(t, planned, &mut |_| None)?
             .map_err(|KeyTaken(key)| {
-                let shown: Vec<String> = key.iter().map(Value::to_string).collect();
+                let shown: Vec<String> = key.iter().map(|v| v.sql_literal().to_string()).collect();
                 Error::Conflict(format!(
                     "table {:?} has a row with key ({})",
                     t.def.name,
@@ -686,7 +686,10 @@ pub(crate) enum SyncOp<'a> {
 }
 
 pub(crate) fn display_key(t: &Table, record: Option<&Record>) -> String {
-    let parts: Vec<String> = key_values(t, record).iter().map(Value::to_string).collect();
+    let parts: Vec<String> = key_values(t, record)
+        .iter()
+        .map(|v| v.sql_literal().to_string())
+        .collect();
     format!("({})", parts.join(", "))
 }
 
