@@ -57,6 +57,6 @@ pub use strata_planner::{
 };
 pub use table::{
     Analysis, BulkLoad, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions,
-    Maintenance, Mutation, Options, ProblemKind, Record, Rows, TableBatch, TableDef, Transaction,
-    VerifyReport,
+    Maintenance, Mutation, Options, OwnedRows, OwnedTransaction, ProblemKind, Record, Rows,
+    TableBatch, TableDef, Transaction, TxRows, VerifyReport,
 };

@@ -152,6 +152,30 @@ impl std::fmt::Display for Analysis {
     }
 }
 
+/// The database a query or a transaction reads: borrowed ([`Db::query`], [`Db::begin`]) or
+/// shared through an [`Arc`] ([`Db::query_owned`], [`Db::begin_owned`]), so that the owned
+/// forms are `'static` and can move between threads.
+#[derive(Clone)]
+pub(crate) enum DbRef<'a> {
+    Borrowed(&'a Db),
+    Shared(Arc<Db>),
+}
+
+impl std::ops::Deref for DbRef<'_> {
+    type Target = Db;
+
+    fn deref(&self) -> &Db {
+        match self {
+            DbRef::Borrowed(db) => db,
+            DbRef::Shared(db) => db,
+        }
+    }
+}
+
+/// The rows of [`Db::query_owned`]: [`Rows`] that hold the database by [`Arc`], `'static`
+/// and [`Send`].
+pub type OwnedRows = Rows<'static>;
+
 /// The rows of a query, as an iterator. It reads at the snapshots taken when the query
 /// started (one per shard store). After an error it yields nothing more.
 ///
@@ -159,7 +183,7 @@ impl std::fmt::Display for Analysis {
 /// streams' buffers in parallel (scoped threads, a batch at a time), others read them in
 /// turn. Streams are merged in the query's order when the access path gives it per shard.
 pub struct Rows<'a> {
-    db: &'a Db,
+    db: DbRef<'a>,
     table: Arc<Table>,
     query: Arc<Query>,
     streams: Vec<Stream>,
@@ -466,23 +490,43 @@ impl Db {
             None => self.plan_for(&t, query, false)?,
         };
         t.usage.planned(&t.def, query, &plan);
-        Rows::new(self, t, query.clone(), &plan, false, Reading::default())
+        Rows::new(
+            DbRef::Borrowed(self),
+            t,
+            query.clone(),
+            &plan,
+            false,
+            Reading::default(),
+        )
     }
 
-    /// [`Db::query`] with the options of a snapshot read or a transaction's read.
-    pub(crate) fn query_with(
-        &self,
+    /// [`Db::query`] for a database shared behind an [`Arc`]: the rows hold a clone of the
+    /// `Arc` instead of a borrow, so they can move to another thread or live in a `'static`
+    /// stream (an async task, a SQL engine's scan). The database stays open while they do.
+    pub fn query_owned(self: &Arc<Self>, table: &str, query: &Query) -> Result<OwnedRows> {
+        Db::query_with(
+            DbRef::Shared(Arc::clone(self)),
+            table,
+            query,
+            Reading::default(),
+        )
+    }
+
+    /// [`Db::query`] with the options of a snapshot read or a transaction's read, over `db`
+    /// borrowed or shared.
+    pub(crate) fn query_with<'a>(
+        db: DbRef<'a>,
         table: &str,
         query: &Query,
         reading: Reading<'_>,
-    ) -> Result<Rows<'_>> {
-        let t = self.handle(table)?;
-        let plan = match lookup_plan(&t, query, &self.cost_model()) {
+    ) -> Result<Rows<'a>> {
+        let t = db.handle(table)?;
+        let plan = match lookup_plan(&t, query, &db.cost_model()) {
             Some(plan) => plan,
-            None => self.plan_for(&t, query, false)?,
+            None => db.plan_for(&t, query, false)?,
         };
         t.usage.planned(&t.def, query, &plan);
-        Rows::new(self, t, query.clone(), &plan, false, reading)
+        Rows::new(db, t, query.clone(), &plan, false, reading)
     }
 
     /// Runs `query` to the end and reports the plan with what actually happened: rows read,
@@ -494,7 +538,14 @@ impl Db {
         let plan = self.plan_for(&t, query, true)?;
         let plan_time = start.elapsed();
         t.usage.planned(&t.def, query, &plan);
-        let mut rows = Rows::new(self, t, query.clone(), &plan, true, Reading::default())?;
+        let mut rows = Rows::new(
+            DbRef::Borrowed(self),
+            t,
+            query.clone(),
+            &plan,
+            true,
+            Reading::default(),
+        )?;
         for row in rows.by_ref() {
             row?;
         }
@@ -562,8 +613,8 @@ fn compare_by(fields: &[String], a: &Record, b: &Record) -> std::cmp::Ordering {
 }
 
 impl<'a> Rows<'a> {
-    fn new(
-        db: &'a Db,
+    pub(crate) fn new(
+        db: DbRef<'a>,
         table: Arc<Table>,
         query: Query,
         plan: &Plan,
@@ -599,7 +650,7 @@ impl<'a> Rows<'a> {
             timed,
             reverse: direction == Direction::Reverse,
         };
-        let streams = kit.streams(db, access, &floors)?;
+        let streams = kit.streams(&db, access, &floors)?;
         let read_ranges = if reading.record {
             read_ranges(&table, &streams)
         } else {
@@ -823,8 +874,8 @@ impl<'a> Rows<'a> {
     }
 
     /// The database the rows come from.
-    pub fn db(&self) -> &'a Db {
-        self.db
+    pub fn db(&self) -> &Db {
+        &self.db
     }
 }
 

@@ -27,7 +27,7 @@ use crate::lsm::commit::Sequencer;
 use crate::lsm::{SeqNo, Snapshot, WriteOptions};
 use crate::table::db::{Db, Table, lock};
 use crate::table::entry::{encode_primary_key, record_corrupt};
-use crate::table::query::{Reading, Rows};
+use crate::table::query::{DbRef, ExecStats, Reading, Rows};
 use crate::table::record::Record;
 use crate::table::resolver::{ReadRange, Validation};
 use crate::table::txn_state::TxnState;
@@ -91,7 +91,7 @@ impl Db {
             at: Some(snapshot),
             record: false,
         };
-        self.query_with(table, query, reading)
+        Db::query_with(DbRef::Borrowed(self), table, query, reading)
     }
 
     /// Begins an optimistic, serializable transaction: it reads at a snapshot taken now, sees
@@ -99,15 +99,26 @@ impl Db {
     /// [`Error::is_retryable`] is true when another commit since its snapshot wrote what it
     /// read or wrote.
     pub fn begin(&self) -> Result<Transaction<'_>> {
-        let (began, barrier) = self.resolver.begin(&self.sequencer);
+        Db::begin_with(DbRef::Borrowed(self))
+    }
+
+    /// [`Db::begin`] for a database shared behind an [`Arc`]: the transaction holds a clone
+    /// of the `Arc` instead of a borrow, so it is `'static` and [`Send`] — it can move into a
+    /// spawned thread or an async task. The database stays open while it lives.
+    pub fn begin_owned(self: &Arc<Self>) -> Result<OwnedTransaction> {
+        Db::begin_with(DbRef::Shared(Arc::clone(self)))
+    }
+
+    fn begin_with(db: DbRef<'_>) -> Result<Transaction<'_>> {
+        let (began, barrier) = db.resolver.begin(&db.sequencer);
         // A commit without its keys recorded must be in the snapshot.
-        if barrier > began && !self.sequencer.wait_visible(barrier) {
-            self.resolver.end(began, &self.sequencer);
+        if barrier > began && !db.sequencer.wait_visible(barrier) {
+            db.resolver.end(began, &db.sequencer);
             return Err(Error::CommitIncomplete);
         }
         Ok(Transaction {
-            db: self,
-            snapshot: self.snapshot(),
+            snapshot: db.snapshot(),
+            db,
             began,
             handles: Vec::new(),
             tables: BTreeMap::new(),
@@ -164,7 +175,7 @@ impl TableWrites {
 /// Reads see the snapshot taken at `begin` plus the transaction's own writes. Nothing is
 /// written before [`Transaction::commit`]; dropping an uncommitted transaction rolls it back.
 pub struct Transaction<'db> {
-    db: &'db Db,
+    db: DbRef<'db>,
     snapshot: DbSnapshot,
     /// The visible seqno when it began (its registration with the resolver).
     began: SeqNo,
@@ -189,8 +200,52 @@ impl std::fmt::Debug for Transaction<'_> {
     }
 }
 
-/// The rows of [`Transaction::query`].
-pub type TxRows<'a> = Box<dyn Iterator<Item = Result<Record>> + 'a>;
+/// A transaction of [`Db::begin_owned`]: `'static` and [`Send`].
+pub type OwnedTransaction = Transaction<'static>;
+
+/// The rows of [`Transaction::query`]: the stored rows at the transaction's snapshot with its
+/// own writes applied.
+pub struct TxRows<'a> {
+    rows: TxSource<'a>,
+    stats: ExecStats,
+}
+
+enum TxSource<'a> {
+    /// No own writes in the table: the stored rows, as they are read.
+    Stored(Rows<'a>),
+    /// Own writes merged in: every row, merged, ordered, limited and projected.
+    Merged(std::vec::IntoIter<Record>),
+}
+
+impl TxRows<'_> {
+    /// What reading them did: for rows merged with the transaction's own writes, what the
+    /// stored read did (it was read whole before the first row was returned).
+    pub fn stats(&self) -> &ExecStats {
+        match &self.rows {
+            TxSource::Stored(rows) => rows.stats(),
+            TxSource::Merged(_) => &self.stats,
+        }
+    }
+}
+
+impl Iterator for TxRows<'_> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Result<Record>> {
+        match &mut self.rows {
+            TxSource::Stored(rows) => rows.next(),
+            TxSource::Merged(rows) => rows.next().map(Ok),
+        }
+    }
+}
+
+impl std::fmt::Debug for TxRows<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TxRows")
+            .field("merged", &matches!(self.rows, TxSource::Merged(_)))
+            .finish_non_exhaustive()
+    }
+}
 
 impl<'db> Transaction<'db> {
     /// The snapshot it reads at.
@@ -281,15 +336,18 @@ impl<'db> Transaction<'db> {
             record: true,
         };
         let Some((t, rows)) = own else {
-            let mut stored = self.db.query_with(table, query, reading)?;
+            let mut stored = Db::query_with(self.db.clone(), table, query, reading)?;
             self.reads.extend(stored.take_read_ranges());
-            return Ok(Box::new(stored));
+            return Ok(TxRows {
+                rows: TxSource::Stored(stored),
+                stats: ExecStats::default(),
+            });
         };
         // Own writes: read whole stored rows, unlimited, then merge, order, limit, project.
         let mut whole = query.clone();
         whole.projection = None;
         whole.limit = None;
-        let mut stored = self.db.query_with(table, &whole, reading)?;
+        let mut stored = Db::query_with(self.db.clone(), table, &whole, reading)?;
         self.reads.extend(stored.take_read_ranges());
         let matches = |r: &Record| {
             query
@@ -298,7 +356,7 @@ impl<'db> Transaction<'db> {
                 .all(|p| p.matches(r.value(&p.field)))
         };
         let mut out = Vec::new();
-        for row in stored {
+        for row in stored.by_ref() {
             let row = row?;
             let pk = crate::table::entry::record_key(&t.def, &row)?;
             if !rows.contains_key(&pk) {
@@ -323,7 +381,10 @@ impl<'db> Transaction<'db> {
         if let Some(fields) = &query.projection {
             out = out.into_iter().map(|r| r.project(fields)).collect();
         }
-        Ok(Box::new(out.into_iter().map(Ok)))
+        Ok(TxRows {
+            rows: TxSource::Merged(out.into_iter()),
+            stats: stored.stats().clone(),
+        })
     }
 
     /// Inserts `record` into `table`; fails (not retryably) if a row with its key exists at
@@ -331,7 +392,7 @@ impl<'db> Transaction<'db> {
     pub fn insert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         self.with_table(table, |tx, t| {
-            let (pk, record, encoded) = checked(tx.db, t, record)?;
+            let (pk, record, encoded) = checked(&tx.db, t, record)?;
             if tx.read_row(t, &pk)?.is_some() {
                 return Err(Error::Conflict(format!(
                     "table {table:?} has a row with key {}",
@@ -347,7 +408,7 @@ impl<'db> Transaction<'db> {
     pub fn upsert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         self.with_table(table, |tx, t| {
-            let (pk, record, encoded) = checked(tx.db, t, record)?;
+            let (pk, record, encoded) = checked(&tx.db, t, record)?;
             tx.buffer(t, pk, Some((record, encoded)), false);
             Ok(())
         })
@@ -413,7 +474,7 @@ impl<'db> Transaction<'db> {
         if tables.is_empty() {
             return Ok(());
         }
-        let db = self.db;
+        let db = &*self.db.clone();
         // 1. Check and encode, before any lock.
         let mut planned = Vec::with_capacity(tables.len());
         for (name, writes) in tables {
