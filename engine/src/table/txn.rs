@@ -212,7 +212,7 @@ pub struct TxRows<'a> {
 
 enum TxSource<'a> {
     /// No own writes in the table: the stored rows, as they are read.
-    Stored(Rows<'a>),
+    Stored(Box<Rows<'a>>),
     /// Own writes merged in: every row, merged, ordered, limited and projected.
     Merged(std::vec::IntoIter<Record>),
 }
@@ -339,7 +339,7 @@ impl<'db> Transaction<'db> {
             let mut stored = Db::query_with(self.db.clone(), table, query, reading)?;
             self.reads.extend(stored.take_read_ranges());
             return Ok(TxRows {
-                rows: TxSource::Stored(stored),
+                rows: TxSource::Stored(Box::new(stored)),
                 stats: ExecStats::default(),
             });
         };
