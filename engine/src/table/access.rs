@@ -288,7 +288,10 @@ impl StreamKit<'_> {
             }
         }
         let overlay = if asynchronous && self.query.consistency == Consistency::Strong {
-            Some(db.pending_changes(table, ixdef, self.facts, floors)?)
+            Some(
+                db.shared
+                    .pending_changes(table, ixdef, self.facts, floors)?,
+            )
         } else {
             None
         };

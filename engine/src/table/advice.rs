@@ -247,7 +247,7 @@ impl Db {
         let model = self.cost_model();
         let mut out = Vec::new();
         for def in self.tables() {
-            let t = self.handle(&def.name)?;
+            let t = self.shared.handle(&def.name)?;
             let (stats, _) = self.planning_stats(&t)?;
             let queries = t.usage.queries.load(Ordering::Relaxed);
             let per_row = model.scan_row_us + stats.avg_row_bytes * model.scan_byte_us;

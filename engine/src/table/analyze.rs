@@ -44,9 +44,10 @@ impl Db {
     /// passes the auto-analyze threshold queues its table before it returns, so after this a
     /// caller sees the statistics of every analysis its writes asked for.
     pub fn wait_for_analyses(&self) {
-        let mut queued = lock(&self.analyze_queued);
+        let mut queued = lock(&self.shared.analyze_queued);
         while !queued.is_empty() {
             queued = self
+                .shared
                 .analyze_done
                 .wait(queued)
                 .unwrap_or_else(|p| p.into_inner());
@@ -56,7 +57,7 @@ impl Db {
     /// Collects `table`'s statistics, stores them, and returns them. (It also runs by itself
     /// after enough changes: `Options::auto_analyze`.)
     pub fn analyze(&self, table: &str) -> Result<TableStats> {
-        self.analyze_table(table, None)
+        self.shared.analyze_table(table, None)
     }
 }
 

@@ -46,8 +46,8 @@ impl Db {
         // committing a row without its entry; one that locks from now on sees the index.
         // Waiting for every stripe lets each of the first kind finish before the snapshot,
         // so its row is in it (a new row would otherwise be indexed by no one).
-        drop(self.stripes.lock_all());
-        let start = self.handle(table)?;
+        drop(self.shared.stripes.lock_all());
+        let start = self.shared.handle(table)?;
         let id = start.def.id;
         let mut rows = 0u64;
         for (s, shard) in start.shards.iter().enumerate() {
@@ -67,8 +67,8 @@ impl Db {
                 if keys.is_empty() {
                     break;
                 }
-                let _guards = self.stripes.lock(keys.iter().map(Vec::as_slice));
-                let t = self.handle(table)?;
+                let _guards = self.shared.stripes.lock(keys.iter().map(Vec::as_slice));
+                let t = self.shared.handle(table)?;
                 if t.def.id != id {
                     return Err(Error::NotFound(format!(
                         "table {table:?} (dropped during backfill)"
@@ -77,7 +77,7 @@ impl Db {
                 let (i, ix) = t.index(index)?;
                 let mut batches: BTreeMap<usize, WriteBatch> = BTreeMap::new();
                 for key in &keys {
-                    if let Some(record) = self.read_record(&t, key)? {
+                    if let Some(record) = self.shared.read_record(&t, key)? {
                         let (k, v) = index_entry(t.def.key_format(), ix, s, key, &record)?;
                         let target = t.entry_shard(ix, s, &k);
                         batches.entry(target).or_default().put(
@@ -121,12 +121,12 @@ impl Db {
     /// the backfill ran; this finds what no one could check: duplicates among the rows that
     /// were there before, or written meanwhile against entries not yet backfilled.
     fn check_backfilled_unique(&self, table: &str, index: &str) -> Result<()> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let (i, ix) = t.index(index)?;
         if !ix.unique {
             return Ok(());
         }
-        let _all = self.stripes.lock_all();
+        let _all = self.shared.stripes.lock_all();
         let mut seen: std::collections::HashMap<Vec<u8>, Vec<u8>> =
             std::collections::HashMap::new();
         for shard in &t.shards {
@@ -170,7 +170,9 @@ impl Db {
     /// until writes triggered a compaction (a read-mostly table may never write enough). The
     /// index is ready and correct either way: a failure is logged, not returned.
     fn settle_index(&self, table: &str, index: &str) {
-        let Ok(t) = self.handle(table) else { return };
+        let Ok(t) = self.shared.handle(table) else {
+            return;
+        };
         let Ok((i, _)) = t.index(index) else { return };
         for shard in &t.shards {
             let store = &shard.store.store;
@@ -222,11 +224,14 @@ mod tests {
         for id in 0..100 {
             db.insert("t", row(id, id % 7)).expect("insert");
         }
-        let stale = db.handle("t").expect("table");
+        let stale = db.shared.handle("t").expect("table");
         let mut batch = TableBatch::new();
         batch.insert(row(1_000, 3));
-        let planned = plan(&db, &stale, batch).expect("plan");
-        let guards = db.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
+        let planned = plan(&db.shared, &stale, batch).expect("plan");
+        let guards = db
+            .shared
+            .stripes
+            .lock(planned.iter().map(|p| p.key.as_slice()));
         std::thread::scope(|s| {
             let creating = s.spawn(|| {
                 db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
@@ -234,7 +239,7 @@ mod tests {
             });
             let started = Instant::now();
             while started.elapsed() < Duration::from_millis(500) {
-                let t = db.handle("t").expect("table");
+                let t = db.shared.handle("t").expect("table");
                 if t.def.indexes.first().map(|ix| ix.state) == Some(IndexState::Ready) {
                     break;
                 }

@@ -47,7 +47,11 @@ const SCRATCH: &str = "calibrate.tmp";
 impl Db {
     /// The cost constants the planner uses.
     pub fn cost_model(&self) -> CostModel {
-        *self.cost_model.read().unwrap_or_else(|p| p.into_inner())
+        *self
+            .shared
+            .cost_model
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Stores `model` as the cost constants and plans with them from now on. Refused unless
@@ -58,7 +62,7 @@ impl Db {
                 "cost constants must be finite and non-negative".into(),
             ));
         }
-        self.store_cost_model(model).map(drop)
+        self.shared.store_cost_model(model).map(drop)
     }
 
     /// Measures this machine's cost constants (see the module's table), stores them, and
@@ -76,17 +80,17 @@ impl Db {
                 "calibration needs at least 1,000 rows, not {rows}"
             )));
         }
-        let dir = self.dir().join(SCRATCH);
-        remove_scratch(&self.options.store, &dir);
+        let dir = self.shared.dir().join(SCRATCH);
+        remove_scratch(&self.shared.options.store, &dir);
         let options = Options {
             store: StoreOptions {
                 create_if_missing: true,
                 property_collector: None,
-                ..self.options.store.clone()
+                ..self.shared.options.store.clone()
             },
             auto_analyze: false,
             shard_dirs: Vec::new(),
-            ..self.options.clone()
+            ..self.shared.options.clone()
         };
         let measured = {
             let scratch = Db::open(&dir, options)?;
@@ -94,9 +98,9 @@ impl Db {
             scratch.close()?;
             measured
         };
-        remove_scratch(&self.options.store, &dir);
+        remove_scratch(&self.shared.options.store, &dir);
         let model = measured?;
-        self.store_cost_model(model)
+        self.shared.store_cost_model(model)
     }
 }
 

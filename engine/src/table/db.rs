@@ -67,7 +67,7 @@ pub struct Db {
 }
 
 /// What `Db` and its indexer thread share.
-pub struct Shared {
+pub(crate) struct Shared {
     dir: PathBuf,
     pub(crate) options: Options,
     /// Shard store 0: the database directory, which also holds the catalog.
@@ -103,14 +103,6 @@ pub struct Shared {
     pub(crate) resolver: Resolver,
     /// The transaction state file's contents (`txn_state.rs`), rewritten under this lock.
     pub(crate) txn_state: Mutex<TxnState>,
-}
-
-impl std::ops::Deref for Db {
-    type Target = Shared;
-
-    fn deref(&self) -> &Shared {
-        &self.shared
-    }
 }
 
 /// One shard store: an LSM store holding shard `number` of every table with more than
@@ -454,10 +446,11 @@ impl Db {
             analyzer: Some(analyzer),
         };
         for table in reanalyze {
-            db.queue_analyze(&table);
+            db.shared.queue_analyze(&table);
         }
         // Finish what a crash interrupted.
         let unfinished: Vec<(String, String)> = db
+            .shared
             .read_tables()
             .values()
             .flat_map(|t| {
@@ -469,7 +462,7 @@ impl Db {
             })
             .collect();
         if !unfinished.is_empty() {
-            let _ddl = lock(&db.ddl);
+            let _ddl = lock(&db.shared.ddl);
             for (table, index) in unfinished {
                 tracing::info!(%table, %index, "resuming an interrupted index backfill");
                 db.backfill(&table, &index)?;
@@ -481,13 +474,13 @@ impl Db {
     /// Shard store 0, the database directory's own store: it holds the catalog and shard 0 of
     /// every table (for statistics, flushes and compaction).
     pub fn store(&self) -> &Store {
-        &self.main.store
+        &self.shared.main.store
     }
 
     /// Runs `f` on every open shard store, in shard order (for flushes, compaction and
     /// statistics of sharded tables).
     pub fn for_each_store(&self, mut f: impl FnMut(usize, &Store) -> Result<()>) -> Result<()> {
-        for s in self.stores() {
+        for s in self.shared.stores() {
             f(s.number, &s.store)?;
         }
         Ok(())
@@ -495,24 +488,28 @@ impl Db {
 
     /// The definitions of every table, by name.
     pub fn tables(&self) -> Vec<TableDef> {
-        self.read_tables().values().map(|t| t.def.clone()).collect()
+        self.shared
+            .read_tables()
+            .values()
+            .map(|t| t.def.clone())
+            .collect()
     }
 
     /// The definition of table `name`.
     pub fn table(&self, name: &str) -> Result<TableDef> {
-        Ok(self.handle(name)?.def.clone())
+        Ok(self.shared.handle(name)?.def.clone())
     }
 
     /// The row layouts of `table`: what decodes its stored rows (version 3, which name a
     /// layout instead of their fields) for a reader of its fact families' raw bytes
     /// ([`Layouts::decode`]).
     pub fn row_layouts(&self, table: &str) -> Result<Arc<Layouts>> {
-        Ok(Arc::clone(&self.handle(table)?.layouts))
+        Ok(Arc::clone(&self.shared.handle(table)?.layouts))
     }
 
     /// The statistics of the last [`Db::analyze`] of `table`, if any.
     pub fn table_stats(&self, table: &str) -> Result<Option<TableStats>> {
-        Ok(self.handle(table)?.stats.clone())
+        Ok(self.shared.handle(table)?.stats.clone())
     }
 
     /// Flushes every family of every shard store.
@@ -527,7 +524,7 @@ impl Db {
     /// Rows stored with their names (written before row layouts, or by an older build) have
     /// their layouts added first, so the compaction stores every row by its layout.
     pub fn compact(&self, table: &str) -> Result<()> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         for shard in &t.shards {
             let store = &shard.store.store;
             for kv in store.iter(&shard.fact, ReadOptions::default())? {
@@ -537,7 +534,7 @@ impl Db {
                 }
                 let record =
                     Record::decode(&v).map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
-                self.row_head(&t, &record)?;
+                self.shared.row_head(&t, &record)?;
             }
         }
         for shard in &t.shards {
@@ -550,7 +547,7 @@ impl Db {
     }
 
     fn stop_indexer(&mut self) {
-        self.tracker.stop();
+        self.shared.tracker.stop();
         if let Some(indexer) = self.indexer.take()
             && indexer.join().is_err()
         {
@@ -558,8 +555,8 @@ impl Db {
         }
         // Closing the queue ends the analyzer; an auto-analysis under way is abandoned rather
         // than waited for (a large table takes seconds, and the next open counts anew).
-        self.analyze_stop.store(true, Ordering::Relaxed);
-        lock(&self.analyze_queue).take();
+        self.shared.analyze_stop.store(true, Ordering::Relaxed);
+        lock(&self.shared.analyze_queue).take();
         if let Some(analyzer) = self.analyzer.take()
             && analyzer.join().is_err()
         {
@@ -598,10 +595,10 @@ impl Db {
 
     /// The row of `table` whose primary key is `key` (one value per key field).
     pub fn get(&self, table: &str, key: &[Value]) -> Result<Option<Record>> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let values: Vec<&Value> = key.iter().collect();
         let pk = encode_primary_key(&t.def, &values)?;
-        self.read_record(&t, &pk)
+        self.shared.read_record(&t, &pk)
     }
 }
 

@@ -206,29 +206,29 @@ impl Db {
     /// failed (an I/O error; the entries stay in the outbox for the next open) or is paused
     /// with entries left to apply.
     pub fn wait_for_indexes(&self) -> Result<()> {
-        let targets = self.tracker.targets();
-        self.tracker.wait_applied(&targets)
+        let targets = self.shared.tracker.targets();
+        self.shared.tracker.wait_applied(&targets)
     }
 
     /// Pauses the indexer after the step it is in, as RocksDB's `PauseBackgroundWork`: outbox
     /// entries accumulate (and writers wait once `Options::max_pending_index_entries` are
     /// pending) until [`Db::resume_indexer`]. For maintenance windows and tests.
     pub fn pause_indexer(&self) {
-        self.tracker.set_paused(true);
+        self.shared.tracker.set_paused(true);
     }
 
     /// Resumes a paused indexer.
     pub fn resume_indexer(&self) {
-        self.tracker.set_paused(false);
+        self.shared.tracker.set_paused(false);
     }
 
     /// How far the async indexes are behind: pending entries, the age of the oldest, and the
     /// writes back-pressure has slowed.
     pub fn index_lag(&self) -> Result<IndexLag> {
-        let counts = self.tracker.counts();
+        let counts = self.shared.tracker.counts();
         let mut oldest: Option<u64> = None;
-        for s in self.stores() {
-            let lower = outbox_key(self.tracker.floor(s.number));
+        for s in self.shared.stores() {
+            let lower = outbox_key(self.shared.tracker.floor(s.number));
             let read = ReadOptions::default().lower_bound(&lower);
             if let Some(kv) = s.store.iter(&s.outbox, read)?.next() {
                 let (k, v) = kv?;
@@ -237,7 +237,7 @@ impl Db {
                 oldest = Some(oldest.map_or(entry.written_micros, |o| o.min(entry.written_micros)));
             }
         }
-        if let Some(error) = self.tracker.failure() {
+        if let Some(error) = self.shared.tracker.failure() {
             return Err(error);
         }
         Ok(IndexLag {

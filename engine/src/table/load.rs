@@ -85,9 +85,9 @@ pub struct BulkLoad<'d> {
 impl Drop for BulkLoad<'_> {
     fn drop(&mut self) {
         if self.noted
-            && let Ok(t) = self.db.handle(&self.start.def.name)
+            && let Ok(t) = self.db.shared.handle(&self.start.def.name)
         {
-            self.db.analyze_if_due(&t);
+            self.db.shared.analyze_if_due(&t);
         }
     }
 }
@@ -96,7 +96,7 @@ impl Db {
     /// Starts a bulk load into `table`: inserts written straight into table files when their
     /// keys are new to the table (see [`BulkLoad`]).
     pub fn bulk_load(&self, table: &str) -> Result<BulkLoad<'_>> {
-        let start = self.handle(table)?;
+        let start = self.shared.handle(table)?;
         let shard = &start.shards[0];
         let entries = if start.shards.len() == 1 {
             shard.indexes.iter().cloned().map(IngestRun::new).collect()
@@ -145,7 +145,13 @@ impl BulkLoad<'_> {
     /// ```
     pub fn insert(&mut self, record: Record) -> Result<bool> {
         let t = &self.start;
-        let (key, record) = checked_known(self.db, t, record, &mut self.known, &mut self.encoded)?;
+        let (key, record) = checked_known(
+            &self.db.shared,
+            t,
+            record,
+            &mut self.known,
+            &mut self.encoded,
+        )?;
         // Every entry is made before any is kept, so a refused row leaves nothing behind.
         let mut made = Vec::with_capacity(self.entries.len());
         for ix in t.def.indexes.iter().take(self.entries.len()) {
@@ -213,7 +219,7 @@ impl BulkLoad<'_> {
     }
 
     fn table(&self) -> Result<Arc<Table>> {
-        let t = self.db.handle(&self.start.def.name)?;
+        let t = self.db.shared.handle(&self.start.def.name)?;
         if t.def.id != self.start.def.id {
             return Err(Error::Conflict(format!(
                 "table {:?} was dropped and recreated during the bulk load",
@@ -244,9 +250,9 @@ impl BulkLoad<'_> {
         // 2. Every row lock, then the definition; with async indexes, nothing left queued.
         let mut attempts = 0;
         let (guards, t) = loop {
-            let guards = self.db.stripes.lock_all();
+            let guards = self.db.shared.stripes.lock_all();
             let t = self.table()?;
-            if !t.has_async() || self.db.tracker.counts().pending == 0 {
+            if !t.has_async() || self.db.shared.tracker.counts().pending == 0 {
                 break (guards, t);
             }
             drop(guards);
@@ -321,7 +327,7 @@ impl BulkLoad<'_> {
         for ix in &t.def.indexes {
             t.usage.maintained(ix.id, written, 0, spent);
         }
-        self.db.count_changes(&t, written);
+        self.db.shared.count_changes(&t, written);
         self.noted = true;
         Ok(())
     }

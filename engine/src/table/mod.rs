@@ -25,16 +25,22 @@ mod calibrate;
 pub mod catalog;
 mod correlation;
 mod db;
+// Public for the fuzz targets and white-box tests (their formats), not part of the API.
+#[doc(hidden)]
 pub mod entry;
 mod field_names;
 pub mod format;
 mod indexer;
 pub mod key;
 mod key_number;
+// Public for the fuzz targets and white-box tests (their formats), not part of the API.
+#[doc(hidden)]
 pub mod layouts;
 mod load;
 mod name_list;
 mod options;
+// Public for the fuzz targets and white-box tests (their formats), not part of the API.
+#[doc(hidden)]
 pub mod outbox;
 mod query;
 pub mod record;
@@ -42,9 +48,13 @@ mod record_codec;
 mod resolver;
 mod row_reader;
 mod schema;
+// Public for the fuzz targets and white-box tests (their formats), not part of the API.
+#[doc(hidden)]
 pub mod sketch;
 mod stream;
 mod txn;
+// Public for the fuzz targets and white-box tests (their formats), not part of the API.
+#[doc(hidden)]
 pub mod txn_state;
 mod upgrade;
 mod verify;

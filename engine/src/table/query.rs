@@ -290,7 +290,7 @@ impl Db {
         let analyzed = &t.planning().analyzed;
         let fresh = |live: u64| {
             analyzed.as_ref().is_some_and(|a| {
-                let threshold = self.analyze_threshold(a.row_count);
+                let threshold = self.shared.analyze_threshold(a.row_count);
                 (t.changed.load(std::sync::atomic::Ordering::Relaxed) as f64) < threshold
                     && (live as f64 - a.row_count as f64).abs() < threshold
             })
@@ -326,7 +326,7 @@ impl Db {
     /// The statistics the planner uses for `table` now: see `explain` for what it does
     /// with them.
     pub fn planning_statistics(&self, table: &str) -> Result<TableStats> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let (stats, live) = self.planning_stats(&t)?;
         let mut stats = Arc::unwrap_or_clone(stats);
         stats.row_count = live;
@@ -478,13 +478,13 @@ impl Db {
 
     /// The planner's choice for `query` on `table`, with every candidate and its cost.
     pub fn explain(&self, table: &str, query: &Query) -> Result<Plan> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         self.plan_for(&t, query, true)
     }
 
     /// Runs `query` on `table`: its rows, through the plan the planner chose (or the hint).
     pub fn query(&self, table: &str, query: &Query) -> Result<Rows<'_>> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let plan = match lookup_plan(&t, query, &self.cost_model()) {
             Some(plan) => plan,
             None => self.plan_for(&t, query, false)?,
@@ -520,7 +520,7 @@ impl Db {
         query: &Query,
         reading: Reading<'_>,
     ) -> Result<Rows<'a>> {
-        let t = db.handle(table)?;
+        let t = db.shared.handle(table)?;
         let plan = match lookup_plan(&t, query, &db.cost_model()) {
             Some(plan) => plan,
             None => db.plan_for(&t, query, false)?,
@@ -534,7 +534,7 @@ impl Db {
     /// at once).
     pub fn explain_analyze(&self, table: &str, query: &Query) -> Result<Analysis> {
         let start = Instant::now();
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let plan = self.plan_for(&t, query, true)?;
         let plan_time = start.elapsed();
         t.usage.planned(&t.def, query, &plan);

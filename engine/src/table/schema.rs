@@ -32,12 +32,12 @@ impl Db {
         primary_key: &[&str],
         shards: u32,
     ) -> Result<()> {
-        let _ddl = lock(&self.ddl);
+        let _ddl = lock(&self.shared.ddl);
         validate_name("table", name)?;
-        if self.read_tables().contains_key(name) {
+        if self.shared.read_tables().contains_key(name) {
             return Err(Error::Conflict(format!("table {name:?} exists")));
         }
-        let id = self.next_id()?;
+        let id = self.shared.next_id()?;
         let mut def = TableDef {
             format: 1,
             id,
@@ -55,14 +55,14 @@ impl Db {
         // A family left by a crash before its table was recorded was dropped when its store
         // was opened; one dropped by `drop_table` is gone.
         let mut table_shards = Vec::with_capacity(shards as usize);
-        for store in &self.stores()[..shards as usize] {
+        for store in &self.shared.stores()[..shards as usize] {
             table_shards.push(TableShard {
                 store: Arc::clone(store),
                 fact: store.store.create_column_family(&fact_cf(name))?,
                 indexes: Vec::new(),
             });
         }
-        self.write_catalog(
+        self.shared.write_catalog(
             &[
                 (format!("{CATALOG_TABLE_PREFIX}{name}"), def.encode()?),
                 (
@@ -72,7 +72,7 @@ impl Db {
             ],
             &[],
         )?;
-        self.publish(Table {
+        self.shared.publish(Table {
             def,
             shards: table_shards,
             stats: None,
@@ -90,8 +90,8 @@ impl Db {
     /// Drops table `name`, its indexes and its statistics. Its outbox entries not yet applied
     /// are discarded by the indexer.
     pub fn drop_table(&self, name: &str) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        let table = self.handle(name)?;
+        let _ddl = lock(&self.shared.ddl);
+        let table = self.shared.handle(name)?;
         // A layout a writer adds after this is left behind, and ignored at open: table ids
         // are never reused.
         let mut deletes = vec![
@@ -99,15 +99,16 @@ impl Db {
             format!("{CATALOG_STATS_PREFIX}{name}"),
         ];
         deletes.extend((0..table.layouts.len() as u32).map(|n| layout_key(table.def.id, n)));
-        self.write_catalog(&[], &deletes)?;
-        self.tables
+        self.shared.write_catalog(&[], &deletes)?;
+        self.shared
+            .tables
             .write()
             .unwrap_or_else(|p| p.into_inner())
             .remove(name);
-        self.sketches.forget(&table.def);
+        self.shared.sketches.forget(&table.def);
         // As for an index: writers that found the table commit before its families go.
-        drop(self.stripes.lock_all());
-        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        drop(self.shared.stripes.lock_all());
+        let _gate = self.shared.gate.write().unwrap_or_else(|p| p.into_inner());
         for shard in &table.shards {
             shard.store.store.drop_column_family(&shard.fact)?;
             for cf in &shard.indexes {
@@ -143,8 +144,8 @@ impl Db {
         projection: Projection,
         options: IndexOptions,
     ) -> Result<()> {
-        let _ddl = lock(&self.ddl);
-        let current = self.handle(table)?;
+        let _ddl = lock(&self.shared.ddl);
+        let current = self.shared.handle(table)?;
         validate_name("index", name)?;
         if current.def.indexes.iter().any(|ix| ix.name == name) {
             return Err(Error::Conflict(format!(
@@ -161,7 +162,7 @@ impl Db {
                 validate_field(f)?;
             }
         }
-        let id = self.next_id()?;
+        let id = self.shared.next_id()?;
         let mut def = current.def.clone();
         def.indexes.push(IndexDef {
             id,
@@ -183,7 +184,7 @@ impl Db {
                     .create_column_family(&index_cf(table, name))?,
             ));
         }
-        self.write_catalog(
+        self.shared.write_catalog(
             &[
                 (format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?),
                 (
@@ -193,7 +194,7 @@ impl Db {
             ],
             &[],
         )?;
-        self.publish(current.with(def, Some(shards)));
+        self.shared.publish(current.with(def, Some(shards)));
         self.backfill(table, name)
     }
 
@@ -205,28 +206,28 @@ impl Db {
         index: &str,
         state: IndexState,
     ) -> Result<()> {
-        let current = self.handle(table)?;
+        let current = self.shared.handle(table)?;
         let (i, _) = current.index(index)?;
         let mut def = current.def.clone();
         def.indexes[i].state = state;
-        self.write_catalog(
+        self.shared.write_catalog(
             &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
             &[],
         )?;
-        self.publish(current.with(def, None));
+        self.shared.publish(current.with(def, None));
         Ok(())
     }
 
     /// Drops index `index` of `table`. Its outbox entries not yet applied are discarded by
     /// the indexer.
     pub fn drop_index(&self, table: &str, index: &str) -> Result<()> {
-        let _ddl = lock(&self.ddl);
+        let _ddl = lock(&self.shared.ddl);
         self.drop_index_locked(table, index)
     }
 
     /// [`Db::drop_index`]. REQUIRES: the DDL lock is held.
     pub(crate) fn drop_index_locked(&self, table: &str, index: &str) -> Result<()> {
-        let current = self.handle(table)?;
+        let current = self.shared.handle(table)?;
         let (i, _) = current.index(index)?;
         let mut def = current.def.clone();
         def.indexes.remove(i);
@@ -235,15 +236,15 @@ impl Db {
             .iter_mut()
             .map(|s| (Arc::clone(&s.store), s.indexes.remove(i)))
             .collect();
-        self.write_catalog(
+        self.shared.write_catalog(
             &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
             &[],
         )?;
-        self.publish(current.with(def, Some(shards)));
+        self.shared.publish(current.with(def, Some(shards)));
         // A writer that read the old definition may still be committing entries to these
         // families: let each finish (they hold their keys' stripes) before the families go.
-        drop(self.stripes.lock_all());
-        let _gate = self.gate.write().unwrap_or_else(|p| p.into_inner());
+        drop(self.shared.stripes.lock_all());
+        let _gate = self.shared.gate.write().unwrap_or_else(|p| p.into_inner());
         for (store, cf) in dropped {
             store.store.drop_column_family(&cf)?;
         }
@@ -287,11 +288,11 @@ mod tests {
         }
         db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
             .expect("index");
-        let stale = db.handle("t").expect("table");
+        let stale = db.shared.handle("t").expect("table");
         let shard_of = |id: i64| {
             let mut batch = TableBatch::new();
             batch.upsert(row(id, 0, 0));
-            stale.fact_shard(&plan(&db, &stale, batch).expect("plan")[0].key)
+            stale.fact_shard(&plan(&db.shared, &stale, batch).expect("plan")[0].key)
         };
         let a = (0..20)
             .find(|&id| shard_of(id) == 0)
@@ -302,8 +303,11 @@ mod tests {
         let mut batch = TableBatch::new();
         batch.upsert(row(a, 0, 1));
         batch.upsert(row(b, 1, 1));
-        let planned = plan(&db, &stale, batch).expect("plan");
-        let guards = db.stripes.lock(planned.iter().map(|p| p.key.as_slice()));
+        let planned = plan(&db.shared, &stale, batch).expect("plan");
+        let guards = db
+            .shared
+            .stripes
+            .lock(planned.iter().map(|p| p.key.as_slice()));
         std::thread::scope(|s| {
             let dropping = s.spawn(|| db.drop_index("t", "by_v").expect("drop index"));
             let started = Instant::now();

@@ -385,7 +385,7 @@ mod tests {
 
         // Never analysed: the sketches are the statistics.
         assert_eq!(count(&db), 40);
-        assert!(db.handle("t").expect("table").live.is_merged());
+        assert!(db.shared.handle("t").expect("table").live.is_merged());
         db.analyze("t").expect("analyze");
         db.close().expect("close");
 
@@ -394,7 +394,7 @@ mod tests {
         assert_eq!(count(&db), 40);
         let stats = db.planning_statistics("t").expect("statistics");
         assert_eq!(stats.row_count, 2_000);
-        assert!(!db.handle("t").expect("table").live.is_merged());
+        assert!(!db.shared.handle("t").expect("table").live.is_merged());
         db.close().expect("close");
     }
 }

@@ -65,9 +65,9 @@ impl DbSnapshot {
 impl Db {
     /// A snapshot of every table and shard as of now.
     pub fn snapshot(&self) -> DbSnapshot {
-        let floors = self.tracker.floors().into();
+        let floors = self.shared.tracker.floors().into();
         DbSnapshot {
-            snapshot: self.main.store.snapshot(),
+            snapshot: self.shared.main.store.snapshot(),
             floors,
         }
     }
@@ -79,7 +79,7 @@ impl Db {
         table: &str,
         key: &[Value],
     ) -> Result<Option<Record>> {
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let values: Vec<&Value> = key.iter().collect();
         let pk = encode_primary_key(&t.def, &values)?;
         self.read_record_at(&t, &pk, snapshot)
@@ -110,10 +110,10 @@ impl Db {
     }
 
     fn begin_with(db: DbRef<'_>) -> Result<Transaction<'_>> {
-        let (began, barrier) = db.resolver.begin(&db.sequencer);
+        let (began, barrier) = db.shared.resolver.begin(&db.shared.sequencer);
         // A commit without its keys recorded must be in the snapshot.
-        if barrier > began && !db.sequencer.wait_visible(barrier) {
-            db.resolver.end(began, &db.sequencer);
+        if barrier > began && !db.shared.sequencer.wait_visible(barrier) {
+            db.shared.resolver.end(began, &db.shared.sequencer);
             return Err(Error::CommitIncomplete);
         }
         Ok(Transaction {
@@ -285,7 +285,7 @@ impl<'db> Transaction<'db> {
         let at = match self.handles.iter().position(|t| t.def.name == name) {
             Some(at) => at,
             None => {
-                self.handles.push(self.db.handle(name)?);
+                self.handles.push(self.db.shared.handle(name)?);
                 self.handles.len() - 1
             }
         };
@@ -392,7 +392,7 @@ impl<'db> Transaction<'db> {
     pub fn insert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         self.with_table(table, |tx, t| {
-            let (pk, record, encoded) = checked(&tx.db, t, record)?;
+            let (pk, record, encoded) = checked(&tx.db.shared, t, record)?;
             if tx.read_row(t, &pk)?.is_some() {
                 return Err(Error::Conflict(format!(
                     "table {table:?} has a row with key {}",
@@ -408,7 +408,7 @@ impl<'db> Transaction<'db> {
     pub fn upsert(&mut self, table: &str, record: Record) -> Result<()> {
         self.check_open()?;
         self.with_table(table, |tx, t| {
-            let (pk, record, encoded) = checked(&tx.db, t, record)?;
+            let (pk, record, encoded) = checked(&tx.db.shared, t, record)?;
             tx.buffer(t, pk, Some((record, encoded)), false);
             Ok(())
         })
@@ -496,7 +496,7 @@ impl<'db> Transaction<'db> {
         // definitions.
         let mut values = Vec::new();
         for (name, _, p) in &planned {
-            if let Ok(t) = db.handle(name) {
+            if let Ok(t) = db.shared.handle(name) {
                 values.extend(planned_unique_values(&t.def, p));
             }
         }
@@ -504,11 +504,11 @@ impl<'db> Transaction<'db> {
             .iter()
             .flat_map(|(_, _, p)| p.iter().map(|p| p.key.as_slice()))
             .chain(values.iter().map(Vec::as_slice));
-        let _guards = db.stripes.lock(keys);
+        let _guards = db.shared.stripes.lock(keys);
         let mut parts = Parts::new();
         let mut changed = Vec::new();
         for (name, id, planned) in planned {
-            let t = db.handle(&name)?;
+            let t = db.shared.handle(&name)?;
             if t.def.id != id {
                 return Err(Error::Conflict(format!(
                     "table {name:?} was dropped and recreated during the transaction"
@@ -542,7 +542,7 @@ impl<'db> Transaction<'db> {
         };
         let wrote = db.commit_parts(parts, options, Some(&validation))?;
         for (t, n) in changed {
-            db.note_changes(&t, n as u64);
+            db.shared.note_changes(&t, n as u64);
         }
         if options.sync {
             db.sync_after(&wrote)?;
@@ -558,7 +558,10 @@ impl<'db> Transaction<'db> {
 
 impl Drop for Transaction<'_> {
     fn drop(&mut self) {
-        self.db.resolver.end(self.began, &self.db.sequencer);
+        self.db
+            .shared
+            .resolver
+            .end(self.began, &self.db.shared.sequencer);
     }
 }
 
@@ -750,7 +753,7 @@ mod tests {
         tx.get("t", &key).expect("get");
         tx.upsert("t", row(1, 1)).expect("upsert");
         tx.commit().expect("commit");
-        assert!(!db.resolver.has_live(), "committed");
+        assert!(!db.shared.resolver.has_live(), "committed");
 
         // Two read the row; the second to commit conflicts at admission.
         let mut a = db.begin().expect("begin");
@@ -760,19 +763,19 @@ mod tests {
         a.upsert("t", row(1, 2)).expect("upsert");
         b.upsert("t", row(1, 3)).expect("upsert");
         a.commit().expect("commit");
-        assert!(db.resolver.has_live(), "b is still live");
+        assert!(db.shared.resolver.has_live(), "b is still live");
         let refused = b.commit().expect_err("a wrote what b read");
         assert!(refused.is_retryable());
-        assert!(!db.resolver.has_live(), "refused");
+        assert!(!db.shared.resolver.has_live(), "refused");
 
         // An insert of a key taken since the snapshot fails before admission.
         let mut c = db.begin().expect("begin");
         db.insert("t", row(2, 0)).expect("insert");
         c.insert("t", row(2, 1)).expect("buffered");
         assert!(c.commit().is_err());
-        assert!(!db.resolver.has_live(), "failed before admission");
+        assert!(!db.shared.resolver.has_live(), "failed before admission");
 
         db.begin().expect("begin").rollback();
-        assert!(!db.resolver.has_live(), "rolled back");
+        assert!(!db.shared.resolver.has_live(), "rolled back");
     }
 }

@@ -138,10 +138,10 @@ impl Db {
     /// ([`Db::wait_for_indexes`]); the check then reads each shard store at one snapshot,
     /// so for async indexes, writes racing with it can show as problems.
     pub fn verify(&self, table: &str) -> Result<VerifyReport> {
-        if self.handle(table)?.has_async() {
+        if self.shared.handle(table)?.has_async() {
             self.wait_for_indexes()?;
         }
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         let snapshots: Vec<Snapshot> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
         let at = |s: usize| ReadOptions::default().snapshot(&snapshots[s]);
         let mut rows = 0u64;
@@ -247,9 +247,10 @@ impl Db {
         for ixr in &report.indexes {
             for chunk in ixr.problems.chunks(256) {
                 let _guards = self
+                    .shared
                     .stripes
                     .lock(chunk.iter().map(|p| p.pk_bytes.as_slice()));
-                let t = self.handle(table)?;
+                let t = self.shared.handle(table)?;
                 let Ok((i, ix)) = t.index(&ixr.index) else {
                     break; // dropped meanwhile: nothing to repair
                 };
@@ -258,7 +259,7 @@ impl Db {
                 for p in chunk {
                     let f = t.fact_shard(&p.pk_bytes);
                     read_from.insert(f);
-                    let expected = match self.read_record(&t, &p.pk_bytes)? {
+                    let expected = match self.shared.read_record(&t, &p.pk_bytes)? {
                         Some(record) => {
                             let (k, v) =
                                 index_entry(t.def.key_format(), ix, f, &p.pk_bytes, &record)?;

@@ -264,34 +264,35 @@ impl Db {
     /// module docs; transactions across shards are a separate feature). A synced write makes
     /// every earlier write to the database durable, in every shard store.
     pub fn write(&self, table: &str, batch: TableBatch, options: WriteOptions) -> Result<()> {
-        let first = self.handle(table)?;
+        let first = self.shared.handle(table)?;
         if batch.is_empty() {
             if options.sync {
                 // Every earlier write to any shard store becomes durable (see the end).
-                for store in self.stores() {
+                for store in self.shared.stores() {
                     store.store.sync_wal()?;
                 }
             }
             return Ok(());
         }
         // 1. Check and encode, before any lock.
-        let planned = plan(self, &first, batch)?;
+        let planned = plan(&self.shared, &first, batch)?;
 
         // Back-pressure: wait, holding nothing, while the indexer is too far behind.
         if first.has_async() {
-            self.tracker
-                .throttle(self.options.max_pending_index_entries)?;
+            self.shared
+                .tracker
+                .throttle(self.shared.options.max_pending_index_entries)?;
         }
 
         // 2. Lock (the rows' keys and their new unique values), then read the definition.
         let values = planned_unique_values(&first.def, &planned);
-        let _guards = self.stripes.lock(
+        let _guards = self.shared.stripes.lock(
             planned
                 .iter()
                 .map(|p| p.key.as_slice())
                 .chain(values.iter().map(Vec::as_slice)),
         );
-        let t = self.handle(table)?;
+        let t = self.shared.handle(table)?;
         if t.def.id != first.def.id {
             return Err(Error::Conflict(format!(
                 "table {table:?} was dropped and recreated during the write"
@@ -315,11 +316,11 @@ impl Db {
         // 4. Per shard store: one batch for facts, sync index diffs and the outbox entry,
         // all committed under one range of seqnos.
         let mut parts = Parts::new();
-        let keys = self.resolver.has_live();
+        let keys = self.shared.resolver.has_live();
         shard_parts(t, &changes, &mut parts, keys)?;
         let wrote = self.commit_parts(parts, options, None)?;
         let changed = changes.iter().filter(|c| c.changes_anything()).count();
-        self.note_changes(t, changed as u64);
+        self.shared.note_changes(t, changed as u64);
         if options.sync {
             self.sync_after(&wrote)?;
         }
@@ -361,7 +362,7 @@ impl Db {
                 None => {
                     let before = match known(&p.key) {
                         Some(row) => row,
-                        None => self.read_record(t, &p.key)?,
+                        None => self.shared.read_record(t, &p.key)?,
                     };
                     slot.insert(p.key.clone(), changes.len());
                     changes.push(KeyChange {
@@ -391,7 +392,7 @@ impl Db {
     /// `engine_model` fuzz target: an unsynced row in one shard was lost to a power cut after
     /// a synced write to another.
     pub(crate) fn sync_after(&self, wrote: &[usize]) -> Result<()> {
-        let stores = self.stores();
+        let stores = self.shared.stores();
         if stores.len() == 1 && wrote.contains(&stores[0].number) {
             return Ok(());
         }
@@ -423,7 +424,7 @@ impl Db {
             for (&s, part) in parts.iter_mut() {
                 for outbox in &mut part.outboxes {
                     outbox.written_micros = now_micros();
-                    let seq = self.tracker.begin(s)?;
+                    let seq = self.shared.tracker.begin(s)?;
                     begun.push((s, seq));
                     part.wb
                         .put(&part.store.outbox, &outbox_key(seq), &outbox.encode())?;
@@ -434,7 +435,7 @@ impl Db {
         let stores: Vec<usize> = parts.keys().copied().collect();
         let result = numbered.and_then(|()| self.write_parts(parts, options, reads));
         for &(s, seq) in &begun {
-            self.tracker.end(s, seq, result.is_ok());
+            self.shared.tracker.end(s, seq, result.is_ok());
         }
         result?;
         Ok(stores)
@@ -454,6 +455,7 @@ impl Db {
             // `engine_model` fuzz target).
             return match reads {
                 Some(v) => self
+                    .shared
                     .resolver
                     .validate(v, &|store, cf| self.family_name(store, cf)),
                 None => Ok(()),
@@ -465,11 +467,13 @@ impl Db {
             part.store.store.throttle(&part.wb);
         }
         let mut parts = parts;
-        let first =
-            self.resolver
-                .admit(&self.sequencer, &mut parts, total, reads, &|store, cf| {
-                    self.family_name(store, cf)
-                })?;
+        let first = self.shared.resolver.admit(
+            &self.shared.sequencer,
+            &mut parts,
+            total,
+            reads,
+            &|store, cf| self.family_name(store, cf),
+        )?;
         let last = first + total - 1;
         if parts.len() > 1 {
             // Each part names the others and the commit (its range's first seqno), so
@@ -477,7 +481,7 @@ impl Db {
             let participants: Vec<u32> = parts.keys().map(|&s| s as u32).collect();
             for part in parts.values_mut() {
                 if let Err(error) = part.wb.set_transaction(first, &participants) {
-                    self.sequencer.publish_range(first, last);
+                    self.shared.sequencer.publish_range(first, last);
                     return Err(error.into());
                 }
             }
@@ -488,17 +492,17 @@ impl Db {
             if let Err(error) = part.store.store.write_assigned(part.wb, options, next) {
                 if written > 0 {
                     // Some parts are in and this one is not: publishing would show half.
-                    self.sequencer.fail();
+                    self.shared.sequencer.fail();
                 } else {
                     // Nothing of the range is in: publishing it shows nothing.
-                    self.sequencer.publish_range(first, last);
+                    self.shared.sequencer.publish_range(first, last);
                 }
                 return Err(error.into());
             }
             next += len;
         }
-        self.sequencer.publish_range(first, last);
-        if !self.sequencer.wait_visible(last) {
+        self.shared.sequencer.publish_range(first, last);
+        if !self.shared.sequencer.wait_visible(last) {
             return Err(Error::CommitIncomplete);
         }
         Ok(())
@@ -805,7 +809,7 @@ impl Db {
     /// Column family `cf` of shard store `store`, named for an error a caller reads (the
     /// numbers when the store or family is gone).
     pub(crate) fn family_name(&self, store: u32, cf: u32) -> String {
-        let named = self.stores().get(store as usize).and_then(|s| {
+        let named = self.shared.stores().get(store as usize).and_then(|s| {
             s.store
                 .column_families()
                 .into_iter()
