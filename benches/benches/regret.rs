@@ -89,7 +89,8 @@ fn row(id: i64, rng: &mut Rng, zipf: &Zipf, pad: &str) -> Record {
 }
 
 fn load(db: &Db, rows: i64) {
-    db.create_table("r", &["id"]).expect("table");
+    db.create_table("r", ["id"], strata::TableOptions::default())
+        .expect("table");
     for (name, fields) in [
         ("by_uni", &["uni"][..]),
         ("by_zipf", &["zipf"]),
@@ -104,7 +105,7 @@ fn load(db: &Db, rows: i64) {
     db.create_index(
         "r",
         "by_uni_pad",
-        &["uni"],
+        ["uni"],
         Projection::Include(vec!["pad".into()]),
     )
     .expect("index");
@@ -214,7 +215,7 @@ fn queries(rows: i64) -> Vec<(&'static str, Query)> {
         out.push((
             "covering",
             q().filter(Predicate::between("uni", low, low + 49))
-                .select(&["id", "uni", "pad"]),
+                .select(["id", "uni", "pad"]),
         ));
     }
     out

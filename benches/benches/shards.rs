@@ -19,9 +19,7 @@ use std::time::{Duration, Instant};
 
 use common::{mix, options};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use strata::{
-    Db, Hint, IndexOptions, Predicate, Projection, Query, TableBatch, WriteOptions, record,
-};
+use strata::{Db, Hint, IndexOptions, Predicate, Query, TableBatch, WriteOptions, record};
 
 const SCAN_ROWS: i64 = 400_000;
 const CATCH_UP: i64 = 20_000;
@@ -42,7 +40,7 @@ fn scans(c: &mut Criterion) {
     for shards in [1u32, 2] {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), options()).expect("open");
-        db.create_sharded_table("t", &["id"], shards)
+        db.create_table("t", ["id"], strata::TableOptions::default().shards(shards))
             .expect("table");
         for chunk in 0..SCAN_ROWS / 10_000 {
             let mut batch = TableBatch::new();
@@ -90,8 +88,9 @@ fn writes(c: &mut Criterion) {
     ] {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), options()).expect("open");
-        db.create_sharded_table("t", &["id"], 2).expect("table");
-        db.create_index_with("t", "by_town", &["town"], Projection::KeysOnly, index)
+        db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+            .expect("table");
+        db.create_index("t", "by_town", ["town"], index)
             .expect("index");
         let mut id = 0i64;
         group.bench_function(label, |b| {
@@ -112,15 +111,10 @@ fn catch_up(c: &mut Criterion) {
     group.sample_size(10);
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    db.create_sharded_table("t", &["id"], 2).expect("table");
-    db.create_index_with(
-        "t",
-        "by_town",
-        &["town"],
-        Projection::KeysOnly,
-        IndexOptions::global(),
-    )
-    .expect("index");
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .expect("table");
+    db.create_index("t", "by_town", ["town"], IndexOptions::global())
+        .expect("index");
     let mut next = 0i64;
     group.bench_function("global_2_shards", |b| {
         b.iter_custom(|iters| {

@@ -38,12 +38,13 @@ fn inserts(c: &mut Criterion) {
     for indexes in [0usize, 1, 3] {
         let dir = tempfile::tempdir().expect("tempdir");
         let db = Db::open(dir.path(), options()).expect("open");
-        db.create_table("customers", &["id"]).expect("table");
+        db.create_table("customers", ["id"], strata::TableOptions::default())
+            .expect("table");
         for field in ["town", "last", "age"].into_iter().take(indexes) {
             db.create_index(
                 "customers",
                 &format!("by_{field}"),
-                &[field],
+                [field],
                 Projection::KeysOnly,
             )
             .expect("index");
@@ -65,17 +66,18 @@ fn inserts(c: &mut Criterion) {
 fn index_queries(c: &mut Criterion) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    db.create_table("t", &["id"]).expect("table");
-    db.create_index("t", "keys_only", &["grp"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
+    db.create_index("t", "keys_only", ["grp"], Projection::KeysOnly)
         .expect("index");
     db.create_index(
         "t",
         "include",
-        &["grp"],
+        ["grp"],
         Projection::Include(vec!["name".into()]),
     )
     .expect("index");
-    db.create_index("t", "all", &["grp"], Projection::All)
+    db.create_index("t", "all", ["grp"], Projection::All)
         .expect("index");
     for chunk in 0..ROWS / 10_000 {
         let mut batch = TableBatch::new();
@@ -102,7 +104,7 @@ fn index_queries(c: &mut Criterion) {
     let base = |g: i64| {
         Query::default()
             .filter(Predicate::eq("grp", g))
-            .select(&["id", "grp", "name"])
+            .select(["id", "grp", "name"])
     };
     let check = db.query("t", &base(17)).expect("query").count();
     assert_eq!(check, (ROWS / GROUPS) as usize);

@@ -38,8 +38,9 @@ fn writes(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    db.create_table("t", &["id"]).expect("table");
-    db.create_index("t", "by_town", &["town"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
+    db.create_index("t", "by_town", ["town"], Projection::KeysOnly)
         .expect("index");
     let mut id = 0i64;
     group.bench_function("insert", |b| {
@@ -84,8 +85,9 @@ fn shards(c: &mut Criterion) {
     group.throughput(Throughput::Elements(4));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    db.create_sharded_table("t", &["id"], 4).expect("table");
-    db.create_index("t", "by_town", &["town"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(4))
+        .expect("table");
+    db.create_index("t", "by_town", ["town"], Projection::KeysOnly)
         .expect("index");
     let mut next = 0i64;
     for (label, shard) in [("1_store", Some(2)), ("4_stores", None)] {
@@ -108,7 +110,8 @@ fn read_modify_write(c: &mut Criterion) {
     group.throughput(Throughput::Elements(1));
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    db.create_table("t", &["id"]).expect("table");
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
     const ROWS: i64 = 100_000;
     for chunk in 0..ROWS / 10_000 {
         let mut batch = TableBatch::new();
@@ -157,8 +160,9 @@ fn snapshot_queries(c: &mut Criterion) {
     let mut group = c.benchmark_group("snapshot_query");
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), options()).expect("open");
-    db.create_table("t", &["id"]).expect("table");
-    db.create_index("t", "by_town", &["town"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
+    db.create_index("t", "by_town", ["town"], Projection::KeysOnly)
         .expect("index");
     for chunk in 0..10i64 {
         let mut batch = TableBatch::new();

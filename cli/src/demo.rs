@@ -319,7 +319,7 @@ pub fn run(dir: Option<&Path>, rows: u64, out: &mut impl Write) -> Result<(), De
 }
 
 fn build_customers(db: &Db, rows: u64, out: &mut impl Write) -> Result<(), DemoError> {
-    db.create_table("customers", &["id"])?;
+    db.create_table("customers", ["id"], strata::TableOptions::default())?;
     let inc = |fields: &[&str]| Projection::Include(fields.iter().map(|f| (*f).into()).collect());
     let indexes: [(&str, &[&str], Projection); 8] = [
         ("by_town", &["town"], Projection::KeysOnly),
@@ -371,11 +371,15 @@ fn build_movies(db: &Db, rows: u64, out: &mut impl Write) -> Result<(), DemoErro
         "\ntable movies, key (genre, title): a genre is a range of the key;\n  \
          by_actor             on (actor), include year"
     )?;
-    db.create_table("movies", &["genre", "title"])?;
+    db.create_table(
+        "movies",
+        ["genre", "title"],
+        strata::TableOptions::default(),
+    )?;
     db.create_index(
         "movies",
         "by_actor",
-        &["actor"],
+        ["actor"],
         Projection::Include(vec!["year".into()]),
     )?;
     let mut rng = Rng(0xF11);
@@ -514,7 +518,7 @@ fn customer_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         &Query::default()
             .filter(Predicate::eq("town", common.as_str()))
             .filter(Predicate::eq("last", "Knuth"))
-            .select(&["id", "first"]),
+            .select(["id", "first"]),
         out,
     )?;
 
@@ -525,7 +529,7 @@ fn customer_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         "a 50/50 field (an index on gender exists)",
         &Query::default()
             .filter(Predicate::eq("gender", "F"))
-            .select(&["id", "email"]),
+            .select(["id", "email"]),
         out,
     )?;
     writeln!(out, "  the whole explain:")?;
@@ -544,7 +548,7 @@ fn customer_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         "the common value (96 % of rows)",
         &Query::default()
             .filter(Predicate::eq("status", "active"))
-            .select(&["id", "email"]),
+            .select(["id", "email"]),
         out,
     )?;
     show(
@@ -553,7 +557,7 @@ fn customer_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         "a rare value (1 % of rows)",
         &Query::default()
             .filter(Predicate::eq("status", "closed"))
-            .select(&["id", "email"]),
+            .select(["id", "email"]),
         out,
     )?;
     show(
@@ -562,7 +566,7 @@ fn customer_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         "a common town (the most frequent of 300)",
         &Query::default()
             .filter(Predicate::eq("town", common.as_str()))
-            .select(&["id", "email", "age"]),
+            .select(["id", "email", "age"]),
         out,
     )?;
     Ok(())
@@ -576,7 +580,7 @@ fn movie_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         "one genre: a range of the primary key",
         &Query::default()
             .filter(Predicate::eq("genre", "noir"))
-            .select(&["title", "year"])
+            .select(["title", "year"])
             .limit(5),
         out,
     )?;
@@ -586,7 +590,7 @@ fn movie_queries(db: &Db, out: &mut impl Write) -> Result<(), DemoError> {
         "one actor's films: the actor index, with year included",
         &Query::default()
             .filter(Predicate::eq("actor", actor(FAMOUS_ACTOR).as_str()))
-            .select(&["title", "year"]),
+            .select(["title", "year"]),
         out,
     )?;
     show(

@@ -382,7 +382,7 @@ fn table_command(db: &Db, command: TableCommand) -> Outcome {
     match command {
         TableCommand::Create { name, key, shards } => {
             let key: Vec<&str> = key.iter().map(String::as_str).collect();
-            db.create_sharded_table(&name, &key, shards)
+            db.create_table(&name, &key, strata::TableOptions::default().shards(shards))
                 .map_err(|e| e.to_string())?;
             out(format_args!(
                 "created table {name} (key {}, {shards} shard{})",
@@ -434,10 +434,10 @@ fn index_command(db: &Db, command: IndexCommand) -> Outcome {
                     Maintenance::Sync
                 },
                 unique: false,
+                projection,
             };
-            let fields: Vec<&str> = on.iter().map(String::as_str).collect();
             let start = Instant::now();
-            db.create_index_with(&table, &name, &fields, projection, options)
+            db.create_index(&table, &name, &on, options)
                 .map_err(|e| e.to_string())?;
             out(format_args!(
                 "created index {name} on {table} ({}) in {:.2} s",

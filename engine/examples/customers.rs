@@ -24,16 +24,16 @@ fn main() -> Result<(), Box<dyn Error>> {
         .map_or_else(|| scratch.path().to_path_buf(), Into::into);
     let db = Db::open(&dir, Options::default())?;
 
-    db.create_table("customers", &["id"])?;
+    db.create_table("customers", ["id"], strata::TableOptions::default())?;
     let names = Projection::Include(vec!["first".into(), "last".into()]);
-    db.create_index("customers", "by_town", &["town"], names)?;
+    db.create_index("customers", "by_town", ["town"], names)?;
     db.create_index(
         "customers",
         "by_town_last",
-        &["town", "last"],
+        ["town", "last"],
         Projection::All,
     )?;
-    db.create_index("customers", "by_gender", &["gender"], Projection::KeysOnly)?;
+    db.create_index("customers", "by_gender", ["gender"], Projection::KeysOnly)?;
 
     // 20,000 rows, 500 to a batch: each batch commits its rows and their index entries
     // atomically. Towns are skewed: Redmond is every other row, Yakima one in 128.
@@ -64,7 +64,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             "names of the customers in a small town",
             Query::default()
                 .filter(Predicate::eq("town", "Yakima"))
-                .select(&["first", "last"]),
+                .select(["first", "last"]),
         ),
         (
             "everything about the Tanakas of Spokane",
@@ -76,7 +76,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             "balances of half the customers (the gender index does not pay)",
             Query::default()
                 .filter(Predicate::eq("gender", "F"))
-                .select(&["id", "balance"]),
+                .select(["id", "balance"]),
         ),
     ];
     for (question, query) in questions {

@@ -5,12 +5,12 @@
 //! query is planned: the planner picks the primary key, an index or a scan from statistics.
 //!
 //! ```
-//! use strata::{Db, Options, Predicate, Projection, Query, record};
+//! use strata::{Db, Options, Predicate, Projection, Query, TableOptions, record};
 //!
 //! let dir = tempfile::tempdir()?;
 //! let db = Db::open(dir.path(), Options::default())?;
-//! db.create_table("customers", &["id"])?;
-//! db.create_index("customers", "by_town", &["town"], Projection::KeysOnly)?;
+//! db.create_table("customers", ["id"], TableOptions::default())?;
+//! db.create_index("customers", "by_town", ["town"], Projection::KeysOnly)?;
 //! db.insert("customers", record! { "id" => 1, "name" => "Ada", "town" => "Ely" })?;
 //! db.insert("customers", record! { "id" => 2, "name" => "Alan", "town" => "Wilmslow" })?;
 //!
@@ -58,5 +58,5 @@ pub use strata_planner::{
 pub use table::{
     Analysis, BulkLoad, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions,
     Maintenance, Mutation, Options, OwnedRows, OwnedTransaction, ProblemKind, Record, Rows,
-    TableBatch, TableDef, Transaction, TxRows, VerifyReport,
+    TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
 };

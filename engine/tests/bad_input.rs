@@ -133,27 +133,29 @@ fn cases() -> Vec<Case> {
         ),
         (
             "a table name starting with a digit",
-            Box::new(|db| db.create_table("9lives", &["id"])),
+            Box::new(|db| db.create_table("9lives", ["id"], strata::TableOptions::default())),
             "must be 1 to 64",
         ),
         (
             "a table name with a dash",
-            Box::new(|db| db.create_table("a-b", &["id"])),
+            Box::new(|db| db.create_table("a-b", ["id"], strata::TableOptions::default())),
             "must be 1 to 64",
         ),
         (
             "an empty table name",
-            Box::new(|db| db.create_table("", &["id"])),
+            Box::new(|db| db.create_table("", ["id"], strata::TableOptions::default())),
             "must be 1 to 64",
         ),
         (
             "a 65-byte table name",
-            Box::new(|db| db.create_table(&"a".repeat(65), &["id"])),
+            Box::new(|db| {
+                db.create_table(&"a".repeat(65), ["id"], strata::TableOptions::default())
+            }),
             "must be 1 to 64",
         ),
         (
             "a table that exists",
-            Box::new(|db| db.create_table("t", &["id"])),
+            Box::new(|db| db.create_table("t", ["id"], strata::TableOptions::default())),
             "exists",
         ),
         (
@@ -161,47 +163,48 @@ fn cases() -> Vec<Case> {
             Box::new(|db| {
                 let fields: Vec<String> = (0..17).map(|i| format!("k{i}")).collect();
                 let fields: Vec<&str> = fields.iter().map(String::as_str).collect();
-                db.create_table("wide", &fields)
+                db.create_table("wide", &fields, strata::TableOptions::default())
             }),
             "1 to 16 fields",
         ),
         (
             "no key fields",
-            Box::new(|db| db.create_table("nokey", &[])),
+            Box::new(|db| db.create_table("nokey", [], strata::TableOptions::default())),
             "1 to 16 fields",
         ),
         (
             "0 shards",
-            Box::new(|db| db.create_sharded_table("s", &["id"], 0)),
+            Box::new(|db| db.create_table("s", ["id"], strata::TableOptions::default().shards(0))),
             "shards",
         ),
         (
             "257 shards",
-            Box::new(|db| db.create_sharded_table("s", &["id"], 257)),
+            Box::new(|db| {
+                db.create_table("s", ["id"], strata::TableOptions::default().shards(257))
+            }),
             "shards",
         ),
         (
             "an index on an unknown table",
-            Box::new(|db| db.create_index("nope", "i", &["x"], Projection::KeysOnly)),
+            Box::new(|db| db.create_index("nope", "i", ["x"], Projection::KeysOnly)),
             "not found",
         ),
         (
             "an index name that exists",
-            Box::new(move |db| db.create_index(t, "by_g", &["name"], Projection::KeysOnly)),
+            Box::new(move |db| db.create_index(t, "by_g", ["name"], Projection::KeysOnly)),
             "exists",
         ),
         (
             "an invalid index name",
-            Box::new(move |db| db.create_index(t, "by g", &["name"], Projection::KeysOnly)),
+            Box::new(move |db| db.create_index(t, "by g", ["name"], Projection::KeysOnly)),
             "must be 1 to 64",
         ),
         (
             "a unique async index",
             Box::new(|db| {
-                db.create_sharded_table("s2", &["id"], 2)?;
+                db.create_table("s2", ["id"], strata::TableOptions::default().shards(2))?;
                 let unique_async = IndexOptions::global().unique();
-                let outcome =
-                    db.create_index_with("s2", "g", &["g"], Projection::KeysOnly, unique_async);
+                let outcome = db.create_index("s2", "g", ["g"], unique_async);
                 db.drop_table("s2")?;
                 outcome
             }),

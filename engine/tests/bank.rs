@@ -56,8 +56,12 @@ fn sim_options(fs: &SimFs) -> Options {
 
 /// Opens the bank: accounts over four shards, the ledger in one.
 fn create(db: &Db) -> strata::Result<()> {
-    db.create_sharded_table("accounts", &["id"], 4)?;
-    db.create_table("ledger", &["id"])?;
+    db.create_table(
+        "accounts",
+        ["id"],
+        strata::TableOptions::default().shards(4),
+    )?;
+    db.create_table("ledger", ["id"], strata::TableOptions::default())?;
     let mut tx = db.begin()?;
     for id in 0..ACCOUNTS {
         tx.insert("accounts", record! { "id" => id, "balance" => OPENING })?;

@@ -46,7 +46,8 @@ fn check(db: &Db, all: &Model, indexes: &[String], rng: &mut Rng) {
 
 /// A table `t (id, sub)` with a sync, an async and a covering index, of random fields.
 fn table(db: &Db, rng: &mut Rng) -> Vec<String> {
-    db.create_table("t", &["id", "sub"]).expect("table");
+    db.create_table("t", ["id", "sub"], strata::TableOptions::default())
+        .expect("table");
     let mut names = Vec::new();
     for (i, options) in [
         IndexOptions::local(),
@@ -58,7 +59,7 @@ fn table(db: &Db, rng: &mut Rng) -> Vec<String> {
     {
         let (fields, projection) = random_index(rng);
         let name = format!("ix{i}");
-        db.create_index_with("t", &name, &fields, projection, options)
+        db.create_index("t", &name, &fields, options.projection(projection))
             .expect("index");
         names.push(name);
     }
@@ -118,8 +119,9 @@ fn loaded_rows_answer_every_plan_as_inserted_ones_and_survive_a_reopen() {
 fn a_stored_key_in_the_range_fails_like_an_insert_and_keeps_what_committed() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_table("t", &["id"]).expect("table");
-    db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
+    db.create_index("t", "by_v", ["v"], Projection::KeysOnly)
         .expect("index");
     db.insert("t", record! { "id" => 2_500, "v" => "stored" })
         .expect("insert");
@@ -162,8 +164,9 @@ fn rows_on_shared_name_lists_load_as_rows_built_field_by_field() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
     for t in ["shared", "built"] {
-        db.create_table(t, &["id"]).expect("table");
-        db.create_index(t, "by_a", &["a"], Projection::KeysOnly)
+        db.create_table(t, ["id"], strata::TableOptions::default())
+            .expect("table");
+        db.create_index(t, "by_a", ["a"], Projection::KeysOnly)
             .expect("index");
     }
     // Twelve lists: every row has `id`, and a different set of the optional fields.
@@ -241,7 +244,8 @@ fn rows_on_shared_name_lists_load_as_rows_built_field_by_field() {
 fn rows_on_a_shared_list_are_stored_under_their_composite_key() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_table("t", &["g", "id"]).expect("table");
+    db.create_table("t", ["g", "id"], strata::TableOptions::default())
+        .expect("table");
     let names = FieldNames::new(["v", "id", "g"]).expect("names");
     let mut load = db.bulk_load("t").expect("load");
     for id in 0..1_000i64 {
@@ -292,7 +296,8 @@ fn field_name_lists_are_checked_once_when_made() {
 fn a_bulk_load_queues_its_analysis_when_it_ends() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_table("t", &["id"]).expect("table");
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
     let analysed = |db: &Db| {
         db.wait_for_analyses();
         db.table_stats("t").expect("stats").map(|s| s.row_count)
@@ -327,7 +332,8 @@ fn a_bulk_load_queues_its_analysis_when_it_ends() {
 fn a_key_twice_in_a_run_loads_nothing_of_it() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_table("t", &["id"]).expect("table");
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
     let mut load = db.bulk_load("t").expect("load");
     for id in [1, 2, 3, 2] {
         load.insert(record! { "id" => id }).expect("insert");
@@ -341,7 +347,8 @@ fn a_key_twice_in_a_run_loads_nothing_of_it() {
 fn a_bad_row_is_refused_at_insert_and_keeps_nothing_of_it() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_table("t", &["id"]).expect("table");
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
     let mut load = db.bulk_load("t").expect("load");
     load.insert(record! { "id" => 1 }).expect("insert");
     assert!(load.insert(record! { "other" => 1 }).is_err(), "no key");
@@ -359,13 +366,14 @@ fn a_bad_row_is_refused_at_insert_and_keeps_nothing_of_it() {
 fn an_index_created_during_a_load_gets_the_loaded_rows() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_table("t", &["id"]).expect("table");
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
     let mut load = db.bulk_load("t").expect("load");
     for id in 0..300 {
         load.insert(record! { "id" => id, "v" => id % 3 })
             .expect("insert");
     }
-    db.create_index("t", "by_v", &["v"], Projection::All)
+    db.create_index("t", "by_v", ["v"], Projection::All)
         .expect("index");
     for id in 300..400 {
         load.insert(record! { "id" => id, "v" => id % 3 })
@@ -383,23 +391,12 @@ fn an_index_created_during_a_load_gets_the_loaded_rows() {
 fn a_sharded_table_with_a_global_index_loads_consistently() {
     let dir = tempfile::tempdir().expect("dir");
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 3).expect("table");
-    db.create_index_with(
-        "t",
-        "by_v",
-        &["v"],
-        Projection::KeysOnly,
-        IndexOptions::global(),
-    )
-    .expect("index");
-    db.create_index_with(
-        "t",
-        "by_w",
-        &["w"],
-        Projection::KeysOnly,
-        IndexOptions::local(),
-    )
-    .expect("index");
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(3))
+        .expect("table");
+    db.create_index("t", "by_v", ["v"], IndexOptions::global())
+        .expect("index");
+    db.create_index("t", "by_w", ["w"], IndexOptions::local())
+        .expect("index");
     let mut model = BTreeMap::new();
     let mut load = db.bulk_load("t").expect("load");
     for id in 0..900 {

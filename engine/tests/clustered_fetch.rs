@@ -30,9 +30,9 @@ fn day(d: i64) -> String {
 /// together), a keys-only index on `day` and one on `kind` (spread over the table).
 fn events(db: &Db, create: impl Fn(&Db)) {
     create(db);
-    db.create_index("events", "by_day", &["day"], Projection::KeysOnly)
+    db.create_index("events", "by_day", ["day"], Projection::KeysOnly)
         .unwrap();
-    db.create_index("events", "by_kind", &["kind"], Projection::KeysOnly)
+    db.create_index("events", "by_kind", ["kind"], Projection::KeysOnly)
         .unwrap();
     let mut batch = TableBatch::new();
     for id in 0..DAYS * PER_DAY {
@@ -61,7 +61,7 @@ fn queries() -> Vec<Query> {
         by_day(
             Query::default()
                 .filter(Predicate::ge("day", day(10)))
-                .order_by(&["day"], true),
+                .order_by(["day"], true),
         ),
         by_day(
             Query::default()
@@ -95,7 +95,10 @@ fn check(db: &Db, label: &str) -> Vec<Vec<Record>> {
 fn a_clustered_index_fetches_by_walking_the_table_and_answers_as_a_scan_does() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    events(&db, |db| db.create_table("events", &["id"]).unwrap());
+    events(&db, |db| {
+        db.create_table("events", ["id"], strata::TableOptions::default())
+            .unwrap()
+    });
     let one_day = Query::default().filter(Predicate::eq("day", day(3)));
     let analysis = db.explain_analyze("events", &one_day).unwrap();
     assert_eq!(analysis.plan.chosen.index.as_deref(), Some("by_day"));
@@ -140,7 +143,10 @@ fn a_clustered_index_fetches_by_walking_the_table_and_answers_as_a_scan_does() {
 fn rows_spread_over_the_table_are_looked_up_and_a_spread_batch_turns_the_walk_off() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    events(&db, |db| db.create_table("events", &["id"]).unwrap());
+    events(&db, |db| {
+        db.create_table("events", ["id"], strata::TableOptions::default())
+            .unwrap()
+    });
     // `kind` does not follow the key: its fetches are lookups from the start.
     let kind = Query::default()
         .filter(Predicate::eq("kind", 4))
@@ -173,7 +179,8 @@ fn a_sharded_table_walks_each_shard_apart() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
     events(&db, |db| {
-        db.create_sharded_table("events", &["id"], 3).unwrap()
+        db.create_table("events", ["id"], strata::TableOptions::default().shards(3))
+            .unwrap()
     });
     let analysis = db
         .explain_analyze(

@@ -19,7 +19,8 @@ fn options() -> Options {
 fn order_by_key_desc_limit_10_reads_about_ten_rows_of_a_million() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), options()).unwrap();
-    db.create_table("t", &["k"]).unwrap();
+    db.create_table("t", ["k"], strata::TableOptions::default())
+        .unwrap();
     const ROWS: i64 = 1_000_000;
     for chunk in 0..10 {
         let mut batch = TableBatch::new();
@@ -30,7 +31,7 @@ fn order_by_key_desc_limit_10_reads_about_ten_rows_of_a_million() {
     }
     db.flush().unwrap();
     for descending in [true, false] {
-        let query = Query::default().order_by(&["k"], descending).limit(10);
+        let query = Query::default().order_by(["k"], descending).limit(10);
         let analysis = db.explain_analyze("t", &query).unwrap();
         assert!(
             analysis.plan.chosen.stops_early,
@@ -57,7 +58,7 @@ fn order_by_key_desc_limit_10_reads_about_ten_rows_of_a_million() {
     // A range of the key, backwards.
     let query = Query::default()
         .filter(Predicate::lt("k", 500_000))
-        .order_by(&["k"], true)
+        .order_by(["k"], true)
         .limit(3);
     let analysis = db.explain_analyze("t", &query).unwrap();
     assert!(analysis.actual.rows_read <= 100, "{analysis}");
@@ -92,19 +93,19 @@ fn descending_order_matches_the_model_on_every_path_and_shard_count() {
     for shards in [1u32, 3] {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), options()).unwrap();
-        db.create_sharded_table("t", &["k"], shards).unwrap();
+        db.create_table("t", ["k"], strata::TableOptions::default().shards(shards))
+            .unwrap();
         let projections = [
             ("keys", Projection::KeysOnly),
             ("incl", Projection::Include(vec!["s".into()])),
             ("all", Projection::All),
         ];
         for (name, projection) in &projections {
-            db.create_index_with(
+            db.create_index(
                 "t",
                 &format!("by_x_{name}"),
-                &["x", "y"],
-                projection.clone(),
-                IndexOptions::local(),
+                ["x", "y"],
+                IndexOptions::local().projection(projection.clone()),
             )
             .unwrap();
         }

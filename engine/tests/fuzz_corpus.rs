@@ -137,8 +137,9 @@ fn write_stats_sketch_seed_corpus() {
         ..StoreOptions::default()
     });
     let db = Db::open(dir.path(), options).expect("open");
-    db.create_table("t", &["id"]).expect("table");
-    db.create_index("t", "by_ab", &["a", "b"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("table");
+    db.create_index("t", "by_ab", ["a", "b"], Projection::KeysOnly)
         .expect("index");
     let out = corpus("stats_sketch");
     std::fs::create_dir_all(&out).expect("dir");

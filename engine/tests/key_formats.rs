@@ -31,7 +31,7 @@ fn fill(db: &Db, table: &str) {
         db.create_index(
             table,
             &format!("by_{ix}"),
-            &[ix],
+            [ix],
             strata::Projection::KeysOnly,
         )
         .expect("index");
@@ -68,7 +68,8 @@ fn tags(db: &Db, cf: &str) -> Vec<u8> {
 fn a_table_of_key_format_1_works_beside_one_of_key_format_2() {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = Db::open(dir.path(), Options::default()).expect("open");
-    db.create_table("old", &["id"]).expect("create");
+    db.create_table("old", ["id"], strata::TableOptions::default())
+        .expect("create");
     db.close().expect("close");
     // Rewrite the empty table's definition as a build before key format 2 wrote it.
     {
@@ -92,7 +93,8 @@ fn a_table_of_key_format_1_works_beside_one_of_key_format_2() {
         store.close().expect("close");
     }
     let db = Db::open(dir.path(), Options::default()).expect("reopen");
-    db.create_table("new", &["id"]).expect("create");
+    db.create_table("new", ["id"], strata::TableOptions::default())
+        .expect("create");
     fill(&db, "old");
     fill(&db, "new");
     assert_eq!(answers(&db, "old"), answers(&db, "new"));

@@ -40,8 +40,9 @@ fn row(id: i64) -> Record {
 }
 
 fn populate(db: &Db) {
-    db.create_table("t", &["id"]).unwrap();
-    db.create_index("t", "by_x", &["x"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("t", "by_x", ["x"], Projection::KeysOnly)
         .unwrap();
     for id in 0..220 {
         db.insert("t", row(id)).unwrap();

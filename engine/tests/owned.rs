@@ -20,8 +20,9 @@ fn owned_rows_and_transactions_are_send_and_static() {
 
 fn customers(dir: &std::path::Path) -> Arc<Db> {
     let db = Db::open(dir, Options::default()).unwrap();
-    db.create_table("customers", &["id"]).unwrap();
-    db.create_index("customers", "by_town", &["town"], Projection::KeysOnly)
+    db.create_table("customers", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("customers", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
     for id in 0..100i64 {
         let town = if id % 4 == 0 { "Ely" } else { "Wick" };

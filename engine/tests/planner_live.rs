@@ -49,13 +49,14 @@ fn load_people(db: &Db, ids: std::ops::Range<i64>) {
 }
 
 fn people(db: &Db) {
-    db.create_table("people", &["id"]).unwrap();
+    db.create_table("people", ["id"], strata::TableOptions::default())
+        .unwrap();
     for (name, field) in [
         ("by_gender", "gender"),
         ("by_status", "status"),
         ("by_town", "town"),
     ] {
-        db.create_index("people", name, &[field], Projection::KeysOnly)
+        db.create_index("people", name, [field], Projection::KeysOnly)
             .unwrap();
     }
 }
@@ -164,8 +165,9 @@ fn dives_plan_a_table_no_statistics_have_seen() {
 fn an_ascending_key_past_the_statistics_reads_its_true_maximum() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), memtable_only()).unwrap();
-    db.create_table("events", &["id"]).unwrap();
-    db.create_index("events", "by_ts", &["ts"], Projection::KeysOnly)
+    db.create_table("events", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("events", "by_ts", ["ts"], Projection::KeysOnly)
         .unwrap();
     let write = |ids: std::ops::Range<i64>| {
         let mut batch = TableBatch::new();
@@ -252,7 +254,7 @@ fn the_advisor_reports_indexes_that_do_not_pay_for_themselves() {
     for _ in 0..30 {
         run(Query::default()
             .filter(Predicate::eq("status", "closed"))
-            .select(&["id", "town"]));
+            .select(["id", "town"]));
     }
     for _ in 0..25 {
         run(Query::default().filter(Predicate::eq("gender", "F")));

@@ -112,7 +112,7 @@ fn queries() -> Vec<Query> {
         // Covering: by_town carries age.
         Query::default()
             .filter(Predicate::eq("town", Value::from("Ely")))
-            .select(&["id", "age"]),
+            .select(["id", "age"]),
         // Fetches through the keys-only index.
         Query::default()
             .filter(Predicate::eq("age", Value::Int(41)))
@@ -131,15 +131,16 @@ fn answers(db: &Db) -> Vec<Vec<Record>> {
 fn a_database_of_version_1_records_reads_queries_and_verifies_as_before() {
     let dir = TempDir::new().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.create_index(
         "t",
         "by_town",
-        &["town"],
+        ["town"],
         Projection::Include(vec!["age".into()]),
     )
     .unwrap();
-    db.create_index("t", "by_age", &["age"], Projection::KeysOnly)
+    db.create_index("t", "by_age", ["age"], Projection::KeysOnly)
         .unwrap();
     let towns = ["Ely", "Hull", "Bath"];
     for id in 0..60i64 {

@@ -18,7 +18,8 @@ fn rows(db: &Db, query: &Query) -> Vec<strata::Record> {
 fn each_set_of_fields_is_one_layout_and_rows_read_after_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     for id in 0..300i64 {
         let mut r = record! { "id" => id, "town" => format!("town{}", id % 7) };
         if id % 3 == 0 {
@@ -58,11 +59,13 @@ fn each_set_of_fields_is_one_layout_and_rows_read_after_reopen() {
 fn a_dropped_table_takes_its_layouts_and_a_new_one_starts_afresh() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.insert("t", record! { "id" => 1, "a" => 1 }).unwrap();
     db.insert("t", record! { "id" => 2, "b" => 1 }).unwrap();
     db.drop_table("t").unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     assert_eq!(db.row_layouts("t").unwrap().len(), 0);
     db.insert("t", record! { "id" => 3, "b" => 2 }).unwrap();
     db.close().unwrap();
@@ -97,7 +100,8 @@ fn a_damaged_layout_is_an_error_at_open_naming_it() {
     ] {
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
-        db.create_table("t", &["id"]).unwrap();
+        db.create_table("t", ["id"], strata::TableOptions::default())
+            .unwrap();
         db.insert("t", record! { "id" => 1 }).unwrap();
         let id = db.table("t").unwrap().id;
         let catalog = db.store().cf("sys/catalog").unwrap();

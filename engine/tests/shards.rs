@@ -74,7 +74,7 @@ fn check_queries(
             }
         }
         // Ordered with a limit: the shards' streams merge in index order.
-        let ordered = q.clone().order_by(&["u", "id", "sub"], false).limit(7);
+        let ordered = q.clone().order_by(["u", "id", "sub"], false).limit(7);
         let mut expect = brute_force(all, &ordered);
         expect.sort_by_key(|r| {
             [
@@ -96,8 +96,12 @@ fn strong_reads_equal_a_scan_and_eventual_reads_never_return_a_wrong_row() {
         let mut rng = Rng::raw(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
-        db.create_sharded_table("t", &["id", "sub"], shards)
-            .unwrap();
+        db.create_table(
+            "t",
+            ["id", "sub"],
+            strata::TableOptions::default().shards(shards),
+        )
+        .unwrap();
         let mut all = Model::new();
         load(&db, &mut all, &mut rng, 80);
         let kinds = [
@@ -110,7 +114,7 @@ fn strong_reads_equal_a_scan_and_eventual_reads_never_return_a_wrong_row() {
         for (i, kind) in kinds.into_iter().enumerate() {
             let (fields, projection) = random_index(&mut rng);
             let name = format!("ix{i}");
-            db.create_index_with("t", &name, &fields, projection, kind)
+            db.create_index("t", &name, &fields, kind.projection(projection))
                 .unwrap();
             names.push(name);
         }
@@ -164,17 +168,26 @@ fn after_a_crash_with_the_indexer_mid_way_the_indexes_catch_up_clean() {
         let mut rng = Rng::raw(seed.wrapping_mul(0x2545_F491_4F6C_DD1D));
         let fs = SimFs::new();
         let db = Db::open("/db", sim_options(&fs)).unwrap();
-        db.create_sharded_table("t", &["id", "sub"], 3).unwrap();
-        db.create_index("t", "by_u", &["u"], Projection::KeysOnly)
+        db.create_table(
+            "t",
+            ["id", "sub"],
+            strata::TableOptions::default().shards(3),
+        )
+        .unwrap();
+        db.create_index("t", "by_u", ["u"], Projection::KeysOnly)
             .unwrap();
-        db.create_index_with("t", "by_s", &["s"], Projection::All, IndexOptions::global())
-            .unwrap();
-        db.create_index_with(
+        db.create_index(
+            "t",
+            "by_s",
+            ["s"],
+            IndexOptions::global().projection(Projection::All),
+        )
+        .unwrap();
+        db.create_index(
             "t",
             "by_skew",
-            &["skew", "f"],
-            Projection::Include(vec!["n".into()]),
-            IndexOptions::local_async(),
+            ["skew", "f"],
+            IndexOptions::local_async().projection(Projection::Include(vec!["n".into()])),
         )
         .unwrap();
         let mut model: BTreeMap<(i64, i64), Option<Record>> = BTreeMap::new();
@@ -232,13 +245,7 @@ fn after_a_crash_with_the_indexer_mid_way_the_indexes_catch_up_clean() {
                 // resumes at open, and no entry outlives its row.
                 std::thread::scope(|s| {
                     let h = s.spawn(|| {
-                        db.create_index_with(
-                            "t",
-                            "by_u_global",
-                            &["u", "s"],
-                            Projection::KeysOnly,
-                            IndexOptions::global(),
-                        )
+                        db.create_index("t", "by_u_global", ["u", "s"], IndexOptions::global())
                     });
                     for _ in 0..4 {
                         reopen_caught_up(&fs.crashed_copy(), &label)
@@ -273,15 +280,10 @@ fn a_leftover_async_entry_never_yields_a_row_twice() {
     use strata::table::key::encode_key;
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
-    db.create_index_with(
-        "t",
-        "by_x",
-        &["x"],
-        Projection::KeysOnly,
-        IndexOptions::local_async(),
-    )
-    .unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("t", "by_x", ["x"], IndexOptions::local_async())
+        .unwrap();
     db.insert("t", record! { "id" => 1, "x" => 20 }).unwrap();
     db.wait_for_indexes().unwrap();
     // The entry the row had when x was 10, as if its removal had not been applied yet.
@@ -314,15 +316,10 @@ fn lag_is_observable_and_writers_wait_when_the_outbox_is_full() {
         ..Options::default()
     };
     let db = Db::open(dir.path(), options).unwrap();
-    db.create_sharded_table("t", &["id"], 2).unwrap();
-    db.create_index_with(
-        "t",
-        "by_x",
-        &["x"],
-        Projection::KeysOnly,
-        IndexOptions::global(),
-    )
-    .unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .unwrap();
+    db.create_index("t", "by_x", ["x"], IndexOptions::global())
+        .unwrap();
     db.pause_indexer();
     for id in 0..5 {
         db.insert("t", record! { "id" => id, "x" => id * 10 })
@@ -362,15 +359,10 @@ fn lag_is_observable_and_writers_wait_when_the_outbox_is_full() {
 fn entries_of_a_dropped_index_are_not_applied_to_its_namesake() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_sharded_table("t", &["id"], 3).unwrap();
-    db.create_index_with(
-        "t",
-        "ix",
-        &["x"],
-        Projection::KeysOnly,
-        IndexOptions::global(),
-    )
-    .unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(3))
+        .unwrap();
+    db.create_index("t", "ix", ["x"], IndexOptions::global())
+        .unwrap();
     db.pause_indexer();
     for id in 0..20 {
         db.insert("t", record! { "id" => id, "x" => id % 4, "y" => id % 5 })
@@ -378,14 +370,8 @@ fn entries_of_a_dropped_index_are_not_applied_to_its_namesake() {
     }
     // Same name, other field: the pending entries name the old index's id.
     db.drop_index("t", "ix").unwrap();
-    db.create_index_with(
-        "t",
-        "ix",
-        &["y"],
-        Projection::KeysOnly,
-        IndexOptions::global(),
-    )
-    .unwrap();
+    db.create_index("t", "ix", ["y"], IndexOptions::global())
+        .unwrap();
     db.resume_indexer();
     db.wait_for_indexes().unwrap();
     let report = db.verify("t").unwrap();
@@ -402,9 +388,15 @@ fn shards_live_in_their_own_directories_and_survive_reopen() {
         ..Options::default()
     };
     let db = Db::open(dir.path(), options()).unwrap();
-    db.create_sharded_table("t", &["id"], 3).unwrap();
-    db.create_index_with("t", "by_x", &["x"], Projection::All, IndexOptions::global())
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(3))
         .unwrap();
+    db.create_index(
+        "t",
+        "by_x",
+        ["x"],
+        IndexOptions::global().projection(Projection::All),
+    )
+    .unwrap();
     for id in 0..300 {
         db.insert("t", record! { "id" => id, "x" => id % 100 })
             .unwrap();
@@ -454,19 +446,14 @@ fn a_failed_sync_during_a_global_backfill_never_leaves_an_entry_without_its_row(
             })
         };
         let db = Db::open("/db", options()).unwrap();
-        db.create_sharded_table("t", &["id"], 2).unwrap();
+        db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+            .unwrap();
         for id in 0..200 {
             db.insert("t", record! { "id" => id, "x" => id % 13 })
                 .unwrap();
         }
         fs.fail_nth(OpKind::Sync, fs.op_count(OpKind::Sync) + nth);
-        let created = db.create_index_with(
-            "t",
-            "by_x",
-            &["x"],
-            Projection::KeysOnly,
-            IndexOptions::global(),
-        );
+        let created = db.create_index("t", "by_x", ["x"], IndexOptions::global());
         let survivor = fs.crashed_copy();
         drop(db);
         let db = Db::open(
@@ -494,8 +481,10 @@ fn a_failed_sync_during_a_global_backfill_never_leaves_an_entry_without_its_row(
 fn a_synced_write_makes_earlier_writes_to_every_shard_durable() {
     let fs = SimFs::new();
     let db = Db::open("/db", sim_options(&fs)).unwrap();
-    db.create_sharded_table("t", &["id"], 4).unwrap();
-    db.create_table("other", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(4))
+        .unwrap();
+    db.create_table("other", ["id"], strata::TableOptions::default())
+        .unwrap();
     // Unsynced rows in every shard, and in another table.
     for id in 0..32i64 {
         db.insert("t", record! { "id" => id }).unwrap();

@@ -75,15 +75,15 @@ fn soak_holds_memory_files_and_stalls_steady() {
         ..StoreOptions::default()
     });
     let db = Arc::new(Db::open(dir.path(), options).expect("open"));
-    db.create_sharded_table("t", &["id"], 2).expect("table");
-    db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .expect("table");
+    db.create_index("t", "by_g", ["g"], Projection::KeysOnly)
         .expect("sync index");
-    db.create_index_with(
+    db.create_index(
         "t",
         "by_name",
-        &["name"],
-        Projection::Include(vec!["g".into()]),
-        IndexOptions::global(),
+        ["name"],
+        IndexOptions::global().projection(Projection::Include(vec!["g".into()])),
     )
     .expect("async index");
 

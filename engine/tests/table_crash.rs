@@ -62,20 +62,20 @@ fn options() -> Options {
 /// Creates the table and its six indexes.
 fn create(dir: &Path) {
     let db = Db::open(dir, options()).expect("create");
-    db.create_sharded_table("t", &["id"], 3).expect("table");
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(3))
+        .expect("table");
     let include = |f: &str| Projection::Include(vec![f.to_owned()]);
-    let local = IndexOptions::local();
-    let global = IndexOptions::global();
+    let (local, global) = (IndexOptions::local, IndexOptions::global);
     let indexes = [
-        ("g_keys", "g", Projection::KeysOnly, local),
-        ("name_inc", "name", include("n"), local),
-        ("n_all", "n", Projection::All, local),
-        ("name_keys_global", "name", Projection::KeysOnly, global),
-        ("n_inc_global", "n", include("g"), global),
-        ("g_all_global", "g", Projection::All, global),
+        ("g_keys", "g", Projection::KeysOnly, local()),
+        ("name_inc", "name", include("n"), local()),
+        ("n_all", "n", Projection::All, local()),
+        ("name_keys_global", "name", Projection::KeysOnly, global()),
+        ("n_inc_global", "n", include("g"), global()),
+        ("g_all_global", "g", Projection::All, global()),
     ];
     for (name, field, projection, scope) in indexes {
-        db.create_index_with("t", name, &[field], projection, scope)
+        db.create_index("t", name, [field], scope.projection(projection))
             .expect("index");
     }
     db.close().expect("close");

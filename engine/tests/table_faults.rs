@@ -81,14 +81,13 @@ struct Acked {
 fn workload(fs: &SimFs, acked: &mut Acked) -> strata::Result<()> {
     let db = Db::open(DIR, options(fs))?;
     if db.table("t").is_err() {
-        db.create_sharded_table("t", &["id"], 2)?;
-        db.create_index("t", "by_g", &["g"], Projection::KeysOnly)?;
-        db.create_index_with(
+        db.create_table("t", ["id"], strata::TableOptions::default().shards(2))?;
+        db.create_index("t", "by_g", ["g"], Projection::KeysOnly)?;
+        db.create_index(
             "t",
             "by_name",
-            &["name"],
-            Projection::Include(vec!["g".into()]),
-            IndexOptions::global(),
+            ["name"],
+            IndexOptions::global().projection(Projection::Include(vec!["g".into()])),
         )?;
     }
     for i in 0..BATCHES {

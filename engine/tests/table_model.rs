@@ -25,7 +25,8 @@ fn every_plan_returns_what_a_brute_force_filter_returns() {
         let mut rng = Rng::raw(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let dir = tempfile::tempdir().unwrap();
         let db = Db::open(dir.path(), Options::default()).unwrap();
-        db.create_table("t", &["id", "sub"]).unwrap();
+        db.create_table("t", ["id", "sub"], strata::TableOptions::default())
+            .unwrap();
         let mut all = BTreeMap::new();
         // Some rows before the indexes (backfilled), some after (maintained), some changed.
         load(&db, &mut all, &mut rng, 80);
@@ -72,7 +73,7 @@ fn every_plan_returns_what_a_brute_force_filter_returns() {
                 );
             }
             // With an order and a limit: the first rows of the ordered brute force.
-            let mut ordered = q.clone().order_by(&["u", "id", "sub"], rng.below(2) == 0);
+            let mut ordered = q.clone().order_by(["u", "id", "sub"], rng.below(2) == 0);
             ordered.projection = None;
             let mut expect = brute_force(&all, &ordered);
             expect.sort_by(|a, b| {
@@ -112,8 +113,9 @@ fn after_a_crash_at_any_point_facts_and_indexes_agree() {
             })
         };
         let db = Db::open("/db", options(&fs)).unwrap();
-        db.create_table("t", &["id", "sub"]).unwrap();
-        db.create_index("t", "by_u", &["u"], Projection::KeysOnly)
+        db.create_table("t", ["id", "sub"], strata::TableOptions::default())
+            .unwrap();
+        db.create_index("t", "by_u", ["u"], Projection::KeysOnly)
             .unwrap();
         let mut model: BTreeMap<(i64, i64), Option<Record>> = BTreeMap::new();
         for step in 0..60 {
@@ -151,7 +153,7 @@ fn after_a_crash_at_any_point_facts_and_indexes_agree() {
                 // An index created mid-way: a crash during its backfill resumes it at open.
                 let fs2 = fs.clone();
                 std::thread::scope(|s| {
-                    let h = s.spawn(|| db.create_index("t", "by_s", &["s", "f"], Projection::All));
+                    let h = s.spawn(|| db.create_index("t", "by_s", ["s", "f"], Projection::All));
                     for _ in 0..5 {
                         check_consistent(&fs2.crashed_copy(), seed, step);
                     }

@@ -10,10 +10,11 @@ const ROWS: i64 = 200_000;
 fn low_selectivity_indexes_are_rejected_and_rare_values_use_theirs() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("people", &["id"]).unwrap();
-    db.create_index("people", "by_gender", &["gender"], Projection::KeysOnly)
+    db.create_table("people", ["id"], strata::TableOptions::default())
         .unwrap();
-    db.create_index("people", "by_status", &["status"], Projection::KeysOnly)
+    db.create_index("people", "by_gender", ["gender"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index("people", "by_status", ["status"], Projection::KeysOnly)
         .unwrap();
     let mut rare = 0u64;
     for chunk in 0..ROWS / 5_000 {
@@ -79,12 +80,13 @@ fn low_selectivity_indexes_are_rejected_and_rare_values_use_theirs() {
 fn is_null_and_is_not_null_read_their_index_when_selective() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
-    db.create_index("t", "by_phone", &["phone"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
         .unwrap();
-    db.create_index("t", "by_referrer", &["referrer"], Projection::KeysOnly)
+    db.create_index("t", "by_phone", ["phone"], Projection::KeysOnly)
         .unwrap();
-    db.create_index("t", "by_phone_k", &["phone", "k"], Projection::KeysOnly)
+    db.create_index("t", "by_referrer", ["referrer"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index("t", "by_phone_k", ["phone", "k"], Projection::KeysOnly)
         .unwrap();
     const N: i64 = 40_000;
     let mut batch = TableBatch::new();
@@ -160,8 +162,9 @@ fn is_null_and_is_not_null_read_their_index_when_selective() {
 fn a_primary_key_equality_is_planned_without_statistics() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["a", "b"]).unwrap();
-    db.create_index("t", "by_town", &["town"], Projection::KeysOnly)
+    db.create_table("t", ["a", "b"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("t", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
     let mut batch = TableBatch::new();
     for i in 0..2_000i64 {
@@ -236,10 +239,11 @@ fn a_primary_key_equality_is_planned_without_statistics() {
 fn a_range_of_rows_that_lie_together_in_key_order_is_fetched_through_its_index() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("events", &["id"]).unwrap();
-    db.create_index("events", "by_day", &["day"], Projection::KeysOnly)
+    db.create_table("events", ["id"], strata::TableOptions::default())
         .unwrap();
-    db.create_index("events", "by_bucket", &["bucket"], Projection::KeysOnly)
+    db.create_index("events", "by_day", ["day"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index("events", "by_bucket", ["bucket"], Projection::KeysOnly)
         .unwrap();
     for chunk in 0..ROWS / 5_000 {
         let mut batch = TableBatch::new();

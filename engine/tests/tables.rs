@@ -22,7 +22,8 @@ fn rows(db: &Db, table: &str, q: &Query) -> Vec<Record> {
 }
 
 fn customers(db: &Db) {
-    db.create_table("customers", &["id"]).unwrap();
+    db.create_table("customers", ["id"], strata::TableOptions::default())
+        .unwrap();
     for (id, first, last, town) in [
         (1, "Ada", "Lovelace", "Redmond"),
         (2, "Bob", "Smith", "Seattle"),
@@ -79,8 +80,13 @@ fn rows_are_written_read_replaced_and_deleted() {
 fn bad_writes_are_clear_errors_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("orders", &["customer", "number"]).unwrap();
-    db.create_index("orders", "by_item", &["item"], Projection::All)
+    db.create_table(
+        "orders",
+        ["customer", "number"],
+        strata::TableOptions::default(),
+    )
+    .unwrap();
+    db.create_index("orders", "by_item", ["item"], Projection::All)
         .unwrap();
     db.insert(
         "orders",
@@ -150,23 +156,23 @@ fn bad_writes_are_clear_errors_and_write_nothing() {
         Err(Error::NotFound(_))
     ));
     assert!(matches!(
-        db.create_table("orders", &["id"]),
+        db.create_table("orders", ["id"], strata::TableOptions::default()),
         Err(Error::Conflict(_))
     ));
     assert!(matches!(
-        db.create_index("orders", "by_item", &["x"], Projection::KeysOnly),
+        db.create_index("orders", "by_item", ["x"], Projection::KeysOnly),
         Err(Error::Conflict(_))
     ));
     assert!(matches!(
-        db.create_table("bad name", &["id"]),
+        db.create_table("bad name", ["id"], strata::TableOptions::default()),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        db.create_table("t", &[]),
+        db.create_table("t", [], strata::TableOptions::default()),
         Err(Error::InvalidArgument(_))
     ));
     assert!(matches!(
-        db.create_table("t", &["a", "a"]),
+        db.create_table("t", ["a", "a"], strata::TableOptions::default()),
         Err(Error::InvalidArgument(_))
     ));
     let hinted = Query::default().hint(Hint::Index("nope".into()));
@@ -180,8 +186,9 @@ fn bad_writes_are_clear_errors_and_write_nothing() {
 fn a_batch_applies_its_mutations_in_order_atomically() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
-    db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("t", "by_v", ["v"], Projection::KeysOnly)
         .unwrap();
     let mut batch = TableBatch::new();
     batch
@@ -217,14 +224,15 @@ fn the_catalog_and_statistics_survive_reopen() {
         db.create_index(
             "customers",
             "by_town_last",
-            &["town", "last"],
+            ["town", "last"],
             Projection::Include(vec!["first".into()]),
         )
         .unwrap();
-        db.create_index("customers", "gone", &["first"], Projection::All)
+        db.create_index("customers", "gone", ["first"], Projection::All)
             .unwrap();
         db.drop_index("customers", "gone").unwrap();
-        db.create_table("dropped", &["id"]).unwrap();
+        db.create_table("dropped", ["id"], strata::TableOptions::default())
+            .unwrap();
         db.drop_table("dropped").unwrap();
         db.analyze("customers").unwrap();
         db.close().unwrap();
@@ -244,12 +252,13 @@ fn the_catalog_and_statistics_survive_reopen() {
             .any(|f| f.contains("gone") || f.contains("dropped"))
     );
     // A dropped table's name can be used again, empty.
-    db.create_table("dropped", &["id"]).unwrap();
+    db.create_table("dropped", ["id"], strata::TableOptions::default())
+        .unwrap();
     assert!(rows(&db, "dropped", &Query::default()).is_empty());
     let q = Query::default()
         .filter(Predicate::eq("town", "Redmond"))
         .filter(Predicate::eq("last", "Smith"))
-        .select(&["first"]);
+        .select(["first"]);
     assert_eq!(
         rows(&db, "customers", &q),
         vec![record! { "first" => "Di" }]
@@ -270,7 +279,7 @@ fn a_family_left_by_a_crash_before_its_definition_is_dropped_at_open() {
     }
     let db = open(dir.path());
     assert!(db.store().cf(&index_cf("customers", "half")).is_err());
-    db.create_index("customers", "half", &["town"], Projection::KeysOnly)
+    db.create_index("customers", "half", ["town"], Projection::KeysOnly)
         .unwrap();
     assert!(db.verify("customers").unwrap().is_clean());
 }
@@ -280,16 +289,16 @@ fn every_projection_answers_through_its_path() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     customers(&db);
-    db.create_index("customers", "keys", &["town"], Projection::KeysOnly)
+    db.create_index("customers", "keys", ["town"], Projection::KeysOnly)
         .unwrap();
     db.create_index(
         "customers",
         "incl",
-        &["town"],
+        ["town"],
         Projection::Include(vec!["first".into()]),
     )
     .unwrap();
-    db.create_index("customers", "all", &["town"], Projection::All)
+    db.create_index("customers", "all", ["town"], Projection::All)
         .unwrap();
     let base = Query::default().filter(Predicate::eq("town", "Redmond"));
     let expect: Vec<Record> = rows(&db, "customers", &base.clone().hint(Hint::Scan));
@@ -299,7 +308,7 @@ fn every_projection_answers_through_its_path() {
         assert_eq!(rows(&db, "customers", &q), expect, "{ix}");
         let plan = db.explain("customers", &q).unwrap();
         assert_eq!(plan.chosen.index.as_deref(), Some(ix));
-        let firsts = q.clone().select(&["id", "first"]);
+        let firsts = q.clone().select(["id", "first"]);
         let plan = db.explain("customers", &firsts).unwrap();
         let covering = matches!(
             plan.chosen.access,
@@ -313,9 +322,9 @@ fn every_projection_answers_through_its_path() {
     // ORDER BY and LIMIT.
     let q = Query::default()
         .filter(Predicate::eq("town", "Redmond"))
-        .order_by(&["last"], true)
+        .order_by(["last"], true)
         .limit(2)
-        .select(&["last"]);
+        .select(["last"]);
     assert_eq!(
         rows(&db, "customers", &q),
         vec![
@@ -344,15 +353,16 @@ fn covering_reads_of_changing_layouts_and_null_keys_answer_as_a_scan_does() {
     // makes it learn the new layout — the general way: every row must be the scan's.
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.create_index(
         "t",
         "by_g_h_v",
-        &["g", "h", "v"],
+        ["g", "h", "v"],
         Projection::Include(vec!["w".into(), "x".into()]),
     )
     .unwrap();
-    db.create_index("t", "keys_g", &["g"], Projection::KeysOnly)
+    db.create_index("t", "keys_g", ["g"], Projection::KeysOnly)
         .unwrap();
     for id in 0..600i64 {
         // Within each `h` of a `g`, the entries whose `v` is NULL sort first: after the
@@ -415,7 +425,7 @@ fn covering_reads_of_changing_layouts_and_null_keys_answer_as_a_scan_does() {
     db.flush().unwrap();
     let q = Query::default()
         .filter(Predicate::eq("g", 1))
-        .select(&["id", "v", "w", "x"]);
+        .select(["id", "v", "w", "x"]);
     let expect = by_id(rows(&db, "t", &q.clone().hint(Hint::Scan)));
     let covered = q.hint(Hint::Index("by_g_h_v".into()));
     assert_eq!(by_id(rows(&db, "t", &covered)), expect);
@@ -425,7 +435,8 @@ fn covering_reads_of_changing_layouts_and_null_keys_answer_as_a_scan_does() {
 fn a_backfill_under_concurrent_writes_ends_consistent() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     let mut batch = TableBatch::new();
     for id in 0..20_000i64 {
         batch.insert(record! { "id" => id, "v" => id % 97, "w" => format!("w{}", id % 13) });
@@ -459,7 +470,7 @@ fn a_backfill_under_concurrent_writes_ends_consistent() {
                 })
             })
             .collect();
-        db.create_index("t", "by_v", &["v"], Projection::Include(vec!["w".into()]))
+        db.create_index("t", "by_v", ["v"], Projection::Include(vec!["w".into()]))
             .unwrap();
         stop.store(true, Ordering::Relaxed);
         writers.into_iter().map(|h| h.join().unwrap()).sum::<u64>()
@@ -481,7 +492,8 @@ fn a_backfilled_index_ends_as_one_sorted_run() {
     // Small memtables: the backfill's entries are flushed many times.
     options.store.write_buffer_bytes = 64 << 10;
     let db = Db::open(dir.path(), options).unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     for chunk in 0..20i64 {
         let mut batch = TableBatch::new();
         for id in chunk * 1_000..(chunk + 1) * 1_000 {
@@ -489,7 +501,7 @@ fn a_backfilled_index_ends_as_one_sorted_run() {
         }
         db.write("t", batch, WriteOptions::default()).unwrap();
     }
-    db.create_index("t", "by_town", &["town"], Projection::KeysOnly)
+    db.create_index("t", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
     let store = db.store();
     let cf = store.cf(&index_cf("t", "by_town")).unwrap();
@@ -517,7 +529,7 @@ fn verify_finds_missing_dangling_and_stale_entries_and_repair_fixes_them() {
     db.create_index(
         "customers",
         "by_town",
-        &["town"],
+        ["town"],
         Projection::Include(vec!["first".into()]),
     )
     .unwrap();
@@ -563,7 +575,7 @@ fn corrupt_rows_and_entries_are_errors_not_panics() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
     customers(&db);
-    db.create_index("customers", "by_town", &["town"], Projection::KeysOnly)
+    db.create_index("customers", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
     let fact = db.store().cf("t/customers").unwrap();
     let ix = db.store().cf(&index_cf("customers", "by_town")).unwrap();
@@ -604,7 +616,8 @@ fn analyze_runs_by_itself_after_enough_changes() {
     };
 
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     insert(&db, 0..49);
     assert_eq!(settle(&db), None, "49 changes: under 0 × 10% + 50");
     db.close().unwrap();
@@ -639,7 +652,8 @@ fn analyze_runs_by_itself_after_enough_changes() {
 fn close_abandons_an_auto_analysis_rather_than_waiting_for_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     let mut batch = TableBatch::new();
     for id in 0..200_000i64 {
         batch.insert(record! { "id" => id, "town" => format!("town{}", id % 3) });

@@ -37,8 +37,14 @@ fn int(r: &Record, field: &str) -> i64 {
 
 /// Accounts in four shards, a ledger of one; every account opened with `OPENING`.
 fn bank(db: &Db) {
-    db.create_sharded_table("accounts", &["id"], 4).unwrap();
-    db.create_table("ledger", &["id"]).unwrap();
+    db.create_table(
+        "accounts",
+        ["id"],
+        strata::TableOptions::default().shards(4),
+    )
+    .unwrap();
+    db.create_table("ledger", ["id"], strata::TableOptions::default())
+        .unwrap();
     let mut batch = TableBatch::new();
     for id in 0..ACCOUNTS {
         batch.upsert(record! { "id" => id, "balance" => OPENING });
@@ -159,7 +165,8 @@ fn the_bank_total_never_changes_at_any_snapshot() {
 fn a_snapshot_never_sees_part_of_a_batch_across_shards() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 4).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(4))
+        .unwrap();
     let stop = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let writer = scope.spawn(|| {
@@ -193,7 +200,8 @@ fn a_snapshot_never_sees_part_of_a_batch_across_shards() {
 fn a_snapshot_keeps_its_view_through_updates_flushes_and_compactions() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 2).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .unwrap();
     for id in 0..50i64 {
         db.upsert("t", record! { "id" => id, "v" => "old" })
             .unwrap();
@@ -223,7 +231,12 @@ fn write_skew_is_refused() {
     // Two doctors on call; each transaction lets one go if the other is still on call.
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("doctors", &["name"], 2).unwrap();
+    db.create_table(
+        "doctors",
+        ["name"],
+        strata::TableOptions::default().shards(2),
+    )
+    .unwrap();
     for name in ["alice", "bob"] {
         db.insert("doctors", record! { "name" => name, "on_call" => true })
             .unwrap();
@@ -257,7 +270,8 @@ fn write_skew_is_refused() {
 fn a_lost_update_is_refused_and_the_retry_sees_the_other_commit() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("counters", &["id"]).unwrap();
+    db.create_table("counters", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.insert("counters", record! { "id" => 1, "n" => 0 })
         .unwrap();
     let bump = |tx: &mut strata::Transaction<'_>| {
@@ -284,7 +298,8 @@ fn a_lost_update_is_refused_and_the_retry_sees_the_other_commit() {
 fn a_plain_write_after_the_snapshot_conflicts_with_a_transaction_that_read_it() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.insert("t", record! { "id" => 1, "n" => 0 }).unwrap();
     let mut tx = db.begin().unwrap();
     let row = tx.get("t", &[Value::Int(1)]).unwrap().unwrap();
@@ -312,8 +327,9 @@ fn a_plain_write_after_the_snapshot_conflicts_with_a_transaction_that_read_it() 
 fn a_transaction_reads_its_own_writes_through_keys_queries_and_indexes() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("people", &["id"], 3).unwrap();
-    db.create_index("people", "by_town", &["town"], Projection::KeysOnly)
+    db.create_table("people", ["id"], strata::TableOptions::default().shards(3))
+        .unwrap();
+    db.create_index("people", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
     for (id, town) in [(1, "Oslo"), (2, "Rome"), (3, "Oslo")] {
         db.insert("people", record! { "id" => id, "town" => town })
@@ -348,9 +364,9 @@ fn a_transaction_reads_its_own_writes_through_keys_queries_and_indexes() {
     let q = Query::default()
         .filter(Predicate::eq("town", "Oslo"))
         .hint(Hint::Index("by_town".into()))
-        .order_by(&["id"], true)
+        .order_by(["id"], true)
         .limit(2)
-        .select(&["id"]);
+        .select(["id"]);
     let got = rows(tx.query("people", &q).unwrap());
     assert_eq!(got, vec![record! { "id" => 4 }, record! { "id" => 3 }]);
     // Nothing is visible outside before the commit.
@@ -364,8 +380,9 @@ fn a_transaction_reads_its_own_writes_through_keys_queries_and_indexes() {
 fn a_phantom_insert_into_a_scanned_index_range_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("orders", &["id"], 2).unwrap();
-    db.create_index("orders", "by_day", &["day"], Projection::KeysOnly)
+    db.create_table("orders", ["id"], strata::TableOptions::default().shards(2))
+        .unwrap();
+    db.create_index("orders", "by_day", ["day"], Projection::KeysOnly)
         .unwrap();
     for id in 0..200i64 {
         db.insert(
@@ -422,7 +439,8 @@ fn a_phantom_insert_into_a_scanned_index_range_is_refused() {
 fn a_phantom_in_a_scanned_key_range_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     for id in 0..10i64 {
         db.insert("t", record! { "id" => id }).unwrap();
     }
@@ -445,7 +463,8 @@ fn a_phantom_in_a_scanned_key_range_is_refused() {
 fn rollback_and_drop_write_nothing_and_inserts_of_existing_keys_fail_for_good() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.insert("t", record! { "id" => 1 }).unwrap();
     let mut tx = db.begin().unwrap();
     tx.insert("t", record! { "id" => 2 }).unwrap();
@@ -489,7 +508,8 @@ fn rollback_and_drop_write_nothing_and_inserts_of_existing_keys_fail_for_good() 
 fn a_read_only_transaction_never_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.insert("t", record! { "id" => 1, "n" => 1 }).unwrap();
     let mut tx = db.begin().unwrap();
     tx.get("t", &[Value::Int(1)]).unwrap();
@@ -506,7 +526,8 @@ fn a_read_only_transaction_never_conflicts() {
 fn a_transaction_that_writes_nothing_after_a_stale_read_still_conflicts() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 2).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .unwrap();
     let mut tx = db.begin().unwrap();
     assert_eq!(tx.get("t", &[Value::Int(5)]).unwrap(), None);
     tx.delete("t", &[Value::Int(5)]).unwrap();
@@ -520,12 +541,14 @@ fn a_transaction_that_writes_nothing_after_a_stale_read_still_conflicts() {
 fn a_transaction_that_read_a_table_since_dropped_and_recreated_does_not_write_the_new_one() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     db.insert("t", record! { "id" => 1, "n" => 10 }).unwrap();
     let mut tx = db.begin().unwrap();
     let read = tx.get("t", &[Value::Int(1)]).unwrap().unwrap();
     db.drop_table("t").unwrap();
-    db.create_table("t", &["id"]).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
     // Based on a row of the old table: no serial order puts this write in the new one.
     tx.upsert("t", record! { "id" => 2, "n" => int(&read, "n") + 1 })
         .unwrap();

@@ -24,15 +24,10 @@ fn is_unique_violation(e: &Error) -> bool {
 }
 
 fn users(db: &Db, options: IndexOptions) {
-    db.create_sharded_table("users", &["id"], 3).unwrap();
-    db.create_index_with(
-        "users",
-        "by_email",
-        &["email"],
-        Projection::KeysOnly,
-        options,
-    )
-    .unwrap();
+    db.create_table("users", ["id"], strata::TableOptions::default().shards(3))
+        .unwrap();
+    db.create_index("users", "by_email", ["email"], options)
+        .unwrap();
 }
 
 #[test]
@@ -140,19 +135,14 @@ fn transactions_inserting_one_unique_value_let_the_first_win_for_good() {
 fn creating_a_unique_index_over_duplicates_fails_and_names_one() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 2).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .unwrap();
     for id in 0..40i64 {
         db.insert("t", record! { "id" => id, "code" => id % 39 })
             .unwrap();
     }
     let e = db
-        .create_index_with(
-            "t",
-            "by_code",
-            &["code"],
-            Projection::KeysOnly,
-            IndexOptions::local().unique(),
-        )
+        .create_index("t", "by_code", ["code"], IndexOptions::local().unique())
         .unwrap_err();
     assert!(
         matches!(&e, Error::UniqueViolation { value, key, .. }
@@ -169,14 +159,8 @@ fn creating_a_unique_index_over_duplicates_fails_and_names_one() {
         "the index is gone"
     );
     db.delete("t", &[Value::Int(39)]).unwrap();
-    db.create_index_with(
-        "t",
-        "by_code",
-        &["code"],
-        Projection::KeysOnly,
-        IndexOptions::local().unique(),
-    )
-    .unwrap();
+    db.create_index("t", "by_code", ["code"], IndexOptions::local().unique())
+        .unwrap();
     assert!(is_unique_violation(
         &db.insert("t", record! { "id" => 99, "code" => 3 })
             .unwrap_err()
@@ -195,14 +179,13 @@ fn creating_a_unique_index_over_duplicates_fails_and_names_one() {
 fn an_async_unique_index_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 2).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .unwrap();
     for options in [
         IndexOptions::global().unique(),
         IndexOptions::local_async().unique(),
     ] {
-        let e = db
-            .create_index_with("t", "u", &["v"], Projection::KeysOnly, options)
-            .unwrap_err();
+        let e = db.create_index("t", "u", ["v"], options).unwrap_err();
         assert!(e.to_string().contains("cannot refuse a duplicate"), "{e}");
     }
 }
@@ -211,13 +194,13 @@ fn an_async_unique_index_is_refused() {
 fn a_sync_global_index_is_never_behind_its_rows() {
     let dir = tempfile::tempdir().unwrap();
     let db = open(dir.path());
-    db.create_sharded_table("t", &["id"], 4).unwrap();
-    db.create_index_with(
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(4))
+        .unwrap();
+    db.create_index(
         "t",
         "by_town",
-        &["town"],
-        Projection::All,
-        IndexOptions::global().sync(),
+        ["town"],
+        IndexOptions::global().sync().projection(Projection::All),
     )
     .unwrap();
     db.pause_indexer();

@@ -91,21 +91,20 @@ fn id_of(r: &Record) -> i64 {
 fn open(fs: &SimFs, shards: u32, create: bool) -> Db {
     let db = Db::open(DIR, options(fs)).expect("the database opens");
     if create {
-        db.create_sharded_table("t", &["id"], shards)
+        db.create_table("t", ["id"], strata::TableOptions::default().shards(shards))
             .expect("create table");
-        db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
+        db.create_index("t", "by_g", ["g"], Projection::KeysOnly)
             .expect("sync index");
         let scope = if shards > 1 {
             IndexOptions::global()
         } else {
             IndexOptions::local_async()
         };
-        db.create_index_with(
+        db.create_index(
             "t",
             "by_n",
-            &["n"],
-            Projection::Include(vec!["g".into()]),
-            scope,
+            ["n"],
+            scope.projection(Projection::Include(vec!["g".into()])),
         )
         .expect("async index");
     }

@@ -51,8 +51,8 @@ pub use plan::{
     explain,
 };
 pub use query::{
-    Consistency, Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query, Scope,
-    TableInfo,
+    Consistency, FieldList, Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query,
+    Scope, TableInfo,
 };
 pub use selectivity::Estimator;
 pub use stats::{

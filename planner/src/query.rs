@@ -236,8 +236,8 @@ impl Query {
     }
 
     /// Returns only these fields.
-    pub fn select(mut self, fields: &[&str]) -> Self {
-        self.projection = Some(fields.iter().map(|f| f.to_string()).collect());
+    pub fn select(mut self, fields: impl FieldList) -> Self {
+        self.projection = Some(fields.into_fields());
         self
     }
 
@@ -248,9 +248,9 @@ impl Query {
     }
 
     /// Orders the result by `fields`, ascending or descending.
-    pub fn order_by(mut self, fields: &[&str], descending: bool) -> Self {
+    pub fn order_by(mut self, fields: impl FieldList, descending: bool) -> Self {
         self.order = Some(Order {
-            fields: fields.iter().map(|f| f.to_string()).collect(),
+            fields: fields.into_fields(),
             descending,
         });
         self
@@ -350,5 +350,60 @@ impl TableInfo {
             shards: 1,
             indexes,
         }
+    }
+}
+
+/// A list of field names, as every call that takes one accepts it: `&["a", "b"]`, `["a"]`,
+/// a slice or vector of `&str` or of `String` (owned or borrowed).
+pub trait FieldList {
+    /// The names, owned.
+    fn into_fields(self) -> Vec<String>;
+}
+
+impl FieldList for &[&str] {
+    fn into_fields(self) -> Vec<String> {
+        self.iter().map(|f| (*f).to_owned()).collect()
+    }
+}
+
+impl<const N: usize> FieldList for [&str; N] {
+    fn into_fields(self) -> Vec<String> {
+        self.iter().map(|f| (*f).to_owned()).collect()
+    }
+}
+
+impl<const N: usize> FieldList for &[&str; N] {
+    fn into_fields(self) -> Vec<String> {
+        self.iter().map(|f| (*f).to_owned()).collect()
+    }
+}
+
+impl FieldList for Vec<&str> {
+    fn into_fields(self) -> Vec<String> {
+        self.into_iter().map(str::to_owned).collect()
+    }
+}
+
+impl FieldList for &Vec<&str> {
+    fn into_fields(self) -> Vec<String> {
+        self.as_slice().into_fields()
+    }
+}
+
+impl FieldList for Vec<String> {
+    fn into_fields(self) -> Vec<String> {
+        self
+    }
+}
+
+impl FieldList for &[String] {
+    fn into_fields(self) -> Vec<String> {
+        self.to_vec()
+    }
+}
+
+impl FieldList for &Vec<String> {
+    fn into_fields(self) -> Vec<String> {
+        self.clone()
     }
 }

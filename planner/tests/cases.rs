@@ -327,7 +327,7 @@ fn a_descending_order_the_key_provides_stops_early_and_costs_the_backward_read()
             limit,
             ..Query::default()
         }
-        .order_by(&["id"], descending);
+        .order_by(["id"], descending);
         plan(&query, &table, &stats).chosen
     };
     let (asc, desc) = (ordered(false, Some(10)), ordered(true, Some(10)));
@@ -339,7 +339,7 @@ fn a_descending_order_the_key_provides_stops_early_and_costs_the_backward_read()
     let ratio = (desc.cost - seeks) / (asc.cost - seeks);
     assert!((ratio - 1.4).abs() < 1e-9, "{ratio}: {asc:?} {desc:?}");
     // An order the key does not give is sorted, whichever the direction.
-    let by_gender = Query::default().order_by(&["gender"], true);
+    let by_gender = Query::default().order_by(["gender"], true);
     assert!(!plan(&by_gender, &table, &stats).chosen.stops_early);
 }
 

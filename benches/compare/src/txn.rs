@@ -46,7 +46,8 @@ impl StrataTx {
             ..strata::Options::default()
         };
         let db = strata::Db::open(dir, options).expect("strata opens");
-        db.create_table("kv", &["k"]).expect("table");
+        db.create_table("kv", ["k"], strata::TableOptions::default())
+            .expect("table");
         StrataTx { db }
     }
 

@@ -220,7 +220,8 @@ mod tests {
     fn a_writer_that_read_the_definition_before_the_index_is_waited_for() {
         let dir = tempfile::tempdir().expect("dir");
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        db.create_table("t", &["id"]).expect("table");
+        db.create_table("t", ["id"], crate::TableOptions::default())
+            .expect("table");
         for id in 0..100 {
             db.insert("t", row(id, id % 7)).expect("insert");
         }
@@ -234,7 +235,7 @@ mod tests {
             .lock(planned.iter().map(|p| p.key.as_slice()));
         std::thread::scope(|s| {
             let creating = s.spawn(|| {
-                db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+                db.create_index("t", "by_v", ["v"], Projection::KeysOnly)
                     .expect("create index")
             });
             let started = Instant::now();

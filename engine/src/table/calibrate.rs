@@ -138,7 +138,7 @@ fn scatter(i: i64, rows: i64) -> i64 {
 }
 
 fn load(db: &Db, table: &str, pad: usize, rows: i64) -> Result<()> {
-    db.create_table(table, &["id"])?;
+    db.create_table(table, ["id"], crate::TableOptions::default())?;
     let padding = "x".repeat(pad);
     let mut batch = TableBatch::new();
     for id in 0..rows {
@@ -166,7 +166,7 @@ fn count(db: &Db, table: &str, q: &Query) -> Result<u64> {
 
 fn measure(db: &Db, n: i64) -> Result<CostModel> {
     load(db, "narrow", 16, n)?;
-    db.create_index("narrow", "by_k", &["k"], Projection::KeysOnly)?;
+    db.create_index("narrow", "by_k", ["k"], Projection::KeysOnly)?;
     load(db, "wide", 416, n)?;
     let fetches = (n as usize / FETCH_FRACTION).max(1);
     for t in ["narrow", "wide"] {
@@ -201,7 +201,7 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
     let covering = Query::default()
         .filter(Predicate::ge("k", 0))
         .filter(Predicate::lt("id", 0))
-        .select(&["k", "id"])
+        .select(["k", "id"])
         .hint(Hint::Index("by_k".into()));
     // The planner's entry width: the fields' widths (about 9 bytes each) and 8.
     let entry_bytes = 26.0;
@@ -213,7 +213,7 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
         .map(|i| {
             Query::default()
                 .filter(Predicate::eq("k", scatter(i * 13 + 1, n)))
-                .select(&["k", "id"])
+                .select(["k", "id"])
                 .hint(Hint::Index("by_k".into()))
         })
         .collect();
@@ -242,7 +242,7 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
     keys.sort_unstable();
     let sorted_fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
 
-    let ordered = scan.clone().order_by(&["k"], false);
+    let ordered = scan.clone().order_by(["k"], false);
     let sorted = time(|| count(db, "narrow", &ordered).map(drop))? / rows;
     let sort_row = (sorted - narrow) / rows.log2();
 

@@ -67,9 +67,36 @@ pub enum Maintenance {
     Async,
 }
 
-/// Where an index lives and how it is maintained, for [`crate::Db::create_index_with`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How a table is created, for [`crate::Db::create_table`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TableOptions {
+    /// Shards, 1 to 256 (default 1): each row lives in the shard its primary key hashes to,
+    /// and each shard is its own store, with its own log, in the database directory's
+    /// `shard-<n>` (or where `Options::shard_dirs` says).
+    pub shards: u32,
+}
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions { shards: 1 }
+    }
+}
+
+impl TableOptions {
+    /// With `shards` shards.
+    pub fn shards(mut self, shards: u32) -> Self {
+        self.shards = shards;
+        self
+    }
+}
+
+/// What an index's entries carry and where and how it is maintained, for
+/// [`crate::Db::create_index`]. A [`Projection`] converts into the default options with it.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IndexOptions {
+    /// What each entry carries besides the key (default [`Projection::KeysOnly`]).
+    pub projection: Projection,
     /// Local (beside each shard's rows) or global (partitioned by the index's leading field).
     pub scope: Scope,
     /// Sync or async.
@@ -92,6 +119,7 @@ impl IndexOptions {
             scope: Scope::Local,
             maintenance: Maintenance::Sync,
             unique: false,
+            projection: Projection::KeysOnly,
         }
     }
 
@@ -101,6 +129,7 @@ impl IndexOptions {
             scope: Scope::Local,
             maintenance: Maintenance::Async,
             unique: false,
+            projection: Projection::KeysOnly,
         }
     }
 
@@ -112,6 +141,7 @@ impl IndexOptions {
             scope: Scope::Global,
             maintenance: Maintenance::Async,
             unique: false,
+            projection: Projection::KeysOnly,
         }
     }
 
@@ -126,6 +156,25 @@ impl IndexOptions {
     pub fn unique(mut self) -> Self {
         self.unique = true;
         self
+    }
+
+    /// Entries carrying `projection`.
+    pub fn projection(mut self, projection: Projection) -> Self {
+        self.projection = projection;
+        self
+    }
+
+    /// Entries carrying `fields` besides the key: a covering index for them
+    /// ([`Projection::Include`]).
+    pub fn include(self, fields: impl strata_planner::FieldList) -> Self {
+        self.projection(Projection::Include(fields.into_fields()))
+    }
+}
+
+impl From<Projection> for IndexOptions {
+    /// A local, sync index whose entries carry `projection`.
+    fn from(projection: Projection) -> Self {
+        IndexOptions::local().projection(projection)
     }
 }
 

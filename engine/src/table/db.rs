@@ -49,7 +49,7 @@ use crate::table::write::Stripes;
 ///
 /// let dir = tempfile::tempdir()?;
 /// let db = Db::open(dir.path(), Options::default())?;
-/// db.create_table("customers", &["id"])?;
+/// db.create_table("customers", &["id"], strata::TableOptions::default())?;
 /// db.create_index("customers", "by_town", &["town"], Projection::KeysOnly)?;
 /// db.insert("customers", record! { "id" => 1, "name" => "Ada", "town" => "Redmond" })?;
 /// db.insert("customers", record! { "id" => 2, "name" => "Bob", "town" => "Seattle" })?;
@@ -150,19 +150,41 @@ pub(crate) struct TableShard {
 }
 
 impl Table {
-    /// This table with `def` (and `shards`, when given) in place of its own.
-    pub(super) fn with(&self, def: TableDef, shards: Option<Vec<TableShard>>) -> Table {
+    /// Table `def` on `shards`, with its statistics (if analysed) and the layouts its rows
+    /// are stored by; nothing counted or cached yet.
+    pub(super) fn new(
+        def: TableDef,
+        shards: Vec<TableShard>,
+        stats: Option<TableStats>,
+        layouts: Arc<Layouts>,
+    ) -> Table {
         Table {
             def,
-            shards: shards.unwrap_or_else(|| self.shards.clone()),
-            stats: self.stats.clone(),
-            changed: Arc::clone(&self.changed),
-            live: Arc::clone(&self.live),
-            usage: Arc::clone(&self.usage),
+            shards,
+            stats,
+            changed: Arc::default(),
+            live: Arc::default(),
+            usage: Arc::default(),
             planning: OnceLock::new(),
             row_layout: OnceLock::new(),
             fast_rows: Arc::default(),
-            layouts: Arc::clone(&self.layouts),
+            layouts,
+        }
+    }
+
+    /// This table with `def` (and `shards`, when given) in place of its own: what it counted
+    /// and learnt is kept, what it planned and cached is not.
+    pub(super) fn with(&self, def: TableDef, shards: Option<Vec<TableShard>>) -> Table {
+        Table {
+            changed: Arc::clone(&self.changed),
+            live: Arc::clone(&self.live),
+            usage: Arc::clone(&self.usage),
+            ..Table::new(
+                def,
+                shards.unwrap_or_else(|| self.shards.clone()),
+                self.stats.clone(),
+                Arc::clone(&self.layouts),
+            )
         }
     }
 
@@ -263,7 +285,10 @@ fn wanted_families<'d>(
 }
 
 impl Db {
-    /// Opens (or, with `options.create_if_missing`, creates) the database in `dir`.
+    /// Opens (or, with `options.create_if_missing`, creates) the database in `dir`: decides
+    /// where recovery cuts every store's replay, opens the main store and reads the catalog,
+    /// opens every shard store and table, starts the indexer and the analyzer, and resumes
+    /// the index backfills a crash interrupted.
     pub fn open(dir: impl AsRef<Path>, mut options: Options) -> Result<Db> {
         let dir = dir.as_ref().to_path_buf();
         let sketches = Arc::new(SketchFactory::default());
@@ -282,79 +307,9 @@ impl Db {
         options.store.drop_seqnos = Arc::new(recovery.state.cut.clone());
         options.store.flush_barrier = Some(Arc::clone(&barrier) as _);
         let main = Arc::new(open_shard_store(&dir, &options, 0)?);
-        let store = &main.store;
-        let catalog = family_or_create(store, CATALOG_CF)?;
-        let mut defs = BTreeMap::new();
-        let mut stats = BTreeMap::new();
-        let mut reanalyze = Vec::new();
-        let mut cost_model = CostModel::default();
-        let mut layouts: BTreeMap<u64, BTreeMap<u32, Vec<u8>>> = BTreeMap::new();
-        for kv in store.iter(&catalog, ReadOptions::default())? {
-            let (k, v) = kv?;
-            let key = std::str::from_utf8(&k)
-                .map_err(|_| catalog_corrupt(&k, CatalogCorruption::KeyNotUtf8))?;
-            if let Some(name) = key.strip_prefix(CATALOG_TABLE_PREFIX) {
-                let def = TableDef::decode(&v).map_err(|e| catalog_corrupt(&k, e))?;
-                if def.name != name {
-                    let defined = def.name;
-                    return Err(catalog_corrupt(
-                        &k,
-                        CatalogCorruption::NameMismatch { defined },
-                    ));
-                }
-                defs.insert(def.name.clone(), def);
-            } else if let Some(name) = key.strip_prefix(CATALOG_STATS_PREFIX) {
-                match TableStats::decode(&v) {
-                    Ok(s) => {
-                        stats.insert(name.to_owned(), s);
-                    }
-                    // An earlier build stored a NaN or an infinity as null: the statistics
-                    // are unknown, not corrupt. The table plans without them until the
-                    // analysis queued below replaces them.
-                    Err(StatsError::LostFloat) => {
-                        tracing::warn!(
-                            table = name,
-                            "statistics with a lost float; analysing again"
-                        );
-                        reanalyze.push(name.to_owned());
-                    }
-                    Err(e) => return Err(catalog_corrupt(&k, CatalogCorruption::Statistics(e))),
-                }
-            } else if let Some(rest) = key.strip_prefix(CATALOG_LAYOUT_PREFIX) {
-                let (table, number) = parse_layout_key(rest).ok_or_else(|| {
-                    catalog_corrupt(&k, CatalogCorruption::Layout(RecordError::UnknownLayout(0)))
-                })?;
-                layouts.entry(table).or_default().insert(number, v.to_vec());
-            } else if key == CATALOG_COST_MODEL {
-                cost_model = serde_json::from_slice::<CostModel>(&v)
-                    .ok()
-                    .filter(CostModel::is_valid)
-                    .ok_or_else(|| catalog_corrupt(&k, CatalogCorruption::CostModel))?;
-            } else if key != CATALOG_NEXT_ID {
-                return Err(catalog_corrupt(&k, CatalogCorruption::UnknownKey));
-            }
-        }
-
-        // Each table's layouts, numbered 0, 1, 2, … (those of a table no longer defined were
-        // added by a write racing its drop: nothing reads them). Known before any store
-        // opens: a flush during its recovery sketches rows stored by them.
-        let mut table_layouts: BTreeMap<u64, Arc<Layouts>> = BTreeMap::new();
-        for def in defs.values() {
-            let sections = layouts.remove(&def.id).unwrap_or_default();
-            // The first number missing below the highest, if any.
-            let gap = (0u32..).zip(sections.keys()).find(|(n, k)| n != *k);
-            let of_table = match gap {
-                None => Layouts::from_sections(sections.into_values()),
-                Some((missing, _)) => Err(RecordError::UnknownLayout(u64::from(missing))),
-            }
-            .map_err(|e| {
-                catalog_corrupt(
-                    layout_key(def.id, 0).as_bytes(),
-                    CatalogCorruption::Layout(e),
-                )
-            })?;
-            table_layouts.insert(def.id, Arc::new(of_table));
-        }
+        let catalog = family_or_create(&main.store, CATALOG_CF)?;
+        let mut read = read_catalog(&main.store, &catalog)?;
+        let layouts = table_layouts(&read.defs, std::mem::take(&mut read.layouts))?;
         let shared = Shared {
             dir,
             options,
@@ -365,7 +320,7 @@ impl Db {
             ddl: Mutex::new(()),
             gate: RwLock::new(()),
             stripes: Stripes::new(),
-            cost_model: RwLock::new(cost_model),
+            cost_model: RwLock::new(read.cost_model),
             tracker: Tracker::new(),
             analyze_queue: Mutex::new(None),
             analyze_queued: Mutex::new(BTreeSet::new()),
@@ -376,54 +331,33 @@ impl Db {
             resolver: Resolver::default(),
             txn_state: Mutex::new(recovery.state.clone()),
         };
-        for def in defs.values() {
-            shared.sketches.learn(def, &table_layouts[&def.id]);
+        for def in read.defs.values() {
+            shared.sketches.learn(def, &layouts[&def.id]);
         }
-        shared.adopt(&main, defs.values())?;
-        let most = defs.values().map(|d| d.shards as usize).max().unwrap_or(1);
-        shared.open_shard_stores(most, defs.values())?;
-
-        let family = |store: &Store, name: &str| {
-            store
-                .cf(name)
-                .map_err(|_| catalog_corrupt(&[], CatalogCorruption::MissingFamily(name.into())))
-        };
-        let stores = shared.stores();
-        let mut tables = BTreeMap::new();
-        for (name, def) in defs {
-            let table_layouts = Arc::clone(&table_layouts[&def.id]);
-            let mut shards = Vec::with_capacity(def.shards as usize);
-            for shard_store in &stores[..def.shards as usize] {
-                let store = &shard_store.store;
-                shards.push(TableShard {
-                    store: Arc::clone(shard_store),
-                    fact: family(store, &def.fact_cf())?,
-                    indexes: def
-                        .indexes
-                        .iter()
-                        .map(|ix| family(store, &index_cf(&def.name, &ix.name)).map(index_family))
-                        .collect::<Result<Vec<_>>>()?,
-                });
-            }
-            let table = Table {
-                stats: stats.remove(&name),
-                def,
-                shards,
-                changed: Arc::default(),
-                live: Arc::default(),
-                usage: Arc::default(),
-                planning: OnceLock::new(),
-                row_layout: OnceLock::new(),
-                fast_rows: Arc::default(),
-                layouts: table_layouts,
-            };
-            tables.insert(name, Arc::new(table));
-        }
+        shared.adopt(&main, read.defs.values())?;
+        let most = read
+            .defs
+            .values()
+            .map(|d| d.shards as usize)
+            .max()
+            .unwrap_or(1);
+        shared.open_shard_stores(most, read.defs.values())?;
+        let tables = shared.open_tables(read.defs, read.stats, &layouts)?;
         *shared.tables.write().unwrap_or_else(|p| p.into_inner()) = tables;
 
         let shared = Arc::new(shared);
         barrier.attach(&shared);
         recovery.opened(&shared)?;
+        let db = Db::start(shared)?;
+        for table in read.reanalyze {
+            db.shared.queue_analyze(&table);
+        }
+        db.resume_backfills()?;
+        Ok(db)
+    }
+
+    /// The database over `shared`, its indexer and analyzer threads started.
+    fn start(shared: Arc<Shared>) -> Result<Db> {
         let indexer = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -440,16 +374,16 @@ impl Db {
                 .spawn(move || shared.run_analyzer(&queued))
                 .map_err(spawn_error)?
         };
-        let db = Db {
+        Ok(Db {
             shared,
             indexer: Some(indexer),
             analyzer: Some(analyzer),
-        };
-        for table in reanalyze {
-            db.shared.queue_analyze(&table);
-        }
-        // Finish what a crash interrupted.
-        let unfinished: Vec<(String, String)> = db
+        })
+    }
+
+    /// Finishes the index backfills a crash interrupted (indexes not yet `Ready`).
+    fn resume_backfills(&self) -> Result<()> {
+        let unfinished: Vec<(String, String)> = self
             .shared
             .read_tables()
             .values()
@@ -462,13 +396,13 @@ impl Db {
             })
             .collect();
         if !unfinished.is_empty() {
-            let _ddl = lock(&db.shared.ddl);
+            let _ddl = lock(&self.shared.ddl);
             for (table, index) in unfinished {
                 tracing::info!(%table, %index, "resuming an interrupted index backfill");
-                db.backfill(&table, &index)?;
+                self.backfill(&table, &index)?;
             }
         }
-        Ok(db)
+        Ok(())
     }
 
     /// Shard store 0, the database directory's own store: it holds the catalog and shard 0 of
@@ -605,6 +539,143 @@ impl Db {
 impl Drop for Db {
     fn drop(&mut self) {
         self.stop_indexer();
+    }
+}
+
+/// What the catalog holds, read at open.
+struct CatalogContents {
+    defs: BTreeMap<String, TableDef>,
+    stats: BTreeMap<String, TableStats>,
+    /// Tables whose statistics an earlier build stored with a lost float: analysed again.
+    reanalyze: Vec<String>,
+    cost_model: CostModel,
+    /// Each table's row layouts' names sections, by table id and layout number.
+    layouts: BTreeMap<u64, BTreeMap<u32, Vec<u8>>>,
+}
+
+/// Reads every entry of the catalog family `catalog` of the main store; a key it does not
+/// know, or an entry that does not decode, is corruption.
+fn read_catalog(store: &Store, catalog: &ColumnFamily) -> Result<CatalogContents> {
+    let mut read = CatalogContents {
+        defs: BTreeMap::new(),
+        stats: BTreeMap::new(),
+        reanalyze: Vec::new(),
+        cost_model: CostModel::default(),
+        layouts: BTreeMap::new(),
+    };
+    for kv in store.iter(catalog, ReadOptions::default())? {
+        let (k, v) = kv?;
+        let key = std::str::from_utf8(&k)
+            .map_err(|_| catalog_corrupt(&k, CatalogCorruption::KeyNotUtf8))?;
+        if let Some(name) = key.strip_prefix(CATALOG_TABLE_PREFIX) {
+            let def = TableDef::decode(&v).map_err(|e| catalog_corrupt(&k, e))?;
+            if def.name != name {
+                let defined = def.name;
+                return Err(catalog_corrupt(
+                    &k,
+                    CatalogCorruption::NameMismatch { defined },
+                ));
+            }
+            read.defs.insert(def.name.clone(), def);
+        } else if let Some(name) = key.strip_prefix(CATALOG_STATS_PREFIX) {
+            match TableStats::decode(&v) {
+                Ok(s) => {
+                    read.stats.insert(name.to_owned(), s);
+                }
+                // An earlier build stored a NaN or an infinity as null: the statistics are
+                // unknown, not corrupt. The table plans without them until the analysis
+                // queued at open replaces them.
+                Err(StatsError::LostFloat) => {
+                    tracing::warn!(
+                        table = name,
+                        "statistics with a lost float; analysing again"
+                    );
+                    read.reanalyze.push(name.to_owned());
+                }
+                Err(e) => return Err(catalog_corrupt(&k, CatalogCorruption::Statistics(e))),
+            }
+        } else if let Some(rest) = key.strip_prefix(CATALOG_LAYOUT_PREFIX) {
+            let (table, number) = parse_layout_key(rest).ok_or_else(|| {
+                catalog_corrupt(&k, CatalogCorruption::Layout(RecordError::UnknownLayout(0)))
+            })?;
+            read.layouts
+                .entry(table)
+                .or_default()
+                .insert(number, v.to_vec());
+        } else if key == CATALOG_COST_MODEL {
+            read.cost_model = serde_json::from_slice::<CostModel>(&v)
+                .ok()
+                .filter(CostModel::is_valid)
+                .ok_or_else(|| catalog_corrupt(&k, CatalogCorruption::CostModel))?;
+        } else if key != CATALOG_NEXT_ID {
+            return Err(catalog_corrupt(&k, CatalogCorruption::UnknownKey));
+        }
+    }
+    Ok(read)
+}
+
+/// Each defined table's layouts, numbered 0, 1, 2, … (those of a table no longer defined
+/// were added by a write racing its drop: nothing reads them). Known before any store opens:
+/// a flush during its recovery sketches rows stored by them.
+fn table_layouts(
+    defs: &BTreeMap<String, TableDef>,
+    mut layouts: BTreeMap<u64, BTreeMap<u32, Vec<u8>>>,
+) -> Result<BTreeMap<u64, Arc<Layouts>>> {
+    let mut table_layouts = BTreeMap::new();
+    for def in defs.values() {
+        let sections = layouts.remove(&def.id).unwrap_or_default();
+        // The first number missing below the highest, if any.
+        let gap = (0u32..).zip(sections.keys()).find(|(n, k)| n != *k);
+        let of_table = match gap {
+            None => Layouts::from_sections(sections.into_values()),
+            Some((missing, _)) => Err(RecordError::UnknownLayout(u64::from(missing))),
+        }
+        .map_err(|e| {
+            catalog_corrupt(
+                layout_key(def.id, 0).as_bytes(),
+                CatalogCorruption::Layout(e),
+            )
+        })?;
+        table_layouts.insert(def.id, Arc::new(of_table));
+    }
+    Ok(table_layouts)
+}
+
+impl Shared {
+    /// Every table of `defs` on its open shard stores' families, with its statistics and
+    /// layouts. A family the catalog names that a store lacks is corruption.
+    fn open_tables(
+        &self,
+        defs: BTreeMap<String, TableDef>,
+        mut stats: BTreeMap<String, TableStats>,
+        layouts: &BTreeMap<u64, Arc<Layouts>>,
+    ) -> Result<BTreeMap<String, Arc<Table>>> {
+        let family = |store: &Store, name: &str| {
+            store
+                .cf(name)
+                .map_err(|_| catalog_corrupt(&[], CatalogCorruption::MissingFamily(name.into())))
+        };
+        let stores = self.stores();
+        let mut tables = BTreeMap::new();
+        for (name, def) in defs {
+            let mut shards = Vec::with_capacity(def.shards as usize);
+            for shard_store in &stores[..def.shards as usize] {
+                let store = &shard_store.store;
+                shards.push(TableShard {
+                    store: Arc::clone(shard_store),
+                    fact: family(store, &def.fact_cf())?,
+                    indexes: def
+                        .indexes
+                        .iter()
+                        .map(|ix| family(store, &index_cf(&def.name, &ix.name)).map(index_family))
+                        .collect::<Result<Vec<_>>>()?,
+                });
+            }
+            let of_table = Arc::clone(&layouts[&def.id]);
+            let table = Table::new(def, shards, stats.remove(&name), of_table);
+            tables.insert(name, Arc::new(table));
+        }
+        Ok(tables)
     }
 }
 

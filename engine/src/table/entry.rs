@@ -519,26 +519,30 @@ fn plan<'p>(
     &plans[at]
 }
 
-/// The record a covering entry of `index` (read from family `cf`) gives a query, if it passes
-/// `predicates`: its carried fields, its index fields and its primary key, only those the
-/// `reader` keeps. The predicates are tested on the values before anything is built.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the read's parts are borrowed from disjoint fields of the stream"
-)]
+/// What reading a covering index entry borrows from its stream: the table and the index, the
+/// index family's name (for errors), the read's fixed layouts, the row reader and the
+/// predicates to test. Its parts are disjoint fields of the stream.
+pub(crate) struct CoveringRead<'a> {
+    pub(crate) def: &'a TableDef,
+    pub(crate) index: &'a IndexDef,
+    pub(crate) cf: &'a str,
+    pub(crate) fixed: &'a mut KeyFields,
+    pub(crate) reader: &'a mut RowReader,
+    pub(crate) predicates: &'a [Predicate],
+}
+
+/// The record a covering entry `(key, value)` gives a query through `read`, if it passes the
+/// predicates: its carried fields, its index fields and its primary key, only those the
+/// reader keeps. The predicates are tested on the values before anything is built.
 #[inline]
 pub(crate) fn covering_row(
-    def: &TableDef,
-    index: &IndexDef,
-    cf: &str,
+    read: &mut CoveringRead<'_>,
     (key, value): (&[u8], &[u8]),
     skip: (usize, usize),
-    fixed: &mut KeyFields,
-    reader: &mut RowReader,
-    predicates: &[Predicate],
 ) -> Result<Option<Record>> {
+    let fixed = &mut *read.fixed;
     if let Some(fast) = &fixed.fast
-        && predicates.is_empty()
+        && read.predicates.is_empty()
     {
         if let Some(row) = fast_row(fast, (key, value), skip) {
             fixed.fast_misses = 0;
@@ -549,65 +553,40 @@ pub(crate) fn covering_row(
             fixed.fast = None;
         }
     }
-    covering_general(
-        def,
-        index,
-        cf,
-        (key, value),
-        skip,
-        fixed,
-        reader,
-        predicates,
-    )
+    covering_general(read, (key, value), skip)
 }
 
 /// [`covering_row`] the general way, out of line: the fast rows' caller keeps a small frame.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "the read's parts are borrowed from disjoint fields of the stream"
-)]
 #[inline(never)]
 fn covering_general(
-    def: &TableDef,
-    index: &IndexDef,
-    cf: &str,
-    (key, value): (&[u8], &[u8]),
+    read: &mut CoveringRead<'_>,
+    entry: (&[u8], &[u8]),
     skip: (usize, usize),
-    fixed: &mut KeyFields,
-    reader: &mut RowReader,
-    predicates: &[Predicate],
 ) -> Result<Option<Record>> {
-    let mut values = std::mem::take(&mut fixed.values);
-    let row = covering_values(
-        def,
-        index,
-        cf,
-        (key, value),
-        skip,
-        fixed,
-        reader,
-        predicates,
-        &mut values,
-    );
-    fixed.values = values;
+    let mut values = std::mem::take(&mut read.fixed.values);
+    let row = covering_values(read, entry, skip, &mut values);
+    read.fixed.values = values;
     row
 }
 
 /// [`covering_row`], the entry's key values read into `values`. (Folding the two into one
 /// function that destructures `KeyFields` measured 3–5 % slower on a covering read of ~1,000
 /// rows, 2026-11-24: the lent vector keeps the loop's borrows simple for the optimiser.)
-#[allow(clippy::too_many_arguments)]
 fn covering_values(
-    def: &TableDef,
-    index: &IndexDef,
-    cf: &str,
+    read: &mut CoveringRead<'_>,
     (key, value): (&[u8], &[u8]),
     skip: (usize, usize),
-    fixed: &mut KeyFields,
-    reader: &mut RowReader,
-    predicates: &[Predicate],
     values: &mut Vec<Value>,
 ) -> Result<Option<Record>> {
+    let CoveringRead {
+        def,
+        index,
+        cf,
+        fixed,
+        reader,
+        predicates,
+    } = read;
+    let (def, index, cf, predicates) = (*def, *index, *cf, *predicates);
     let parts = entry_parts(def, index, cf, (key, value), skip, fixed.need, Some(values))?;
     // Stored records hold no NULL fields: NULL is how a missing field reads.
     let mut key_mask = 0u64;

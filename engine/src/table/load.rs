@@ -133,7 +133,7 @@ impl BulkLoad<'_> {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// # let db = strata::Db::open(dir.path(), strata::Options::default())?;
-    /// db.create_table("t", &["id"])?;
+    /// db.create_table("t", &["id"], strata::TableOptions::default())?;
     /// let mut load = db.bulk_load("t")?;
     /// for id in 0..10_000 {
     ///     if load.insert(strata::record! { "id" => id, "v" => id % 7 })? {

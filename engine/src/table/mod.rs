@@ -65,7 +65,7 @@ pub use advice::{
 };
 pub use analyze::MAX_ANALYZED_FIELDS;
 pub use calibrate::CALIBRATION_ROWS;
-pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef};
+pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef, TableOptions};
 pub use db::Db;
 pub use field_names::FieldNames;
 pub use indexer::IndexLag;

@@ -3,14 +3,15 @@
 //! families' creation or removal so that a crash never leaves a definition naming a family
 //! that is not there.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
-use strata_planner::{IndexState, Projection};
+use strata_planner::{FieldList, IndexState, Projection};
 
 use crate::error::{Error, Result};
 use crate::lsm::ColumnFamily;
 use crate::table::catalog::{
-    IndexDef, IndexOptions, TableDef, fact_cf, index_cf, validate_field, validate_name,
+    IndexDef, IndexOptions, TableDef, TableOptions, fact_cf, index_cf, validate_field,
+    validate_name,
 };
 use crate::table::db::{Db, ShardStore, Table, TableShard, index_family, layout_key, lock};
 use crate::table::format::{
@@ -18,20 +19,25 @@ use crate::table::format::{
 };
 
 impl Db {
-    /// Creates table `name` whose rows are identified by `primary_key` (one or more fields).
-    pub fn create_table(&self, name: &str, primary_key: &[&str]) -> Result<()> {
-        self.create_sharded_table(name, primary_key, 1)
-    }
-
-    /// Creates table `name` with `shards` shards (1 to 256): each row lives in the shard its
-    /// primary key hashes to, and each shard is its own store, with its own log, in the
-    /// database directory's `shard-<n>` (or where `Options::shard_dirs` says).
-    pub fn create_sharded_table(
+    /// Creates table `name` whose rows are identified by `primary_key` (one or more fields),
+    /// with `options` (its shards).
+    ///
+    /// ```
+    /// # use strata::{Db, Options, TableOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open(dir.path(), Options::default())?;
+    /// db.create_table("customers", ["id"], TableOptions::default())?;
+    /// db.create_table("orders", ["customer", "number"], TableOptions::default().shards(4))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn create_table(
         &self,
         name: &str,
-        primary_key: &[&str],
-        shards: u32,
+        primary_key: impl FieldList,
+        options: TableOptions,
     ) -> Result<()> {
+        let primary_key = primary_key.into_fields();
+        let shards = options.shards;
         let _ddl = lock(&self.shared.ddl);
         validate_name("table", name)?;
         if self.shared.read_tables().contains_key(name) {
@@ -42,7 +48,7 @@ impl Db {
             format: 1,
             id,
             name: name.to_owned(),
-            primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
+            primary_key,
             shards,
             indexes: Vec::new(),
             keys: crate::table::key::KeyFormat::NEWEST.number(),
@@ -72,18 +78,8 @@ impl Db {
             ],
             &[],
         )?;
-        self.shared.publish(Table {
-            def,
-            shards: table_shards,
-            stats: None,
-            changed: Arc::default(),
-            live: Arc::default(),
-            usage: Arc::default(),
-            planning: OnceLock::new(),
-            row_layout: OnceLock::new(),
-            fast_rows: Arc::default(),
-            layouts: Arc::default(),
-        });
+        self.shared
+            .publish(Table::new(def, table_shards, None, Arc::default()));
         Ok(())
     }
 
@@ -123,27 +119,32 @@ impl Db {
     /// it backfills: new writes maintain the index from the start (`WriteOnly`), existing
     /// rows are added (`Backfilling`), and only then is it planned (`Ready`). Returns when it
     /// is ready.
+    ///
+    /// `options` chooses the projection, the scope (a global index is partitioned across the
+    /// table's shards by the hash of its leading field, and on more than one shard must be
+    /// async), the maintenance and uniqueness; a [`Projection`] alone means a local, sync
+    /// index with it.
+    ///
+    /// ```
+    /// # use strata::{Db, IndexOptions, Options, Projection, TableOptions};
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = Db::open(dir.path(), Options::default())?;
+    /// # db.create_table("customers", ["id"], TableOptions::default())?;
+    /// db.create_index("customers", "by_town", ["town"], Projection::KeysOnly)?;
+    /// db.create_index("customers", "by_email", ["email"], IndexOptions::local().unique())?;
+    /// db.create_index("customers", "by_age", ["age"], IndexOptions::local().include(["name"]))?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create_index(
         &self,
         table: &str,
         name: &str,
-        fields: &[&str],
-        projection: Projection,
+        fields: impl FieldList,
+        options: impl Into<IndexOptions>,
     ) -> Result<()> {
-        self.create_index_with(table, name, fields, projection, IndexOptions::local())
-    }
-
-    /// [`Db::create_index`] with a choice of scope and maintenance: a global index is
-    /// partitioned across the table's shards by the hash of its leading field, and on more
-    /// than one shard must be async.
-    pub fn create_index_with(
-        &self,
-        table: &str,
-        name: &str,
-        fields: &[&str],
-        projection: Projection,
-        options: IndexOptions,
-    ) -> Result<()> {
+        let fields = fields.into_fields();
+        let options = options.into();
+        let projection = options.projection.clone();
         let _ddl = lock(&self.shared.ddl);
         let current = self.shared.handle(table)?;
         validate_name("index", name)?;
@@ -167,7 +168,7 @@ impl Db {
         def.indexes.push(IndexDef {
             id,
             name: name.to_owned(),
-            fields: fields.iter().map(|f| f.to_string()).collect(),
+            fields,
             projection,
             state: IndexState::WriteOnly,
             scope: options.scope,
@@ -252,6 +253,39 @@ impl Db {
     }
 }
 
+/// The names the table layer had before options became arguments, kept for one release.
+impl Db {
+    /// Creates a table with `shards` shards.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `create_table(name, key, TableOptions::default().shards(n))`"
+    )]
+    pub fn create_sharded_table(
+        &self,
+        name: &str,
+        primary_key: &[&str],
+        shards: u32,
+    ) -> Result<()> {
+        self.create_table(name, primary_key, TableOptions::default().shards(shards))
+    }
+
+    /// Creates an index with `projection` and `options`.
+    #[deprecated(
+        since = "0.2.0",
+        note = "use `create_index(table, name, fields, options.projection(projection))`"
+    )]
+    pub fn create_index_with(
+        &self,
+        table: &str,
+        name: &str,
+        fields: &[&str],
+        projection: Projection,
+        options: IndexOptions,
+    ) -> Result<()> {
+        self.create_index(table, name, fields, options.projection(projection))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::{Duration, Instant};
@@ -282,11 +316,12 @@ mod tests {
     fn a_writer_that_read_the_definition_before_an_index_drop_is_waited_for() {
         let dir = tempfile::tempdir().expect("dir");
         let db = Db::open(dir.path(), Options::default()).expect("open");
-        db.create_sharded_table("t", &["id"], 2).expect("table");
+        db.create_table("t", ["id"], crate::TableOptions::default().shards(2))
+            .expect("table");
         for id in 0..20 {
             db.insert("t", row(id, 0, 0)).expect("insert");
         }
-        db.create_index("t", "by_v", &["v"], Projection::KeysOnly)
+        db.create_index("t", "by_v", ["v"], Projection::KeysOnly)
             .expect("index");
         let stale = db.shared.handle("t").expect("table");
         let shard_of = |id: i64| {

@@ -367,8 +367,9 @@ mod tests {
             ..Options::default()
         };
         let db = Db::open(dir.path(), options()).expect("open");
-        db.create_table("t", &["id"]).expect("table");
-        db.create_index("t", "by_k", &["k"], Projection::KeysOnly)
+        db.create_table("t", ["id"], crate::TableOptions::default())
+            .expect("table");
+        db.create_index("t", "by_k", ["k"], Projection::KeysOnly)
             .expect("index");
         let mut batch = TableBatch::new();
         for id in 0..2_000i64 {

@@ -22,7 +22,7 @@ use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
 use crate::table::db::{ShardStore, Table};
 use crate::table::entry::{
-    KeyFields, covering_row, entry_target, index_entry, key_corrupt, record_corrupt,
+    CoveringRead, KeyFields, covering_row, entry_target, index_entry, key_corrupt, record_corrupt,
 };
 use crate::table::key::{decode_prefix, shared_prefix};
 use crate::table::query::ExecStats;
@@ -652,199 +652,208 @@ impl Stream {
         Ok(expected[..] == key[..])
     }
 
-    /// The next record that passes the re-check.
+    /// The next record that passes the re-check: rows fetched and waiting first, then by the
+    /// stream's source and mode.
     #[inline(always)]
     fn pull(&mut self) -> Result<Option<Record>> {
         if let Some(r) = self.next_fetched()? {
             return Ok(Some(r));
         }
         if let Source::Keys(_) = &self.source {
-            loop {
-                let Source::Keys(keys) = &mut self.source else {
-                    return Ok(None);
-                };
-                let next = if self.reverse {
-                    keys.pop_back()
-                } else {
-                    keys.pop_front()
-                };
-                let Some(key) = next else {
-                    return Ok(None);
-                };
-                self.stats.rows_read += 1;
-                if let Some(r) = self.fetch_match(self.shard, &key, None)? {
-                    return Ok(Some(r));
-                }
-            }
+            return self.pull_keys();
         }
         match self.mode {
-            Mode::Fact => loop {
-                // Each row is tested where the cursor holds it, neither key nor value copied,
-                // and the cursor is held until a row passes or its range ends (taking it
-                // from the source and giving it back was ~55 of a rejected row's ~1,040
-                // instructions).
-                let Some(mut cursor) = self.take_cursor()? else {
-                    return Ok(None);
-                };
-                while cursor.valid() {
-                    self.stats.rows_read += 1;
-                    let (key, bytes) = (cursor.key(), cursor.value_ref());
-                    // Most rows of a scan fail the re-check: that path builds nothing.
-                    let found = match self.passes_row(self.shard, key, bytes) {
-                        Ok(true) => self.build_row(self.shard, key, bytes).map(Some),
-                        Ok(false) => Ok(None),
-                        Err(e) => Err(e),
-                    };
-                    if !matches!(found, Ok(None)) {
-                        self.step(cursor);
-                        return found;
-                    }
-                    if self.reverse {
-                        cursor.prev();
-                    } else {
-                        cursor.next();
-                    }
-                }
-                self.give_back(cursor);
-            },
+            Mode::Fact => self.pull_fact(),
             Mode::Index {
-                ix,
-                covering,
-                fetch,
-                ..
-            } => loop {
-                if covering {
-                    // Each entry is read where the range's cursor holds it, in place in the
-                    // source (taking the cursor out and giving it back was 146 of a covering
-                    // row's 2,187 instructions).
-                    if let Source::Ranges {
-                        cursor: Some(c), ..
-                    } = &mut self.source
-                        && c.valid()
-                    {
-                        self.stats.rows_read += 1;
-                        let start = self.timed.then(Instant::now);
-                        let table = &*self.table;
-                        let record = covering_row(
-                            &table.def,
-                            &table.def.indexes[ix],
-                            table.shards[self.shard].indexes[ix].name(),
-                            (c.key(), c.value_ref()),
-                            self.range_prefix,
-                            &mut self.covering,
-                            &mut self.reader,
-                            &self.predicates,
-                        );
-                        if self.reverse {
-                            c.prev();
-                        } else {
-                            c.next();
-                        }
-                        if let Some(start) = start {
-                            self.stats.filter_time += start.elapsed();
-                        }
-                        match record? {
-                            Some(r) => return Ok(Some(r)),
-                            None => continue,
-                        }
-                    }
-                    // The next range's cursor goes back in its place, read as above; pairs
-                    // already read, for a strong read of an async index, are taken one by one.
-                    let pair = match self.next_held()? {
-                        None => return Ok(None),
-                        Some(Held::Cursor(c)) => {
-                            self.give_back(c);
-                            continue;
-                        }
-                        Some(Held::Pair(k, v)) => (k, v),
-                    };
-                    self.stats.rows_read += 1;
-                    let start = self.timed.then(Instant::now);
-                    let table = &*self.table;
-                    let record = covering_row(
-                        &table.def,
-                        &table.def.indexes[ix],
-                        table.shards[self.shard].indexes[ix].name(),
-                        (&pair.0, &pair.1),
-                        (0, 0),
-                        &mut self.covering,
-                        &mut self.reader,
-                        &self.predicates,
-                    );
-                    if let Some(start) = start {
-                        self.stats.filter_time += start.elapsed();
-                    }
-                    match record? {
-                        Some(r) => return Ok(Some(r)),
-                        None => continue,
-                    }
-                }
-                let table = Arc::clone(&self.table);
-                let ixdef = &table.def.indexes[ix];
-                let cf_name = table.shards[self.shard].indexes[ix].name();
-                // A batch of entries whose rows are fetched together: sorted by key, or
-                // in index order (a batch that grows, so a query that stops early after
-                // a few rows fetches few more than it returns).
-                let sorted = fetch == Fetch::SortedByKey;
-                let want = if sorted {
-                    FETCH_BATCH
-                } else {
-                    self.fetch_batch
+                ix, covering: true, ..
+            } => self.pull_covering(ix),
+            Mode::Index { ix, fetch, .. } => self.pull_fetching(ix, fetch),
+        }
+    }
+
+    /// Keys named by the query (a primary-key `IN` or equality): each fetched in turn.
+    #[inline(always)]
+    fn pull_keys(&mut self) -> Result<Option<Record>> {
+        loop {
+            let Source::Keys(keys) = &mut self.source else {
+                return Ok(None);
+            };
+            let next = if self.reverse {
+                keys.pop_back()
+            } else {
+                keys.pop_front()
+            };
+            let Some(key) = next else {
+                return Ok(None);
+            };
+            self.stats.rows_read += 1;
+            if let Some(r) = self.fetch_match(self.shard, &key, None)? {
+                return Ok(Some(r));
+            }
+        }
+    }
+
+    /// A scan or a key range of the fact family. Each row is tested where the cursor holds
+    /// it, neither key nor value copied, and the cursor is held until a row passes or its
+    /// range ends (taking it from the source and giving it back was ~55 of a rejected row's
+    /// ~1,040 instructions).
+    #[inline(always)]
+    fn pull_fact(&mut self) -> Result<Option<Record>> {
+        loop {
+            let Some(mut cursor) = self.take_cursor()? else {
+                return Ok(None);
+            };
+            while cursor.valid() {
+                self.stats.rows_read += 1;
+                let (key, bytes) = (cursor.key(), cursor.value_ref());
+                // Most rows of a scan fail the re-check: that path builds nothing.
+                let found = match self.passes_row(self.shard, key, bytes) {
+                    Ok(true) => self.build_row(self.shard, key, bytes).map(Some),
+                    Ok(false) => Ok(None),
+                    Err(e) => Err(e),
                 };
-                // The batch's entry keys, one after another in one buffer (no allocation per
-                // entry), each read where the cursor holds it.
-                let mut buf = std::mem::take(&mut self.fetch_keys);
-                buf.clear();
-                let mut batch: Vec<Target> = Vec::with_capacity(want);
-                while batch.len() < want {
-                    let Some(held) = self.next_held()? else {
-                        break;
-                    };
-                    let (k, v) = held.pair();
-                    let skip = match held {
-                        Held::Cursor(_) => self.range_prefix,
-                        Held::Pair(..) => (0, 0),
-                    };
-                    self.stats.rows_read += 1;
-                    let target = entry_target(&table.def, ixdef, cf_name, (k, v), skip).and_then(
-                        |(shard, pk_at)| {
-                            let shard = self.entry_shard(shard, cf_name, k)?;
-                            let start = buf.len();
-                            buf.extend_from_slice(k);
-                            Ok(Target {
-                                shard,
-                                start,
-                                pk: start + pk_at,
-                                end: buf.len(),
-                                value: (0, 0),
-                            })
-                        },
-                    );
-                    self.release(held);
-                    batch.push(target?);
+                if !matches!(found, Ok(None)) {
+                    self.step(cursor);
+                    return found;
                 }
-                if batch.is_empty() {
-                    self.fetch_keys = buf;
-                    return Ok(None);
-                }
-                if sorted {
-                    batch.sort_unstable_by(|a, b| {
-                        (a.shard, &buf[a.pk..a.end]).cmp(&(b.shard, &buf[b.pk..b.end]))
-                    });
+                if self.reverse {
+                    cursor.prev();
                 } else {
-                    self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
+                    cursor.next();
                 }
-                let mut values = std::mem::take(&mut self.fetch_values);
-                values.clear();
-                let fetched = self.fetch_batch(&buf, &mut batch, &mut values);
+            }
+            self.give_back(cursor);
+        }
+    }
+
+    /// A covering index `ix`: each entry is read where the range's cursor holds it, in place
+    /// in the source (taking the cursor out and giving it back was 146 of a covering row's
+    /// 2,187 instructions); the next range's cursor goes back in its place, read the same
+    /// way; pairs already read, for a strong read of an async index, are taken one by one.
+    #[inline(always)]
+    fn pull_covering(&mut self, ix: usize) -> Result<Option<Record>> {
+        loop {
+            let in_place = matches!(
+                &self.source,
+                Source::Ranges { cursor: Some(c), .. } if c.valid()
+            );
+            let pair = if in_place {
+                None
+            } else {
+                match self.next_held()? {
+                    None => return Ok(None),
+                    Some(Held::Cursor(c)) => {
+                        self.give_back(c);
+                        continue;
+                    }
+                    Some(Held::Pair(k, v)) => Some((k, v)),
+                }
+            };
+            self.stats.rows_read += 1;
+            let table = &*self.table;
+            let mut read = CoveringRead {
+                def: &table.def,
+                index: &table.def.indexes[ix],
+                cf: table.shards[self.shard].indexes[ix].name(),
+                fixed: &mut self.covering,
+                reader: &mut self.reader,
+                predicates: &self.predicates,
+            };
+            let filter_time = self.timed.then_some(&mut self.stats.filter_time);
+            let record = match (&pair, &mut self.source) {
+                (Some((k, v)), _) => timed_covering(&mut read, (k, v), (0, 0), filter_time),
+                (
+                    None,
+                    Source::Ranges {
+                        cursor: Some(c), ..
+                    },
+                ) => {
+                    let entry = (c.key(), c.value_ref());
+                    let record = timed_covering(&mut read, entry, self.range_prefix, filter_time);
+                    if self.reverse {
+                        c.prev();
+                    } else {
+                        c.next();
+                    }
+                    record
+                }
+                // `in_place` saw the cursor there.
+                (None, _) => return Ok(None),
+            };
+            if let Some(r) = record? {
+                return Ok(Some(r));
+            }
+        }
+    }
+
+    /// A keys-only (or partly covering) index `ix`: a batch of entries whose rows are
+    /// fetched together, sorted by key, or in index order (a batch that grows, so a query
+    /// that stops early after a few rows fetches few more than it returns).
+    #[inline(always)]
+    fn pull_fetching(&mut self, ix: usize, fetch: Fetch) -> Result<Option<Record>> {
+        loop {
+            let table = Arc::clone(&self.table);
+            let ixdef = &table.def.indexes[ix];
+            let cf_name = table.shards[self.shard].indexes[ix].name();
+            let sorted = fetch == Fetch::SortedByKey;
+            let want = if sorted {
+                FETCH_BATCH
+            } else {
+                self.fetch_batch
+            };
+            // The batch's entry keys, one after another in one buffer (no allocation per
+            // entry), each read where the cursor holds it.
+            let mut buf = std::mem::take(&mut self.fetch_keys);
+            buf.clear();
+            let mut batch: Vec<Target> = Vec::with_capacity(want);
+            while batch.len() < want {
+                let Some(held) = self.next_held()? else {
+                    break;
+                };
+                let (k, v) = held.pair();
+                let skip = match held {
+                    Held::Cursor(_) => self.range_prefix,
+                    Held::Pair(..) => (0, 0),
+                };
+                self.stats.rows_read += 1;
+                let target = entry_target(&table.def, ixdef, cf_name, (k, v), skip).and_then(
+                    |(shard, pk_at)| {
+                        let shard = self.entry_shard(shard, cf_name, k)?;
+                        let start = buf.len();
+                        buf.extend_from_slice(k);
+                        Ok(Target {
+                            shard,
+                            start,
+                            pk: start + pk_at,
+                            end: buf.len(),
+                            value: (0, 0),
+                        })
+                    },
+                );
+                self.release(held);
+                batch.push(target?);
+            }
+            if batch.is_empty() {
                 self.fetch_keys = buf;
-                self.fetch_values = values;
-                fetched?;
-                self.fetched.extend(batch);
-                if let Some(r) = self.next_fetched()? {
-                    return Ok(Some(r));
-                }
-            },
+                return Ok(None);
+            }
+            if sorted {
+                batch.sort_unstable_by(|a, b| {
+                    (a.shard, &buf[a.pk..a.end]).cmp(&(b.shard, &buf[b.pk..b.end]))
+                });
+            } else {
+                self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
+            }
+            let mut values = std::mem::take(&mut self.fetch_values);
+            values.clear();
+            let fetched = self.fetch_batch(&buf, &mut batch, &mut values);
+            self.fetch_keys = buf;
+            self.fetch_values = values;
+            fetched?;
+            self.fetched.extend(batch);
+            if let Some(r) = self.next_fetched()? {
+                return Ok(Some(r));
+            }
         }
     }
 
@@ -870,4 +879,21 @@ impl Stream {
         }
         Ok(None)
     }
+}
+
+/// [`covering_row`] through `read`, its time added to `filter_time` when the query is timed.
+#[inline(always)]
+fn timed_covering(
+    read: &mut CoveringRead<'_>,
+    entry: (&[u8], &[u8]),
+    skip: (usize, usize),
+    filter_time: Option<&mut std::time::Duration>,
+) -> Result<Option<Record>> {
+    let Some(filter_time) = filter_time else {
+        return covering_row(read, entry, skip);
+    };
+    let start = Instant::now();
+    let record = covering_row(read, entry, skip);
+    *filter_time += start.elapsed();
+    record
 }

@@ -739,7 +739,8 @@ mod tests {
         use crate::table::record::Record;
         let dir = tempfile::tempdir().expect("dir");
         let db = Db::open(dir.path(), crate::table::options::Options::default()).expect("open");
-        db.create_table("t", &["k"]).expect("table");
+        db.create_table("t", ["k"], crate::TableOptions::default())
+            .expect("table");
         let row = |k: i64, v: i64| {
             let mut r = Record::new();
             r.set("k", crate::Value::Int(k));

@@ -156,10 +156,12 @@ pub fn snapshot(db: &Db) -> Snapshot {
 /// Two tables: `t` keyed by `id` with 40 rows and an index on `g`, and `c` with a composite
 /// key and 5 rows.
 pub fn fill_two_tables(db: &Db) {
-    db.create_table("t", &["id"]).expect("t");
-    db.create_index("t", "by_g", &["g"], Projection::KeysOnly)
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .expect("t");
+    db.create_index("t", "by_g", ["g"], Projection::KeysOnly)
         .expect("index");
-    db.create_table("c", &["a", "b"]).expect("c");
+    db.create_table("c", ["a", "b"], strata::TableOptions::default())
+        .expect("c");
     let mut batch = TableBatch::new();
     for id in 0..40i64 {
         batch.insert(record! { "id" => id, "g" => id % 4, "name" => format!("n{id}") });

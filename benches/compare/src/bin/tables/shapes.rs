@@ -82,7 +82,7 @@ pub fn customer_shapes() -> Vec<Shape> {
             strata: |p| {
                 Query::default()
                     .filter(Predicate::eq("group_id", p[0].clone()))
-                    .select(&COVERED)
+                    .select(COVERED)
             },
             sql: "SELECT customer_id, age_years, account_balance FROM customers WHERE group_id = ?1",
             sql_params: same,
@@ -100,7 +100,7 @@ pub fn customer_shapes() -> Vec<Shape> {
             strata: |p| {
                 Query::default()
                     .filter(Predicate::eq("home_town", p[0].clone()))
-                    .select(&COVERED)
+                    .select(COVERED)
             },
             sql: "SELECT customer_id, age_years, account_balance FROM customers WHERE home_town = ?1",
             sql_params: same,
@@ -205,7 +205,7 @@ pub fn customer_shapes() -> Vec<Shape> {
             strata: |p| {
                 Query::default()
                     .filter(Predicate::lt("account_balance", float(&p[0])))
-                    .order_by(&["account_balance"], true)
+                    .order_by(["account_balance"], true)
                     .limit(10)
             },
             sql: "SELECT * FROM customers WHERE account_balance < ?1 ORDER BY account_balance DESC LIMIT 10",

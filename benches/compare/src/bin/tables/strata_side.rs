@@ -28,10 +28,11 @@ pub fn import_options() -> ImportOptions {
 /// Loads `spec` into `db` through `strata import`'s code, with its import indexes first when
 /// `indexed`; rows a second.
 pub fn strata_import(db: &Db, spec: &TableSpec, indexed: bool) -> f64 {
-    db.create_table(spec.name, spec.key).expect("table");
+    db.create_table(spec.name, spec.key, strata::TableOptions::default())
+        .expect("table");
     if indexed {
         for (name, fields) in &spec.import_indexes {
-            db.create_index(spec.name, name, fields, Projection::KeysOnly)
+            db.create_index(spec.name, name, *fields, Projection::KeysOnly)
                 .expect("index");
         }
     }
@@ -63,7 +64,7 @@ pub fn run_strata(tables: &[TableSpec], data: &Data, config: &Config) -> Figures
             } else {
                 Projection::Include(carried.iter().map(|f| f.to_string()).collect())
             };
-            db.create_index(spec.name, name, fields, projection)
+            db.create_index(spec.name, name, *fields, projection)
                 .expect("index");
         }
         db.analyze(spec.name).expect("analyze");

@@ -1,0 +1,38 @@
+//! The names the table layer had before its options became arguments still compile and do
+//! what they did, for one release (README, "Changes"): `create_sharded_table` and
+//! `create_index_with`. Code written against them gets a deprecation warning naming the new
+//! call.
+
+#![allow(deprecated)]
+
+use strata::{Db, IndexOptions, Options, Predicate, Projection, Query, record};
+
+#[test]
+fn the_deprecated_names_create_what_the_new_calls_create() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_sharded_table("t", &["id"], 3).unwrap();
+    db.create_index_with(
+        "t",
+        "by_town",
+        &["town"],
+        Projection::Include(vec!["name".into()]),
+        IndexOptions::local(),
+    )
+    .unwrap();
+    let def = db.table("t").unwrap();
+    assert_eq!(def.shards, 3);
+    let index = &def.indexes[0];
+    assert_eq!(index.projection, Projection::Include(vec!["name".into()]));
+    db.insert("t", record! { "id" => 1, "town" => "Ely", "name" => "Ada" })
+        .unwrap();
+    let ely = Query::default()
+        .filter(Predicate::eq("town", "Ely"))
+        .select(["name"]);
+    let names: Vec<String> = db
+        .query("t", &ely)
+        .unwrap()
+        .map(|r| r.unwrap().value("name").to_string())
+        .collect();
+    assert_eq!(names, ["Ada"]);
+}
