@@ -531,10 +531,32 @@ pub(crate) struct CoveringRead<'a> {
     pub(crate) predicates: &'a [Predicate],
 }
 
+impl<'a> CoveringRead<'a> {
+    /// The parts of a read of covering index `ix` of `table`'s shard `shard`.
+    #[inline(always)]
+    pub(crate) fn of(
+        table: &'a crate::table::db::Table,
+        shard: usize,
+        ix: usize,
+        fixed: &'a mut KeyFields,
+        reader: &'a mut RowReader,
+        predicates: &'a [Predicate],
+    ) -> Self {
+        CoveringRead {
+            def: &table.def,
+            index: &table.def.indexes[ix],
+            cf: table.shards[shard].indexes[ix].name(),
+            fixed,
+            reader,
+            predicates,
+        }
+    }
+}
+
 /// The record a covering entry `(key, value)` gives a query through `read`, if it passes the
 /// predicates: its carried fields, its index fields and its primary key, only those the
 /// reader keeps. The predicates are tested on the values before anything is built.
-#[inline]
+#[inline(always)]
 pub(crate) fn covering_row(
     read: &mut CoveringRead<'_>,
     (key, value): (&[u8], &[u8]),

@@ -733,54 +733,52 @@ impl Stream {
     #[inline(always)]
     fn pull_covering(&mut self, ix: usize) -> Result<Option<Record>> {
         loop {
-            let in_place = matches!(
-                &self.source,
-                Source::Ranges { cursor: Some(c), .. } if c.valid()
-            );
-            let pair = if in_place {
-                None
-            } else {
-                match self.next_held()? {
-                    None => return Ok(None),
-                    Some(Held::Cursor(c)) => {
-                        self.give_back(c);
-                        continue;
-                    }
-                    Some(Held::Pair(k, v)) => Some((k, v)),
+            if let Source::Ranges {
+                cursor: Some(c), ..
+            } = &mut self.source
+                && c.valid()
+            {
+                self.stats.rows_read += 1;
+                let mut read = CoveringRead::of(
+                    &self.table,
+                    self.shard,
+                    ix,
+                    &mut self.covering,
+                    &mut self.reader,
+                    &self.predicates,
+                );
+                let filter_time = self.timed.then_some(&mut self.stats.filter_time);
+                let entry = (c.key(), c.value_ref());
+                let record = timed_covering(&mut read, entry, self.range_prefix, filter_time);
+                if self.reverse {
+                    c.prev();
+                } else {
+                    c.next();
                 }
+                match record? {
+                    Some(r) => return Ok(Some(r)),
+                    None => continue,
+                }
+            }
+            let (key, value) = match self.next_held()? {
+                None => return Ok(None),
+                Some(Held::Cursor(c)) => {
+                    self.give_back(c);
+                    continue;
+                }
+                Some(Held::Pair(k, v)) => (k, v),
             };
             self.stats.rows_read += 1;
-            let table = &*self.table;
-            let mut read = CoveringRead {
-                def: &table.def,
-                index: &table.def.indexes[ix],
-                cf: table.shards[self.shard].indexes[ix].name(),
-                fixed: &mut self.covering,
-                reader: &mut self.reader,
-                predicates: &self.predicates,
-            };
+            let mut read = CoveringRead::of(
+                &self.table,
+                self.shard,
+                ix,
+                &mut self.covering,
+                &mut self.reader,
+                &self.predicates,
+            );
             let filter_time = self.timed.then_some(&mut self.stats.filter_time);
-            let record = match (&pair, &mut self.source) {
-                (Some((k, v)), _) => timed_covering(&mut read, (k, v), (0, 0), filter_time),
-                (
-                    None,
-                    Source::Ranges {
-                        cursor: Some(c), ..
-                    },
-                ) => {
-                    let entry = (c.key(), c.value_ref());
-                    let record = timed_covering(&mut read, entry, self.range_prefix, filter_time);
-                    if self.reverse {
-                        c.prev();
-                    } else {
-                        c.next();
-                    }
-                    record
-                }
-                // `in_place` saw the cursor there.
-                (None, _) => return Ok(None),
-            };
-            if let Some(r) = record? {
+            if let Some(r) = timed_covering(&mut read, (&key, &value), (0, 0), filter_time)? {
                 return Ok(Some(r));
             }
         }
