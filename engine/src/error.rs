@@ -185,24 +185,23 @@ pub enum Error {
     /// A write would give two rows the same value of a unique index; nothing was written.
     /// Not retryable: the value is taken.
     #[error(
-        "unique violation: index {index:?} of table {table:?} is unique: ({}) = ({}) is taken \
-         by the row with key ({})",
-        fields.join(", "),
+        "unique violation: index {index:?} of table {table:?} is unique: value ({}) is taken by \
+         the row with key ({})",
         listed(value),
         listed(key)
     )]
+    // Boxed slices, not vectors: every `Result` of the engine is as large as its largest
+    // error, and rows move through several of them (a 120-byte error cost scans 2 %).
     UniqueViolation {
         /// The table.
-        table: String,
+        table: Box<str>,
         /// The unique index.
-        index: String,
-        /// The index's fields.
-        fields: Vec<String>,
+        index: Box<str>,
         /// The index's field values that are taken, in the index's field order.
-        value: Vec<Value>,
+        value: Box<[Value]>,
         /// The primary key of the row that holds them (for an index made unique over
         /// existing rows: one of the rows that share them).
-        key: Vec<Value>,
+        key: Box<[Value]>,
     },
     /// A commit across shard stores failed part way (a store's write failed after others
     /// had written). The database accepts no more writes; reopen it: recovery completes the
@@ -373,3 +372,20 @@ impl Error {
 
 /// The engine's result type.
 pub type Result<T> = std::result::Result<T, Error>;
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    /// Every `Result` of the engine is as large as its largest error, and a row moves
+    /// through several of them on its way out of a query: an error of 120 bytes (the first
+    /// `UniqueViolation` with five vectors) cost scans 2 % and covering reads 6 %.
+    #[test]
+    fn the_error_stays_as_small_as_a_row_result_needs() {
+        assert!(
+            std::mem::size_of::<Error>() <= 80,
+            "{}",
+            std::mem::size_of::<Error>()
+        );
+    }
+}

@@ -50,7 +50,6 @@ fn a_unique_local_index_refuses_a_duplicate_in_any_shard_and_writes_nothing() {
         let Error::UniqueViolation {
             table,
             index,
-            fields,
             value,
             key,
         } = &e
@@ -58,10 +57,9 @@ fn a_unique_local_index_refuses_a_duplicate_in_any_shard_and_writes_nothing() {
             panic!("not a unique violation: {e}");
         };
         assert!(!e.is_retryable());
-        assert_eq!((table.as_str(), index.as_str()), ("users", "by_email"));
-        assert_eq!(fields, &["email"]);
-        assert_eq!(value, &[Value::from("u7@x")], "names the value: {e}");
-        assert_eq!(key, &[Value::Int(7)], "names the row holding it: {e}");
+        assert_eq!((&**table, &**index), ("users", "by_email"));
+        assert_eq!(&**value, &[Value::from("u7@x")], "names the value: {e}");
+        assert_eq!(&**key, &[Value::Int(7)], "names the row holding it: {e}");
         assert!(e.to_string().contains("u7@x"), "names the value: {e}");
         assert_eq!(db.get("users", &[Value::Int(id)]).unwrap(), None);
     }
@@ -146,12 +144,12 @@ fn creating_a_unique_index_over_duplicates_fails_and_names_one() {
         .unwrap_err();
     assert!(
         matches!(&e, Error::UniqueViolation { value, key, .. }
-            if value == &[Value::Int(0)]
-                && (key == &[Value::Int(0)] || key == &[Value::Int(39)])),
+            if **value == [Value::Int(0)]
+                && (**key == [Value::Int(0)] || **key == [Value::Int(39)])),
         "names the duplicate and one of its rows: {e:?}"
     );
     assert!(
-        e.to_string().contains("(code) = (0)"),
+        e.to_string().contains("value (0)"),
         "names the duplicate: {e}"
     );
     assert!(

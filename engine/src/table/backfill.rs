@@ -152,11 +152,10 @@ impl Db {
                     && other != pk
                 {
                     return Err(Error::UniqueViolation {
-                        table: table.to_owned(),
-                        index: index.to_owned(),
-                        fields: ix.fields.clone(),
-                        value: values,
-                        key: crate::table::write::encoded_key_values(&t.def, pk),
+                        table: table.into(),
+                        index: index.into(),
+                        value: values.into(),
+                        key: crate::table::write::encoded_key_values(&t.def, pk).into(),
                     });
                 }
             }

@@ -846,15 +846,14 @@ impl Db {
                     continue;
                 };
                 let duplicate = |other: &[u8]| Error::UniqueViolation {
-                    table: t.def.name.clone(),
-                    index: ix.name.clone(),
-                    fields: ix.fields.clone(),
+                    table: t.def.name.as_str().into(),
+                    index: ix.name.as_str().into(),
                     value: ix
                         .fields
                         .iter()
                         .map(|f| c.after.as_ref().map_or(Value::Null, |r| r.value(f).clone()))
                         .collect(),
-                    key: encoded_key_values(&t.def, other),
+                    key: encoded_key_values(&t.def, other).into(),
                 };
                 if let Some(other) = taken.insert(value, &c.key)
                     && other != c.key.as_slice()
