@@ -168,112 +168,166 @@ fn measure(db: &Db, n: i64) -> Result<CostModel> {
     load(db, "narrow", 16, n)?;
     db.create_index("narrow", "by_k", ["k"], Projection::KeysOnly)?;
     load(db, "wide", 416, n)?;
-    let fetches = (n as usize / FETCH_FRACTION).max(1);
     for t in ["narrow", "wide"] {
         db.flush()?;
         db.compact(t)?;
     }
+    let scans = Scans::measure(db, n)?;
+    let reads = IndexReads::measure(db, n, &scans)?;
+    let ordered = Query::default().hint(Hint::Scan).order_by(["k"], false);
     let rows = n as f64;
-    let width = |t: &str| -> Result<f64> { Ok(db.planning_statistics(t)?.avg_row_bytes) };
-    let (narrow_bytes, wide_bytes) = (width("narrow")?, width("wide")?);
-    let scan = Query::default().hint(Hint::Scan);
-
-    // Scans whose filter rejects every row: reading and testing, no decoding.
-    let rejects = scan.clone().filter(Predicate::lt("k", 0));
-    let narrow_none = time(|| count(db, "narrow", &rejects).map(drop))? / rows;
-    let wide_none = time(|| count(db, "wide", &rejects).map(drop))? / rows;
-    let scan_byte = ((wide_none - narrow_none) / (wide_bytes - narrow_bytes).max(1.0)).max(0.0);
-
-    let narrow = time(|| count(db, "narrow", &scan).map(drop))? / rows;
-    let passes = scan
-        .clone()
-        .filter(Predicate::ge("k", 0))
-        .filter(Predicate::lt("k", n))
-        .filter(Predicate::ge("id", 0))
-        .filter(Predicate::lt("id", n));
-    let filtered = time(|| count(db, "narrow", &passes).map(drop))? / rows;
-    let filter = (filtered - narrow) / 4.0;
-    let scan_row = narrow_none - narrow_bytes * scan_byte - filter.max(0.0);
-    // Returning every row against returning none, with the one predicate's test added back.
-    let row = narrow - narrow_none + filter.max(0.0);
-
-    // The whole index read covering, every entry rejected by a test on the key it carries.
-    let covering = Query::default()
-        .filter(Predicate::ge("k", 0))
-        .filter(Predicate::lt("id", 0))
-        .select(["k", "id"])
-        .hint(Hint::Index("by_k".into()));
-    // The planner's entry width: the fields' widths (about 9 bytes each) and 8.
-    let entry_bytes = 26.0;
-    let entry = entry_bytes * scan_byte;
-    let entries = time(|| count(db, "narrow", &covering).map(drop))? / rows;
-    let index_entry = entries - entry - filter.max(0.0);
-
-    let lookups: Vec<Query> = (0..fetches as i64)
-        .map(|i| {
-            Query::default()
-                .filter(Predicate::eq("k", scatter(i * 13 + 1, n)))
-                .select(["k", "id"])
-                .hint(Hint::Index("by_k".into()))
-        })
-        .collect();
-    let seek = time(|| {
-        for q in &lookups {
-            count(db, "narrow", q)?;
-        }
-        Ok(())
-    })? / fetches as f64
-        - index_entry.max(0.0)
-        - entry
-        - row.max(0.0);
-
-    let mut keys: Vec<i64> = (0..fetches as i64)
-        .map(|i| scatter(i * 13 + 1, n))
-        .collect();
-    let fetch_all = |keys: &[i64]| -> Result<()> {
-        for &k in keys {
-            db.get("narrow", &[k.into()])?;
-        }
-        Ok(())
-    };
-    // `Db::get` decodes the record it finds: that part is `row`.
-    let read = narrow_bytes * scan_byte + row.max(0.0);
-    let fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
-    keys.sort_unstable();
-    let sorted_fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
-
-    let ordered = scan.clone().order_by(["k"], false);
     let sorted = time(|| count(db, "narrow", &ordered).map(drop))? / rows;
-    let sort_row = (sorted - narrow) / rows.log2();
+    let sort_row = (sorted - scans.narrow) / rows.log2();
+    scans.model(&reads, sort_row)
+}
 
-    // Noise can make a small effect come out negative: keep the default in proportion.
-    let defaults = CostModel::default();
-    let scale = narrow_none
-        / (defaults.scan_row_us + narrow_bytes * defaults.scan_byte_us + defaults.filter_us);
-    let or_default = |x: f64, default: f64| {
-        if x.is_finite() && x > 0.0 {
-            x
+/// What scans of the two tables measured, a row at a time (µs).
+struct Scans {
+    /// Average stored row sizes.
+    narrow_bytes: f64,
+    /// A scan of the narrow table returning every row.
+    narrow: f64,
+    /// A scan of the narrow table whose filter rejects every row.
+    narrow_none: f64,
+    scan_byte: f64,
+    scan_row: f64,
+    filter: f64,
+    row: f64,
+}
+
+impl Scans {
+    fn measure(db: &Db, n: i64) -> Result<Scans> {
+        let rows = n as f64;
+        let width = |t: &str| -> Result<f64> { Ok(db.planning_statistics(t)?.avg_row_bytes) };
+        let (narrow_bytes, wide_bytes) = (width("narrow")?, width("wide")?);
+        let scan = Query::default().hint(Hint::Scan);
+
+        // Scans whose filter rejects every row: reading and testing, no decoding.
+        let rejects = scan.clone().filter(Predicate::lt("k", 0));
+        let narrow_none = time(|| count(db, "narrow", &rejects).map(drop))? / rows;
+        let wide_none = time(|| count(db, "wide", &rejects).map(drop))? / rows;
+        let scan_byte = ((wide_none - narrow_none) / (wide_bytes - narrow_bytes).max(1.0)).max(0.0);
+
+        let narrow = time(|| count(db, "narrow", &scan).map(drop))? / rows;
+        let passes = scan
+            .clone()
+            .filter(Predicate::ge("k", 0))
+            .filter(Predicate::lt("k", n))
+            .filter(Predicate::ge("id", 0))
+            .filter(Predicate::lt("id", n));
+        let filtered = time(|| count(db, "narrow", &passes).map(drop))? / rows;
+        let filter = (filtered - narrow) / 4.0;
+        Ok(Scans {
+            narrow_bytes,
+            narrow,
+            narrow_none,
+            scan_byte,
+            scan_row: narrow_none - narrow_bytes * scan_byte - filter.max(0.0),
+            filter,
+            // Returning every row against returning none, with the one predicate's test
+            // added back.
+            row: narrow - narrow_none + filter.max(0.0),
+        })
+    }
+
+    /// The cost model from these and `reads`; a constant that noise made negative keeps its
+    /// default, in proportion to this machine's speed.
+    fn model(&self, reads: &IndexReads, sort_row: f64) -> Result<CostModel> {
+        let defaults = CostModel::default();
+        let scale = self.narrow_none
+            / (defaults.scan_row_us
+                + self.narrow_bytes * defaults.scan_byte_us
+                + defaults.filter_us);
+        let or_default = |x: f64, default: f64| {
+            if x.is_finite() && x > 0.0 {
+                x
+            } else {
+                default * scale
+            }
+        };
+        let model = CostModel {
+            seek_us: or_default(reads.seek, defaults.seek_us),
+            scan_row_us: or_default(self.scan_row, defaults.scan_row_us),
+            scan_byte_us: self.scan_byte,
+            row_us: or_default(self.row, defaults.row_us),
+            index_entry_us: or_default(reads.index_entry, defaults.index_entry_us),
+            fetch_us: or_default(reads.fetch, defaults.fetch_us),
+            sorted_fetch_us: or_default(reads.sorted_fetch, defaults.sorted_fetch_us),
+            filter_us: or_default(self.filter, defaults.filter_us),
+            sort_row_us: or_default(sort_row, defaults.sort_row_us),
+            backward_read: defaults.backward_read,
+        };
+        if model.is_valid() {
+            Ok(model)
         } else {
-            default * scale
+            Err(Error::InvalidArgument(format!(
+                "calibration measured unusable constants: {model:?}"
+            )))
         }
-    };
-    let model = CostModel {
-        seek_us: or_default(seek, defaults.seek_us),
-        scan_row_us: or_default(scan_row, defaults.scan_row_us),
-        scan_byte_us: scan_byte,
-        row_us: or_default(row, defaults.row_us),
-        index_entry_us: or_default(index_entry, defaults.index_entry_us),
-        fetch_us: or_default(fetch, defaults.fetch_us),
-        sorted_fetch_us: or_default(sorted_fetch, defaults.sorted_fetch_us),
-        filter_us: or_default(filter, defaults.filter_us),
-        sort_row_us: or_default(sort_row, defaults.sort_row_us),
-        backward_read: defaults.backward_read,
-    };
-    if model.is_valid() {
-        Ok(model)
-    } else {
-        Err(Error::InvalidArgument(format!(
-            "calibration measured unusable constants: {model:?}"
-        )))
+    }
+}
+
+/// What reads through the narrow table's index and by key measured (µs).
+struct IndexReads {
+    index_entry: f64,
+    seek: f64,
+    fetch: f64,
+    sorted_fetch: f64,
+}
+
+impl IndexReads {
+    fn measure(db: &Db, n: i64, scans: &Scans) -> Result<IndexReads> {
+        let rows = n as f64;
+        let fetches = (n as usize / FETCH_FRACTION).max(1);
+        // The whole index read covering, every entry rejected by a test on the key it carries.
+        let covering = Query::default()
+            .filter(Predicate::ge("k", 0))
+            .filter(Predicate::lt("id", 0))
+            .select(["k", "id"])
+            .hint(Hint::Index("by_k".into()));
+        // The planner's entry width: the fields' widths (about 9 bytes each) and 8.
+        let entry_bytes = 26.0;
+        let entry = entry_bytes * scans.scan_byte;
+        let entries = time(|| count(db, "narrow", &covering).map(drop))? / rows;
+        let index_entry = entries - entry - scans.filter.max(0.0);
+
+        let lookups: Vec<Query> = (0..fetches as i64)
+            .map(|i| {
+                Query::default()
+                    .filter(Predicate::eq("k", scatter(i * 13 + 1, n)))
+                    .select(["k", "id"])
+                    .hint(Hint::Index("by_k".into()))
+            })
+            .collect();
+        let seek = time(|| {
+            for q in &lookups {
+                count(db, "narrow", q)?;
+            }
+            Ok(())
+        })? / fetches as f64
+            - index_entry.max(0.0)
+            - entry
+            - scans.row.max(0.0);
+
+        let mut keys: Vec<i64> = (0..fetches as i64)
+            .map(|i| scatter(i * 13 + 1, n))
+            .collect();
+        let fetch_all = |keys: &[i64]| -> Result<()> {
+            for &k in keys {
+                db.get("narrow", &[k.into()])?;
+            }
+            Ok(())
+        };
+        // `Db::get` decodes the record it finds: that part is `row`.
+        let read = scans.narrow_bytes * scans.scan_byte + scans.row.max(0.0);
+        let fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
+        keys.sort_unstable();
+        let sorted_fetch = time(|| fetch_all(&keys))? / fetches as f64 - read;
+        Ok(IndexReads {
+            index_entry,
+            seek,
+            fetch,
+            sorted_fetch,
+        })
     }
 }
