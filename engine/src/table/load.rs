@@ -118,6 +118,32 @@ impl Db {
     }
 }
 
+impl<'d> BulkLoad<'d> {
+    /// Every row lock, then the table's definition, with no async index entry left queued;
+    /// `None` when the indexer does not catch up in a few waits (paused, failed or always
+    /// behind): the caller inserts its rows ordinarily, which queue their entries like any
+    /// write.
+    #[expect(
+        clippy::type_complexity,
+        reason = "the stripes' guards and the table they guard, handed over together"
+    )]
+    fn lock_all_settled(&self) -> Result<Option<(Vec<std::sync::MutexGuard<'d, ()>>, Arc<Table>)>> {
+        let db: &'d Db = self.db;
+        for attempt in 0..=3 {
+            let guards = db.shared.stripes.lock_all();
+            let t = self.table()?;
+            if !t.has_async() || db.shared.tracker.counts().pending == 0 {
+                return Ok(Some((guards, t)));
+            }
+            drop(guards);
+            if attempt == 3 || db.wait_for_indexes().is_err() {
+                return Ok(None);
+            }
+        }
+        Ok(None)
+    }
+}
+
 impl BulkLoad<'_> {
     /// Sets the bytes a run collects before it is loaded (at least one row a run).
     pub fn run_bytes(mut self, bytes: usize) -> Self {
@@ -248,20 +274,8 @@ impl BulkLoad<'_> {
         }
 
         // 2. Every row lock, then the definition; with async indexes, nothing left queued.
-        let mut attempts = 0;
-        let (guards, t) = loop {
-            let guards = self.db.shared.stripes.lock_all();
-            let t = self.table()?;
-            if !t.has_async() || self.db.shared.tracker.counts().pending == 0 {
-                break (guards, t);
-            }
-            drop(guards);
-            attempts += 1;
-            // A paused or failed indexer, or one that never catches up: ordinary inserts,
-            // which queue their entries like any write.
-            if attempts > 3 || self.db.wait_for_indexes().is_err() {
-                return self.insert_rows(&facts);
-            }
+        let Some((guards, t)) = self.lock_all_settled()? else {
+            return self.insert_rows(&facts);
         };
         let started = std::time::Instant::now();
 
