@@ -125,7 +125,7 @@ fn cases() -> Vec<Case> {
                 let mut batch = TableBatch::new();
                 batch.insert(record! { "id" => 1000 });
                 batch.upsert(record! { "id" => 1, "g" => 99 });
-                batch.delete(vec![Value::Int(2)]);
+                batch.delete([Value::Int(2)]);
                 batch.insert(record! { "id" => 2.5 });
                 db.write(t, batch, WriteOptions::synced())
             }),

@@ -112,7 +112,7 @@ fn a_clustered_index_fetches_by_walking_the_table_and_answers_as_a_scan_does() {
     let snapshot = db.snapshot();
     let mut batch = TableBatch::new();
     for id in (3 * PER_DAY..18 * PER_DAY).step_by(3) {
-        batch.delete(vec![Value::Int(id)]);
+        batch.delete([Value::Int(id)]);
     }
     for id in (6 * PER_DAY + 1..9 * PER_DAY).step_by(5) {
         batch.upsert(record! { "id" => id, "day" => day(31), "kind" => 3, "note" => "moved" });

@@ -36,3 +36,24 @@ fn the_deprecated_names_create_what_the_new_calls_create() {
         .collect();
     assert_eq!(names, ["Ada"]);
 }
+
+/// `TableBatch::delete` takes a key as `&[Value]` (or an array) like every other key
+/// argument, and still the `Vec<Value>` it once took.
+#[test]
+fn a_batch_delete_takes_the_key_as_a_slice_or_as_the_old_vec() {
+    use strata::{TableBatch, TableOptions, Value, WriteOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_table("t", ["id"], TableOptions::default())
+        .unwrap();
+    for id in 1..=3 {
+        db.insert("t", record! { "id" => id }).unwrap();
+    }
+    let key: &[Value] = &[Value::Int(1)];
+    let mut batch = TableBatch::new();
+    batch.delete(key).delete(vec![Value::Int(2)]);
+    db.write("t", batch, WriteOptions::default()).unwrap();
+    assert_eq!(db.get("t", &[Value::Int(1)]).unwrap(), None);
+    assert_eq!(db.get("t", &[Value::Int(2)]).unwrap(), None);
+    assert!(db.get("t", &[Value::Int(3)]).unwrap().is_some());
+}

@@ -99,7 +99,7 @@ fn a_freshly_loaded_table_is_planned_well_without_analyze() {
     load_people(&db, 100_000..110_000);
     let mut batch = TableBatch::new();
     for id in 0..20_000i64 {
-        batch.delete(vec![id.into()]);
+        batch.delete([id.into()]);
     }
     db.write("people", batch, WriteOptions::default()).unwrap();
     let rows = db.planning_statistics("people").unwrap().row_count;

@@ -203,7 +203,7 @@ fn after_a_crash_with_the_indexer_mid_way_the_indexes_catch_up_clean() {
             for _ in 0..1 + rng.below(20) {
                 let (id, sub) = (rng.below(200) as i64, rng.below(2) as i64);
                 if rng.below(5) == 0 {
-                    batch.delete(vec![Value::Int(id), Value::Int(sub)]);
+                    batch.delete([Value::Int(id), Value::Int(sub)]);
                     written.insert((id, sub), None);
                 } else {
                     let r = random_record(&mut rng, id, sub);

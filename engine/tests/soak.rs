@@ -106,7 +106,7 @@ fn soak_holds_memory_files_and_stalls_steady() {
                 for _ in 0..1 + rng.below(16) {
                     let id = rng.below(KEYS) as i64;
                     if rng.chance(15) {
-                        batch.delete(vec![Value::Int(id)]);
+                        batch.delete([Value::Int(id)]);
                     } else {
                         batch.upsert(record! {
                             "id" => id,

@@ -277,7 +277,7 @@ fn table_crash_writer_child() {
             match c {
                 Change::Insert(r) => batch.insert(r),
                 Change::Upsert(r) => batch.upsert(r),
-                Change::Delete(id) => batch.delete(vec![Value::Int(id)]),
+                Change::Delete(id) => batch.delete([Value::Int(id)]),
             };
         }
         let options = if sync {

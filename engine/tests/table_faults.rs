@@ -96,7 +96,7 @@ fn workload(fs: &SimFs, acked: &mut Acked) -> strata::Result<()> {
         for (id, row) in &changes {
             match row {
                 Some(r) => tb.upsert(r.clone()),
-                None => tb.delete(vec![Value::Int(*id)]),
+                None => tb.delete([Value::Int(*id)]),
             };
         }
         let sync = i % 4 == 3;

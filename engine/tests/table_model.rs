@@ -124,7 +124,7 @@ fn after_a_crash_at_any_point_facts_and_indexes_agree() {
             for _ in 0..1 + rng.below(20) {
                 let (id, sub) = (rng.below(200) as i64, rng.below(2) as i64);
                 if rng.below(5) == 0 {
-                    batch.delete(vec![Value::Int(id), Value::Int(sub)]);
+                    batch.delete([Value::Int(id), Value::Int(sub)]);
                     changes.push(((id, sub), None));
                 } else {
                     let r = random_record(&mut rng, id, sub);

@@ -195,7 +195,7 @@ fn a_batch_applies_its_mutations_in_order_atomically() {
         .insert(record! { "id" => 1, "v" => "a" })
         .upsert(record! { "id" => 1, "v" => "b" })
         .insert(record! { "id" => 2, "v" => "b" })
-        .delete(vec![Value::Int(2)])
+        .delete([Value::Int(2)])
         .insert(record! { "id" => 2, "v" => "c" });
     db.write("t", batch, WriteOptions::synced()).unwrap();
     let q = |v: &str| {

@@ -93,7 +93,7 @@ fn a_unique_local_index_refuses_a_duplicate_in_any_shard_and_writes_nothing() {
     swap.upsert(record! { "id" => 1, "email" => "u2@x" });
     db.write("users", swap, Default::default()).unwrap();
     let mut moved = TableBatch::new();
-    moved.delete(vec![Value::Int(5)]);
+    moved.delete([Value::Int(5)]);
     moved.insert(record! { "id" => 500, "email" => "u5@x" });
     db.write("users", moved, Default::default()).unwrap();
     assert!(db.verify("users").unwrap().is_clean());

@@ -27,9 +27,9 @@ use strata_planner::{CostModel, Hint, Predicate, Projection, Query};
 
 use crate::error::{Error, Result};
 use crate::lsm::{Options as StoreOptions, WriteOptions};
+use crate::table::codec::record::Record;
 use crate::table::db::Db;
-use crate::table::options::Options;
-use crate::table::record::Record;
+use crate::table::db::options::Options;
 use crate::table::write::TableBatch;
 
 /// Rows in each synthetic table.
@@ -45,15 +45,6 @@ const FETCH_FRACTION: usize = 10;
 const SCRATCH: &str = "calibrate.tmp";
 
 impl Db {
-    /// The cost constants the planner uses.
-    pub fn cost_model(&self) -> CostModel {
-        *self
-            .shared
-            .cost_model
-            .read()
-            .unwrap_or_else(|p| p.into_inner())
-    }
-
     /// Stores `model` as the cost constants and plans with them from now on. Refused unless
     /// every constant is finite and non-negative.
     pub fn set_cost_model(&self, model: CostModel) -> Result<()> {

@@ -7,73 +7,72 @@
 //! row, and async (and global) ones through an outbox the indexer thread applies; queries go
 //! through the planner and run across shards in parallel.
 //!
-//! - [`record`]: `Record`, the `record!` macro, the stored record format; `FieldNames`
-//!   (`field_names`), name lists shared by many records.
-//! - [`key`]: the order-preserving tuple code for keys.
-//! - [`catalog`]: table and index definitions, stored in a system column family.
-//! - [`outbox`]: the outbox entry format and the tracker of its hand-off.
-//! - `db` (with `schema`, the DDL), `write`, `load`, `indexer`, `backfill`, `query` (with
-//!   `stream`), `verify`, `analyze`:
-//!   the `Db` API.
+//! # The rooms
+//!
+//! One folder (or file) per concept, listed from the bottom up. A room uses only the rooms
+//! above it in this list, never one below (`cli/tests/crate_edges.rs` checks it on every
+//! `use`). Each room's `//!` says what it holds.
+//!
+//! | room | holds |
+//! |---|---|
+//! | [`codec`] | values, keys, records, layouts, the row reader: bytes and values only |
+//! | [`catalog`] | table and index definitions, their stored form, the keys and index entries a definition gives a row (`catalog::entry`), rows read from entries (`catalog::covering`) |
+//! | `stats` | file sketches, live statistics, correlation, index usage counters, planning inputs |
+//! | `commit` | lock stripes, the resolver, the transaction state file, the outbox format and its tracker |
+//! | `db` | the handle: `Db`, what its threads share (`Shared`), an open `Table`, `Options` |
+//! | `async_index` | the indexer thread that applies the outbox to async and global indexes |
+//! | `write` | `TableBatch`, the write pipeline, unique checks, bulk load |
+//! | `read` | planning a query, access paths, per-shard streams, `Rows`, `DbSnapshot` |
+//! | `txn` | transactions; commits across stores after a crash (`txn::recovery`) |
+//! | `ddl` | creating and dropping tables and indexes; building a new index (`ddl::backfill`) |
+//! | `tune` | `analyze` and its thread, index advice |
+//! | `verify` | `verify` and `repair` |
+//! | `open` | `Db::open` and `Db::close`, the record-upgrade hook |
+//! | `calibrate` | `Db::calibrate`: measures this machine on a scratch database it opens |
+//!
+//! Each room adds its part of the API to [`Db`] in its own `impl Db` block: the handle is
+//! defined in `db`, below every room that has an operation, so each such room uses it
+//! without a circle.
 
-mod access;
-mod advice;
-mod analyze;
-mod backfill;
-mod byte_test;
-mod calibrate;
 pub mod catalog;
-mod correlation;
-mod db;
-// Public for the fuzz targets and white-box tests (their formats), not part of the API.
-#[doc(hidden)]
-pub mod entry;
-mod field_names;
-pub mod format;
-mod indexer;
-pub mod key;
-mod key_number;
-// Public for the fuzz targets and white-box tests (their formats), not part of the API.
-#[doc(hidden)]
-pub mod layouts;
-mod load;
-mod name_list;
-mod options;
-// Public for the fuzz targets and white-box tests (their formats), not part of the API.
-#[doc(hidden)]
-pub mod outbox;
-mod query;
-pub mod record;
-mod record_codec;
-mod resolver;
-mod row_reader;
-mod schema;
-// Public for the fuzz targets and white-box tests (their formats), not part of the API.
-#[doc(hidden)]
-pub mod sketch;
-mod stream;
-mod txn;
-// Public for the fuzz targets and white-box tests (their formats), not part of the API.
-#[doc(hidden)]
-pub mod txn_state;
-mod upgrade;
-mod verify;
-mod write;
+pub mod codec;
 
-pub use advice::{
-    IndexAdvice, IndexUsage, MAX_INCLUDE_FIELDS, MIN_CANDIDACIES, MIN_FETCHING_PLANS, Note,
-};
-pub use analyze::MAX_ANALYZED_FIELDS;
+pub(crate) mod async_index;
+pub(crate) mod calibrate;
+pub(crate) mod commit;
+pub(crate) mod db;
+pub(crate) mod ddl;
+pub(crate) mod open;
+pub(crate) mod read;
+pub(crate) mod stats;
+pub(crate) mod tune;
+pub(crate) mod txn;
+pub(crate) mod verify;
+pub(crate) mod write;
+
+// The format modules' former paths (`strata::table::key`, …), for the fuzz targets and
+// white-box tests.
+pub use catalog::entry;
+pub use codec::{format, key, layouts, record};
+pub use commit::{outbox, txn_state};
+pub use stats::sketch;
+
+pub use async_index::indexer::IndexLag;
 pub use calibrate::CALIBRATION_ROWS;
 pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef, TableOptions};
+pub use codec::field_names::FieldNames;
+pub use codec::key::{KeyError, KeyFormat};
+pub use codec::record::{Record, RecordError};
 pub use db::Db;
-pub use field_names::FieldNames;
-pub use indexer::IndexLag;
-pub use key::{KeyError, KeyFormat};
-pub use load::{BulkLoad, FALLBACK_BATCH_ROWS, RUN_BYTES};
-pub use options::Options;
-pub use query::{Analysis, DEFAULT_ROW_BYTES, ExecStats, OwnedRows, Rows};
-pub use record::{Record, RecordError};
-pub use txn::{DbSnapshot, OwnedTransaction, Transaction, TxRows};
+pub use db::options::Options;
+pub use read::query::{Analysis, DEFAULT_ROW_BYTES};
+pub use read::rows::{ExecStats, OwnedRows, Rows};
+pub use read::snapshot::DbSnapshot;
+pub use stats::advice::{
+    IndexAdvice, IndexUsage, MAX_INCLUDE_FIELDS, MIN_CANDIDACIES, MIN_FETCHING_PLANS, Note,
+};
+pub use stats::sketch::MAX_ANALYZED_FIELDS;
+pub use txn::{OwnedTransaction, Transaction, TxRows};
 pub use verify::{IndexReport, Problem, ProblemKind, RepairReport, VerifyReport};
+pub use write::load::{BulkLoad, FALLBACK_BATCH_ROWS, RUN_BYTES};
 pub use write::{Mutation, TableBatch};

@@ -17,12 +17,12 @@ use strata_planner::{IndexState, Value};
 
 use crate::error::Result;
 use crate::lsm::{ReadOptions, Snapshot, WriteBatch, WriteOptions};
-use crate::table::db::{Db, Table};
-use crate::table::entry::{
+use crate::table::catalog::entry::{
     decode_entry, index_entry, key_corrupt, record_corrupt, same_entry_value,
 };
-use crate::table::key::decode_key;
-use crate::table::record::Record;
+use crate::table::codec::key::decode_key;
+use crate::table::codec::record::Record;
+use crate::table::db::{Db, Table};
 
 /// What is wrong with one index entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

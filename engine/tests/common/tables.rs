@@ -106,7 +106,7 @@ pub fn load(db: &Db, all: &mut Model, rng: &mut Rng, n: usize) {
     for _ in 0..n {
         let (id, sub) = (rng.below(60) as i64, rng.below(3) as i64);
         if rng.below(8) == 0 {
-            batch.delete(vec![Value::Int(id), Value::Int(sub)]);
+            batch.delete([Value::Int(id), Value::Int(sub)]);
             all.remove(&(id, sub));
         } else {
             let r = random_record(rng, id, sub);

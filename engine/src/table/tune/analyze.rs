@@ -1,0 +1,168 @@
+//! `analyze`: a full pass over a table's rows through the planner's sketches.
+//!
+//! 1. Choose the columns: the primary-key fields, every indexed and included field, and the
+//!    fields of the first rows (so predicates on unindexed fields are estimated too), at most
+//!    [`MAX_ANALYZED_FIELDS`]; and the composite prefixes of the key and of every index.
+//! 2. Feed every row of every shard (at one snapshot per shard) to a `TableStatsBuilder` (distinct counts, most common
+//!    values, histograms, null fractions, widths).
+//! 3. Store the result in the catalog; the planner uses it from then on.
+//!
+//! Auto-analyze: writes count the rows they change (`note_changes`); past the threshold a
+//! table is queued for the analyzer thread (`run_analyzer`), which pauses between runs so it
+//! takes at most a fifth of a core; `Db::wait_for_analyses` waits for the queue to empty.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use strata_planner::{TableStats, TableStatsBuilder};
+
+use crate::error::{Error, Result};
+use crate::lsm::ReadOptions;
+use crate::table::catalog::entry::record_corrupt;
+use crate::table::codec::row_reader::RowReader;
+use crate::table::db::{Db, Shared};
+use crate::table::stats::correlation::{ORDER_SAMPLE_ROWS, OrderSample, combined};
+use crate::table::stats::sketch::{MAX_ANALYZED_FIELDS, statistics_shape};
+
+/// Rows between two looks at an auto-analysis's stop flag.
+const STOP_CHECK_ROWS: usize = 4096;
+
+/// Rows whose fields are added to the analysed columns.
+const FIELD_DISCOVERY_ROWS: usize = 100;
+
+/// After an auto-analyze run, the analyzer waits this many times the run's duration before the
+/// next: at most one part in `ANALYZE_PAUSE + 1` of one core goes to auto-analyze.
+/// TUNING: the share PostgreSQL's cost-based autovacuum delay aims at in spirit (it keeps
+/// background maintenance from competing with the foreground); 4 measured here: a 1,000,000-row
+/// import spent half its CPU time in back-to-back analyses without it (`docs/benchmarks.md`).
+pub(crate) const ANALYZE_PAUSE: u32 = 4;
+
+impl Db {
+    /// Collects `table`'s statistics, stores them, and returns them. (It also runs by itself
+    /// after enough changes: `Options::auto_analyze`.)
+    pub fn analyze(&self, table: &str) -> Result<TableStats> {
+        self.shared.analyze_table(table, None)
+    }
+}
+
+impl Shared {
+    /// The analyzer thread: analyses the tables queued by `note_changes` until the queue
+    /// closes. After each run it pauses [`ANALYZE_PAUSE`] times as long as the run took, so
+    /// auto-analyze spends at most a fifth of one core: a table growing fast (an import) would
+    /// otherwise be read whole again after every tenth of growth, about eleven times its size
+    /// in all, on the cores the writer needs. The tables due meanwhile wait their turn.
+    pub(crate) fn run_analyzer(&self, queued: &std::sync::mpsc::Receiver<String>) {
+        use std::sync::mpsc::RecvTimeoutError;
+        let mut due: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+        let mut resume = std::time::Instant::now();
+        loop {
+            if due.is_empty() {
+                match queued.recv() {
+                    Ok(table) => due.push_back(table),
+                    Err(_) => return,
+                }
+            }
+            while let Some(wait) = resume
+                .checked_duration_since(std::time::Instant::now())
+                .filter(|d| !d.is_zero())
+            {
+                match queued.recv_timeout(wait) {
+                    Ok(table) => due.push_back(table),
+                    Err(RecvTimeoutError::Timeout) => break,
+                    Err(RecvTimeoutError::Disconnected) => return,
+                }
+            }
+            let Some(table) = due.pop_front() else {
+                continue;
+            };
+            let started = std::time::Instant::now();
+            match self.analyze_table(&table, Some(&self.analyze_stop)) {
+                Ok(stats) => tracing::debug!(%table, rows = stats.row_count, "auto-analyze"),
+                // Dropped meanwhile, or the database is closing.
+                Err(e) if e.is_not_found() || e.is_closed() => {}
+                Err(error) => tracing::warn!(%table, %error, "auto-analyze failed"),
+            }
+            self.analysis_finished(&table);
+            resume = std::time::Instant::now() + started.elapsed() * ANALYZE_PAUSE;
+        }
+    }
+
+    /// Analyses `table`; with `stop`, gives up with [`Error::Closed`] once it is set (checked
+    /// every [`STOP_CHECK_ROWS`] rows).
+    pub(crate) fn analyze_table(
+        &self,
+        table: &str,
+        stop: Option<&AtomicBool>,
+    ) -> Result<TableStats> {
+        let t = self.handle(table)?;
+        // Changes from here on count towards the next analysis.
+        t.changed.store(0, Ordering::Relaxed);
+        let snapshots: Vec<_> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
+        let (mut columns, prefixes) = statistics_shape(&t.def);
+        let add = |f: &String, columns: &mut Vec<String>| {
+            if !columns.contains(f) && columns.len() < MAX_ANALYZED_FIELDS {
+                columns.push(f.clone());
+            }
+        };
+        let read = |s: usize| ReadOptions::default().snapshot(&snapshots[s]);
+        let first = &t.shards[0];
+        let discovery = first.store.store.iter(&first.fact, read(0))?;
+        for kv in discovery.take(FIELD_DISCOVERY_ROWS) {
+            let (k, v) = kv?;
+            let record = t
+                .layouts
+                .decode(&v)
+                .map_err(|e| record_corrupt(first.fact.name(), &k, e))?;
+            for (f, _) in record.iter() {
+                add(&f.to_owned(), &mut columns);
+            }
+        }
+        let mut builder = TableStatsBuilder::new(&columns, &prefixes);
+        // Each row's analysed fields are read where they lie, not built into a record.
+        let analysed: Vec<&str> = columns.iter().map(String::as_str).collect();
+        let mut reader = RowReader::new(&analysed, Some(Vec::new())).with_layouts(&t.layouts);
+        // The leading field of each index: how its order follows the key's, per shard.
+        let mut leading: Vec<&str> = Vec::new();
+        for index in &t.def.indexes {
+            if let Some(f) = index.fields.first()
+                && !leading.contains(&f.as_str())
+                && analysed.contains(&f.as_str())
+            {
+                leading.push(f);
+            }
+        }
+        let mut orders: Vec<Vec<(f64, u64)>> = vec![Vec::new(); leading.len()];
+        for (s, shard) in t.shards.iter().enumerate() {
+            let mut samples: Vec<OrderSample> = (0..leading.len())
+                .map(|i| OrderSample::new(ORDER_SAMPLE_ROWS, (s * 64 + i) as u64))
+                .collect();
+            for (n, kv) in shard.store.store.iter(&shard.fact, read(s))?.enumerate() {
+                if n % STOP_CHECK_ROWS == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                    return Err(Error::Closed);
+                }
+                let (k, v) = kv?;
+                reader
+                    .test(&v)
+                    .map_err(|e| record_corrupt(shard.fact.name(), &k, e))?;
+                let reader = &reader;
+                builder.add_row(|f| Some(reader.value_of(f)), k.len() + v.len());
+                for (sample, f) in samples.iter_mut().zip(&leading) {
+                    sample.add(n as u64, reader.value_of(f));
+                }
+            }
+            for (sample, order) in samples.into_iter().zip(&mut orders) {
+                let seen = sample.seen();
+                if let Some(r) = sample.correlation() {
+                    order.push((r, seen));
+                }
+            }
+        }
+        let mut stats = builder.finish();
+        for (f, order) in leading.iter().zip(&orders) {
+            if let (Some(column), Some(r)) = (stats.columns.get_mut(*f), combined(order)) {
+                column.correlation = r;
+            }
+        }
+        self.put_stats(table, t.def.id, stats.clone())?;
+        Ok(stats)
+    }
+}
