@@ -240,30 +240,9 @@ pub(crate) fn step(shared: &Shared) -> bool {
 fn execute(shared: &Shared, compaction: &Compaction) -> Result<()> {
     let _marked = Marked(compaction);
     let started = Instant::now();
-    let cf = &compaction.cf;
     if compaction.is_trivial_move() {
-        let table = &compaction.inputs[0];
-        let edit = VersionEdit {
-            removed_tables: vec![(cf.id, compaction.level as u32, table.meta.number)],
-            added_tables: vec![(cf.id, compaction.output_level as u32, table.meta.clone())],
-            ..VersionEdit::default()
-        };
-        let mut versions = lock(&shared.versions);
-        if cf.is_dropped() {
-            return Ok(());
-        }
-        shared.log_edit(&mut versions, &edit)?;
-        cf.update(|version| {
-            version.levels[compaction.level].retain(|t| !Arc::ptr_eq(t, table));
-            insert_sorted(
-                &mut version.levels[compaction.output_level],
-                Arc::clone(table),
-            );
-        });
-        tracing::debug!(cf = %cf.name, table = table.meta.number, from = compaction.level, "moved a table down a level");
-        return Ok(());
+        return move_down(shared, compaction);
     }
-
     let outputs = match write_outputs(shared, compaction) {
         Ok(outputs) => outputs,
         Err((error, written)) => {
@@ -275,15 +254,58 @@ fn execute(shared: &Shared, compaction: &Compaction) -> Result<()> {
             return Err(error);
         }
     };
-
     // 4. Install.
+    let Some(outputs) = install(shared, compaction, outputs)? else {
+        return Ok(()); // the family was dropped meanwhile
+    };
+    // 5. The inputs go.
+    finish(shared, compaction, &outputs, started);
+    Ok(())
+}
+
+/// A compaction of one table into a level where nothing overlaps it: the table moves down,
+/// unrewritten (one manifest edit).
+fn move_down(shared: &Shared, compaction: &Compaction) -> Result<()> {
+    let cf = &compaction.cf;
+    let table = &compaction.inputs[0];
+    let edit = VersionEdit {
+        removed_tables: vec![(cf.id, compaction.level as u32, table.meta.number)],
+        added_tables: vec![(cf.id, compaction.output_level as u32, table.meta.clone())],
+        ..VersionEdit::default()
+    };
+    let mut versions = lock(&shared.versions);
+    if cf.is_dropped() {
+        return Ok(());
+    }
+    shared.log_edit(&mut versions, &edit)?;
+    cf.update(|version| {
+        version.levels[compaction.level].retain(|t| !Arc::ptr_eq(t, table));
+        insert_sorted(
+            &mut version.levels[compaction.output_level],
+            Arc::clone(table),
+        );
+    });
+    tracing::debug!(cf = %cf.name, table = table.meta.number, from = compaction.level, "moved a table down a level");
+    Ok(())
+}
+
+/// Step 4 of [`execute`]: one manifest edit swaps the inputs for `outputs`, then the column
+/// family's version does. A family dropped meanwhile (`None`), or a store that went
+/// read-only (its error), removes the outputs instead.
+fn install(
+    shared: &Shared,
+    compaction: &Compaction,
+    outputs: Vec<TableFile>,
+) -> Result<Option<Vec<Arc<TableFile>>>> {
+    let cf = &compaction.cf;
     let mut versions = lock(&shared.versions);
     if cf.is_dropped() || shared.check_writable().is_err() {
         drop(versions);
         for table in &outputs {
             let _ = shared.fs.remove_file(&table.path);
         }
-        return shared.check_writable();
+        shared.check_writable()?;
+        return Ok(None);
     }
     let mut edit = VersionEdit {
         next_file_number: Some(versions.state.next_file_number),
@@ -324,7 +346,12 @@ fn execute(shared: &Shared, compaction: &Compaction) -> Result<()> {
     });
     drop(versions);
 
-    // 5. The inputs go.
+    Ok(Some(outputs))
+}
+
+/// Step 5 of [`execute`]: removes the inputs' files and records the compaction's I/O.
+fn finish(shared: &Shared, compaction: &Compaction, outputs: &[Arc<TableFile>], started: Instant) {
+    let cf = &compaction.cf;
     for table in compaction.all_inputs() {
         if let Err(error) = shared.fs.remove_file(&table.path) {
             tracing::warn!(%error, path = %table.path.display(), "removing a compacted table; the next open will");
@@ -355,7 +382,6 @@ fn execute(shared: &Shared, compaction: &Compaction) -> Result<()> {
         written = io.written,
         "compacted"
     );
-    Ok(())
 }
 
 /// Inserts `table` into a sorted level at its place by key.

@@ -307,11 +307,33 @@ impl Shared {
         }
 
         // 4. Install, then publish.
+        self.install_ingested(&written, seqno)?;
+        // Every seqno below this one of this store was published by its leader before it let
+        // go of the writer lock, which this thread holds (a shared sequencer publishes it
+        // after the other stores' older ranges).
+        self.seq.publish_range(seqno, seqno);
+        self.wake_background();
+        tracing::debug!(
+            tables = written.len(),
+            seqno,
+            "ingested sorted runs as tables"
+        );
+        Ok(seqno)
+    }
+
+    /// Step 4 of [`Shared::ingest`]: places each written table at the lowest level it fits
+    /// (seen against the tables placed before it) and installs them all in one manifest edit.
+    /// On failure the seqno is published unused. REQUIRES: the writer lock.
+    fn install_ingested(
+        &self,
+        written: &[(Arc<CfShared>, Arc<TableFile>)],
+        seqno: SeqNo,
+    ) -> Result<()> {
         let mut versions = lock(&self.versions);
         if let Some((cf, _)) = written.iter().find(|(cf, _)| cf.is_dropped()) {
             let error = Error::NotFound(format!("column family {:?} was dropped", cf.name));
             drop(versions);
-            for (_, table) in &written {
+            for (_, table) in written {
                 let _ = self.fs.remove_file(&table.path);
             }
             self.seq.publish_range(seqno, seqno);
@@ -325,7 +347,7 @@ impl Shared {
         // Each table's level, seen against the tables placed before it.
         let mut placed: Vec<(usize, Arc<TableFile>)> = Vec::with_capacity(written.len());
         let mut views: Vec<(u32, SuperVersion)> = Vec::new();
-        for (cf, table) in &written {
+        for (cf, table) in written {
             let view = match views.iter_mut().find(|(id, _)| *id == cf.id) {
                 Some((_, view)) => view,
                 None => {
@@ -348,17 +370,7 @@ impl Shared {
             cf.update(|version| insert_at(&mut version.levels[level], level, table));
         }
         drop(versions);
-        // Every seqno below this one of this store was published by its leader before it let
-        // go of the writer lock, which this thread holds (a shared sequencer publishes it
-        // after the other stores' older ranges).
-        self.seq.publish_range(seqno, seqno);
-        self.wake_background();
-        tracing::debug!(
-            tables = written.len(),
-            seqno,
-            "ingested sorted runs as tables"
-        );
-        Ok(seqno)
+        Ok(())
     }
 
     /// Writes each run as tables of about `target_table_bytes`, every entry at `seqno`;

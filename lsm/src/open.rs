@@ -23,7 +23,7 @@ use bytes::Bytes;
 use strata_sstable::BlockCache;
 use strata_wal::{LogEnd, LogReader, LogWriter, RecoveryMode};
 
-use crate::batch::decode_batch;
+use crate::batch::{DecodedBatch, decode_batch};
 use crate::cf::CfShared;
 use crate::edit::{ManifestState, VersionEdit};
 use crate::error::{
@@ -322,15 +322,7 @@ impl Opening<'_> {
         let path = file_path(self.dir, FileKind::Log, number);
         let data = self.fs.read(&path).at(IoOp::Read, &path)?;
         let mode = self.options.recovery_mode;
-        let mut reader = LogReader::new(&data, log_number(number), mode);
-        if !is_last {
-            reader = reader.with_known_durable(data.len() as u64);
-        } else if let Some((closed, size)) = state.closed_log
-            && closed == number
-        {
-            // Synced whole by a clean close: damage inside is damage, not a torn tail.
-            reader = reader.with_known_durable(size);
-        }
+        let mut reader = self.log_reader(&data, number, is_last, state);
         let mut replayed = Replayed {
             last_seqno: 0,
             stop: false,
@@ -386,30 +378,7 @@ impl Opening<'_> {
                 replayed.last_seqno = replayed.last_seqno.max(batch.last_seqno());
                 continue;
             }
-            for entry in &batch.entries {
-                match state.cfs.get(&entry.cf_id) {
-                    Some(cf) if number >= cf.log_number => {
-                        if let Some(mem) = memtables.get(&entry.cf_id)
-                            && mem.insert(entry).is_err()
-                        {
-                            return Err(Error::Capacity {
-                                what: Capacity::ReplayLimit,
-                                family: entry.cf_id,
-                                limit: MAX_ENTRIES,
-                            });
-                        }
-                    }
-                    Some(_) => {} // already in the family's tables
-                    None if entry.cf_id < state.next_cf_id => {} // a dropped family
-                    None => {
-                        return Err(Error::Corruption {
-                            file: path,
-                            offset: record.offset,
-                            what: Corruption::Batch(BatchFault::UnknownFamily),
-                        });
-                    }
-                }
-            }
+            self.insert_replayed(&batch, number, record.offset, state, memtables)?;
             if !batch.entries.is_empty() {
                 replayed.last_seqno = replayed.last_seqno.max(batch.last_seqno());
             }
@@ -421,6 +390,66 @@ impl Opening<'_> {
             replayed.stop = true;
         }
         Ok(replayed)
+    }
+
+    /// Inserts the entries of `batch` (at `offset` in log `number`) into the memtables of
+    /// the families that still need them; an entry of a dropped family is skipped, one of a
+    /// family the manifest never numbered is corruption.
+    fn insert_replayed(
+        &self,
+        batch: &DecodedBatch,
+        number: u64,
+        offset: u64,
+        state: &ManifestState,
+        memtables: &BTreeMap<u32, Memtable>,
+    ) -> Result<()> {
+        for entry in &batch.entries {
+            match state.cfs.get(&entry.cf_id) {
+                Some(cf) if number >= cf.log_number => {
+                    if let Some(mem) = memtables.get(&entry.cf_id)
+                        && mem.insert(entry).is_err()
+                    {
+                        return Err(Error::Capacity {
+                            what: Capacity::ReplayLimit,
+                            family: entry.cf_id,
+                            limit: MAX_ENTRIES,
+                        });
+                    }
+                }
+                Some(_) => {} // already in the family's tables
+                None if entry.cf_id < state.next_cf_id => {} // a dropped family
+                None => {
+                    return Err(Error::Corruption {
+                        file: file_path(self.dir, FileKind::Log, number),
+                        offset,
+                        what: Corruption::Batch(BatchFault::UnknownFamily),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A reader of log `number`'s bytes `data`: every log before the last was synced whole
+    /// (the next was opened after), and so was the last if a clean close recorded its size,
+    /// so damage inside them is damage, not a torn tail.
+    fn log_reader<'d>(
+        &self,
+        data: &'d [u8],
+        number: u64,
+        is_last: bool,
+        state: &ManifestState,
+    ) -> LogReader<'d> {
+        let reader = LogReader::new(data, log_number(number), self.options.recovery_mode);
+        if !is_last {
+            return reader.with_known_durable(data.len() as u64);
+        } else if let Some((closed, size)) = state.closed_log
+            && closed == number
+        {
+            // Synced whole by a clean close: damage inside is damage, not a torn tail.
+            return reader.with_known_durable(size);
+        }
+        reader
     }
 }
 

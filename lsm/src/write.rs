@@ -19,10 +19,11 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
 use strata_wal::LogWriter;
 
 use crate::SeqNo;
-use crate::batch::{BatchEntry, WriteBatch, decode_batch};
+use crate::batch::{BatchEntry, DecodedBatch, WriteBatch, decode_batch};
 use crate::cf::{CfShared, validate_name};
 use crate::commit::Request;
 use crate::edit::VersionEdit;
@@ -119,10 +120,33 @@ impl Shared {
         // 2. Room in the memtables.
         let entries: u64 = accepted.iter().map(|(_, r)| r.item.len() as u64).sum();
         self.make_room(wal, touched, entries)?;
+        // 3. The log.
+        let (range, sealed) = self.log_group(wal, accepted)?;
+        // 4. The memtables.
+        let batches = self.insert_group(wal.number, touched, sealed)?;
+        if let Some((first, n)) = range {
+            self.seq.publish_range(first, first + n - 1);
+        }
+        Ok(batches
+            .iter()
+            .map(|(i, batch, _)| (*i, batch.last_seqno()))
+            .collect())
+    }
 
-        // 3. The log. The group's own batches take one range of seqnos; a batch whose range
-        // its caller allocated (a part of a transaction over several stores) keeps it, and
-        // its caller publishes it.
+    /// Step 3 of a group's commit: numbers the group's batches and writes them to the log,
+    /// synced if any asked for it. The group's own batches take one range of seqnos
+    /// (returned, for the caller to publish once the memtables hold them); a batch whose
+    /// range its caller allocated (a part of a transaction over several stores) keeps it,
+    /// and its caller publishes it. Returns each batch's sealed bytes with its placement.
+    #[allow(clippy::type_complexity)]
+    fn log_group(
+        &self,
+        wal: &mut WalState,
+        accepted: Vec<(usize, Request<WriteBatch>)>,
+    ) -> Result<(
+        Option<(SeqNo, u64)>,
+        Vec<(usize, Bytes, Option<Box<Placed>>)>,
+    )> {
         let sync = accepted.iter().any(|(_, r)| r.sync);
         let own: u64 = accepted
             .iter()
@@ -164,8 +188,18 @@ impl Shared {
             }
             return Err(error);
         }
+        Ok((range, sealed))
+    }
 
-        // 4. The memtables.
+    /// Step 4 of a group's commit: decodes each sealed batch and inserts its entries into
+    /// the active memtables of the families it touches (`make_room` made room for all).
+    #[allow(clippy::type_complexity)]
+    fn insert_group(
+        &self,
+        log_number: u64,
+        touched: &[u32],
+        sealed: Vec<(usize, Bytes, Option<Box<Placed>>)>,
+    ) -> Result<Vec<(usize, DecodedBatch, Option<Box<Placed>>)>> {
         let cfs = self.cfs_read();
         let memtables: Vec<(u32, Arc<Memtable>)> = touched
             .iter()
@@ -176,7 +210,7 @@ impl Shared {
         for (i, bytes, placed) in sealed {
             // Our own encoding failing to decode is a bug, reported rather than hidden.
             let batch = decode_batch(&bytes).map_err(|what| Error::Corruption {
-                file: self.log_path(wal.number),
+                file: self.log_path(log_number),
                 offset: 0,
                 what,
             })?;
@@ -222,13 +256,7 @@ impl Shared {
             wave.push((mem, entry, hint));
         }
         Memtable::insert_each(&wave).map_err(|_| full(&wave))?;
-        if let Some((first, n)) = range {
-            self.seq.publish_range(first, first + n - 1);
-        }
-        Ok(batches
-            .iter()
-            .map(|(i, batch, _)| (*i, batch.last_seqno()))
-            .collect())
+        Ok(batches)
     }
 
     /// Finds where a small batch's entries go in the active memtables
