@@ -10,7 +10,8 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use strata::{Store, StoreOptions, WriteBatch, WriteOptions};
+use strata::lsm::WriteBatch;
+use strata::{Store, StoreOptions, WriteOptions};
 
 const VALUE_BYTES: usize = 100;
 /// Keys in the get benches: 16-byte keys, 100-byte values, about 12 MiB of data.
@@ -112,7 +113,7 @@ fn synced_puts(c: &mut Criterion) {
 }
 
 /// Writes keys `0..GET_KEYS` with 100-byte values, a thousand to a batch.
-fn fill(store: &Store, cf: &strata::ColumnFamily) {
+fn fill(store: &Store, cf: &strata::lsm::ColumnFamily) {
     let value = [7u8; VALUE_BYTES];
     for chunk in 0..GET_KEYS / 1000 {
         let mut batch = WriteBatch::new();

@@ -93,9 +93,9 @@ fn index_queries(c: &mut Criterion) {
         }
         db.write("t", batch, WriteOptions::default()).expect("load");
     }
-    for cf in db.store().column_families() {
-        let cf = db.store().cf(&cf).expect("cf");
-        db.store().compact_range(&cf, ..).expect("compact");
+    for cf in db.raw_store().column_families() {
+        let cf = db.raw_store().cf(&cf).expect("cf");
+        db.raw_store().compact_range(&cf, ..).expect("compact");
     }
     db.analyze("t").expect("analyze");
 

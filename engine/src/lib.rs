@@ -44,12 +44,63 @@ pub use error::{
 /// The store's options, for [`Store::open`] (and inside [`Options::store`] for a database).
 pub use strata_lsm::Options as StoreOptions;
 pub use strata_lsm::RecoveryMode;
+/// The store's write options, which [`Db::write`] and transactions' commits take.
+pub use strata_lsm::WriteOptions;
 pub use strata_lsm::fuzzing;
-pub use strata_lsm::{
-    CfStats, CollectedTable, ColumnFamily, Cursor, Iter, LevelStats, MAX_BATCH_BYTES,
-    MAX_KEY_BYTES, MAX_VALUE_BYTES, ReadOptions, SeqNo, Snapshot, Store, WriteBatch, WriteOptions,
-    WriteStalls,
-};
+/// The store alone, for users who want only the key-value layer ([`Db::raw_store`] hands out
+/// a database's own).
+pub use strata_lsm::{SeqNo, Store};
+
+// The store's other types once shared the crate root with the table layer's (`Snapshot` beside
+// `DbSnapshot`, `WriteBatch` beside `TableBatch`, the store's 64 KiB `MAX_KEY_BYTES` beside a
+// primary key's 4 KiB). They live under `strata::lsm::`; these aliases keep code written
+// against the old paths compiling for one release (README, "Changes").
+/// Deprecated path of [`lsm::CfStats`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::CfStats")]
+pub type CfStats = strata_lsm::CfStats;
+/// Deprecated path of [`lsm::CollectedTable`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::CollectedTable")]
+pub type CollectedTable = strata_lsm::CollectedTable;
+/// Deprecated path of [`lsm::ColumnFamily`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::ColumnFamily")]
+pub type ColumnFamily = strata_lsm::ColumnFamily;
+/// Deprecated path of [`lsm::Cursor`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::Cursor")]
+pub type Cursor = strata_lsm::Cursor;
+/// Deprecated path of [`lsm::Iter`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::Iter")]
+pub type Iter = strata_lsm::Iter;
+/// Deprecated path of [`lsm::LevelStats`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::LevelStats")]
+pub type LevelStats = strata_lsm::LevelStats;
+/// Deprecated path of [`lsm::ReadOptions`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::ReadOptions")]
+pub type ReadOptions = strata_lsm::ReadOptions;
+/// Deprecated path of [`lsm::Snapshot`] (a database's is [`DbSnapshot`]).
+#[deprecated(
+    since = "0.2.0",
+    note = "use strata::lsm::Snapshot, or DbSnapshot for a database"
+)]
+pub type Snapshot = strata_lsm::Snapshot;
+/// Deprecated path of [`lsm::WriteBatch`] (a table's is [`TableBatch`]).
+#[deprecated(
+    since = "0.2.0",
+    note = "use strata::lsm::WriteBatch, or TableBatch for a table"
+)]
+pub type WriteBatch = strata_lsm::WriteBatch;
+/// Deprecated path of [`lsm::WriteStalls`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::WriteStalls")]
+pub type WriteStalls = strata_lsm::WriteStalls;
+/// Deprecated path of [`lsm::MAX_BATCH_BYTES`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::MAX_BATCH_BYTES")]
+pub const MAX_BATCH_BYTES: usize = strata_lsm::MAX_BATCH_BYTES;
+/// Deprecated path of the store's [`lsm::MAX_KEY_BYTES`] (a primary key's limit is
+/// `table::format::MAX_PRIMARY_KEY_BYTES`).
+#[deprecated(since = "0.2.0", note = "use strata::lsm::MAX_KEY_BYTES")]
+pub const MAX_KEY_BYTES: usize = strata_lsm::MAX_KEY_BYTES;
+/// Deprecated path of [`lsm::MAX_VALUE_BYTES`].
+#[deprecated(since = "0.2.0", note = "use strata::lsm::MAX_VALUE_BYTES")]
+pub const MAX_VALUE_BYTES: usize = strata_lsm::MAX_VALUE_BYTES;
 pub use strata_planner::{
     Access, Candidate, Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations,
     Op, Order, Plan, Predicate, Projection, Query, Scope, SqlLiteral, TableStats, Value, ValueKind,

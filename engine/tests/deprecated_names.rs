@@ -57,3 +57,25 @@ fn a_batch_delete_takes_the_key_as_a_slice_or_as_the_old_vec() {
     assert_eq!(db.get("t", &[Value::Int(2)]).unwrap(), None);
     assert!(db.get("t", &[Value::Int(3)]).unwrap().is_some());
 }
+
+/// The store's types kept their old paths at the crate root as deprecated aliases, and
+/// `Db::store` its old name: code written against them compiles and reaches the same thing.
+#[test]
+fn the_store_types_old_root_paths_and_db_store_still_compile() {
+    use strata::TableOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    db.create_table("t", ["id"], TableOptions::default())
+        .unwrap();
+    let old: &strata::Store = db.store();
+    let new: &strata::lsm::Store = db.raw_store();
+    assert!(std::ptr::eq(old, new));
+    let batch: strata::WriteBatch = strata::lsm::WriteBatch::new();
+    assert!(batch.is_empty());
+    let _: strata::ReadOptions = strata::lsm::ReadOptions::default();
+    let snapshot: strata::Snapshot = db.raw_store().snapshot();
+    assert_eq!(snapshot.seqno(), db.raw_store().snapshot().seqno());
+    assert_eq!(strata::MAX_KEY_BYTES, strata::lsm::MAX_KEY_BYTES);
+    assert_eq!(strata::MAX_VALUE_BYTES, strata::lsm::MAX_VALUE_BYTES);
+    assert_eq!(strata::MAX_BATCH_BYTES, strata::lsm::MAX_BATCH_BYTES);
+}

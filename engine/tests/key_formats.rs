@@ -61,7 +61,10 @@ fn answers(db: &Db, table: &str) -> Vec<Vec<Record>> {
 
 /// The first byte of every key of family `cf`.
 fn tags(db: &Db, cf: &str) -> Vec<u8> {
-    common::scan(db.store(), cf).keys().map(|k| k[0]).collect()
+    common::scan(db.raw_store(), cf)
+        .keys()
+        .map(|k| k[0])
+        .collect()
 }
 
 #[test]
@@ -120,10 +123,10 @@ fn a_table_of_key_format_1_works_beside_one_of_key_format_2() {
     );
     // A keys-only entry of a new table has no value; an old table's keeps its head `01 00`.
     let values =
-        |cf: &str| -> Vec<Vec<u8>> { common::scan(db.store(), cf).into_values().collect() };
+        |cf: &str| -> Vec<Vec<u8>> { common::scan(db.raw_store(), cf).into_values().collect() };
     assert!(values("i/new/by_age").iter().all(Vec::is_empty));
     assert!(values("i/old/by_age").iter().all(|v| v == &[1, 0]));
-    let size = |cf: &str| -> usize { common::scan(db.store(), cf).keys().map(Vec::len).sum() };
+    let size = |cf: &str| -> usize { common::scan(db.raw_store(), cf).keys().map(Vec::len).sum() };
     // Ids of 1 to 3 significant bytes take 3 to 6 bytes instead of 10; those near i64::MAX 11
     // instead of 12.
     let (new, old) = (size("t/new"), size("t/old"));

@@ -146,8 +146,8 @@ fn statistics_an_earlier_build_wrote_with_null_floats_are_analysed_again_at_open
     populate(&db);
     let fresh = db.analyze("t").unwrap();
     // What builds before the fix stored: every non-finite float as null.
-    let catalog = db.store().cf("sys/catalog").unwrap();
-    let stored = db.store().get(&catalog, b"stats/t").unwrap().unwrap();
+    let catalog = db.raw_store().cf("sys/catalog").unwrap();
+    let stored = db.raw_store().get(&catalog, b"stats/t").unwrap().unwrap();
     let text = String::from_utf8(stored.to_vec()).unwrap();
     let old = ["0x7ff8000000000000", "0xfff8000000000000"]
         .iter()
@@ -156,7 +156,7 @@ fn statistics_an_earlier_build_wrote_with_null_floats_are_analysed_again_at_open
             t.replace(&format!("{{\"Float\":\"{bits}\"}}"), "{\"Float\":null}")
         });
     assert_ne!(old, text, "the statistics hold non-finite floats");
-    db.store()
+    db.raw_store()
         .put(&catalog, b"stats/t", old.as_bytes())
         .unwrap();
     db.close().unwrap();

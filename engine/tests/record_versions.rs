@@ -52,7 +52,7 @@ fn version_1(record: &Record) -> Vec<u8> {
 /// Rewrites every fact row of table `t` and every payload of index `i/t/by_town` in version 1;
 /// returns how many of each.
 fn rewrite_as_version_1(db: &Db) -> (usize, usize) {
-    let store = db.store();
+    let store = db.raw_store();
     let fact = store.cf("t/t").expect("fact family");
     let layouts = db.row_layouts("t").expect("layouts");
     let rows: Vec<(Vec<u8>, Vec<u8>)> = store
@@ -93,7 +93,7 @@ fn rewrite_as_version_1(db: &Db) -> (usize, usize) {
 
 /// The record version of every fact row of `t` and every payload of `by_town`.
 fn versions(db: &Db) -> (Vec<u8>, Vec<u8>) {
-    let store = db.store();
+    let store = db.raw_store();
     let first = |cf: &str, at: usize| -> Vec<u8> {
         let cf = store.cf(cf).expect("family");
         store

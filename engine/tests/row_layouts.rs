@@ -75,9 +75,9 @@ fn a_dropped_table_takes_its_layouts_and_a_new_one_starts_afresh() {
         rows(&db, &Query::default()),
         vec![record! { "id" => 3, "b" => 2 }]
     );
-    let catalog = db.store().cf("sys/catalog").unwrap();
+    let catalog = db.raw_store().cf("sys/catalog").unwrap();
     let keys: Vec<String> = db
-        .store()
+        .raw_store()
         .iter(&catalog, Default::default())
         .unwrap()
         .map(|kv| String::from_utf8(kv.unwrap().0.to_vec()).unwrap())
@@ -104,9 +104,9 @@ fn a_damaged_layout_is_an_error_at_open_naming_it() {
             .unwrap();
         db.insert("t", record! { "id" => 1 }).unwrap();
         let id = db.table("t").unwrap().id;
-        let catalog = db.store().cf("sys/catalog").unwrap();
+        let catalog = db.raw_store().cf("sys/catalog").unwrap();
         let key = key.replace("{id}", &id.to_string());
-        db.store().put(&catalog, key.as_bytes(), value).unwrap();
+        db.raw_store().put(&catalog, key.as_bytes(), value).unwrap();
         db.close().unwrap();
         let error = match Db::open(dir.path(), Options::default()) {
             Ok(_) => panic!("{key}: opened"),

@@ -289,8 +289,8 @@ fn a_leftover_async_entry_never_yields_a_row_twice() {
     // The entry the row had when x was 10, as if its removal had not been applied yet.
     let mut stale = encode_key([&Value::Int(10)]);
     stale.extend(encode_key([&Value::Int(1)]));
-    let cf = db.store().cf("i/t/by_x").unwrap();
-    db.store().put(&cf, &stale, &[1, 0]).unwrap();
+    let cf = db.raw_store().cf("i/t/by_x").unwrap();
+    db.raw_store().put(&cf, &stale, &[1, 0]).unwrap();
 
     let q = Query::default()
         .filter(Predicate::new("x", strata::Op::Ge(Value::Int(0))))

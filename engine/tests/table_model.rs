@@ -42,7 +42,7 @@ fn every_plan_returns_what_a_brute_force_filter_returns() {
             db.analyze("t").unwrap();
         }
         if seed % 3 == 0 {
-            db.store().flush_all().unwrap();
+            db.raw_store().flush_all().unwrap();
         }
         assert!(db.verify("t").unwrap().is_clean());
 

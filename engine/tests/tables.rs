@@ -246,7 +246,7 @@ fn the_catalog_and_statistics_survive_reopen() {
     assert_eq!(def.indexes[0].state, IndexState::Ready);
     assert_eq!(db.table_stats("customers").unwrap().unwrap().row_count, 5);
     assert!(
-        !db.store()
+        !db.raw_store()
             .column_families()
             .iter()
             .any(|f| f.contains("gone") || f.contains("dropped"))
@@ -272,13 +272,13 @@ fn a_family_left_by_a_crash_before_its_definition_is_dropped_at_open() {
         let db = open(dir.path());
         customers(&db);
         // What a crash between creating an index's family and recording it leaves.
-        db.store()
+        db.raw_store()
             .create_column_family(&index_cf("customers", "half"))
             .unwrap();
         db.close().unwrap();
     }
     let db = open(dir.path());
-    assert!(db.store().cf(&index_cf("customers", "half")).is_err());
+    assert!(db.raw_store().cf(&index_cf("customers", "half")).is_err());
     db.create_index("customers", "half", ["town"], Projection::KeysOnly)
         .unwrap();
     assert!(db.verify("customers").unwrap().is_clean());
@@ -503,7 +503,7 @@ fn a_backfilled_index_ends_as_one_sorted_run() {
     }
     db.create_index("t", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
-    let store = db.store();
+    let store = db.raw_store();
     let cf = store.cf(&index_cf("t", "by_town")).unwrap();
     let levels = store.stats(&cf).unwrap().levels;
     let holding: Vec<usize> = (0..levels.len())
@@ -534,8 +534,11 @@ fn verify_finds_missing_dangling_and_stale_entries_and_repair_fixes_them() {
     )
     .unwrap();
     assert!(db.verify("customers").unwrap().is_clean());
-    let cf = db.store().cf(&index_cf("customers", "by_town")).unwrap();
-    let store = db.store();
+    let cf = db
+        .raw_store()
+        .cf(&index_cf("customers", "by_town"))
+        .unwrap();
+    let store = db.raw_store();
     let entries: Vec<(Vec<u8>, Vec<u8>)> = store
         .iter(&cf, Default::default())
         .unwrap()
@@ -577,15 +580,20 @@ fn corrupt_rows_and_entries_are_errors_not_panics() {
     customers(&db);
     db.create_index("customers", "by_town", ["town"], Projection::KeysOnly)
         .unwrap();
-    let fact = db.store().cf("t/customers").unwrap();
-    let ix = db.store().cf(&index_cf("customers", "by_town")).unwrap();
-    db.store().put(&ix, b"\x99garbage", b"\x01\x00").unwrap();
+    let fact = db.raw_store().cf("t/customers").unwrap();
+    let ix = db
+        .raw_store()
+        .cf(&index_cf("customers", "by_town"))
+        .unwrap();
+    db.raw_store()
+        .put(&ix, b"\x99garbage", b"\x01\x00")
+        .unwrap();
     let by_index = Query::default().hint(Hint::Index("by_town".into()));
     let got: Result<Vec<_>, _> = db.query("customers", &by_index).unwrap().collect();
     assert!(matches!(got, Err(e) if e.is_corruption()));
     assert!(db.verify("customers").unwrap_err().is_corruption());
     let key = strata::table::key::encode_key([&Value::Int(2)]);
-    db.store().put(&fact, &key, b"\x07nonsense").unwrap();
+    db.raw_store().put(&fact, &key, b"\x07nonsense").unwrap();
     assert!(
         db.get("customers", &[Value::Int(2)])
             .unwrap_err()

@@ -24,8 +24,8 @@ pub fn check(data: &[u8]) {
     for (i, entry) in batch.entries.iter().enumerate() {
         assert_eq!(entry.seqno, batch.first_seqno + i as u64);
         assert!(entry.seqno < (1 << 56));
-        assert!(entry.key.len() <= strata::MAX_KEY_BYTES);
-        assert!(entry.value.len() <= strata::MAX_VALUE_BYTES);
+        assert!(entry.key.len() <= strata::lsm::MAX_KEY_BYTES);
+        assert!(entry.value.len() <= strata::lsm::MAX_VALUE_BYTES);
     }
     if let Some(txn) = &batch.txn {
         assert!(!txn.participants.is_empty());

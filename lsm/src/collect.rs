@@ -2,7 +2,7 @@
 //! and keeps a summary of it in each table's properties block (RocksDB's
 //! `TablePropertiesCollector`; MyRocks keeps its index statistics this way).
 //!
-//! 1. [`Options::property_collector`](crate::Options::property_collector) names a factory;
+//! 1. [`Hooks::property_collector`](crate::Hooks::property_collector) names a factory;
 //!    for each table a flush or compaction writes, the factory is asked for a collector for
 //!    the table's column family (`None`: nothing to collect for that family).
 //! 2. The collector sees, in key order, the newest version the table keeps of each user key:

@@ -570,7 +570,7 @@ fn write_part(
         let number = lock(&shared.versions).reserve_file_number();
         numbers.push(number);
         let collector = shared
-            .options
+            .hooks
             .property_collector
             .as_ref()
             .and_then(|f| f.collector(&compaction.cf.name));
@@ -646,7 +646,7 @@ fn write_one(
             && !(kind == ValueKind::Delete && retention.in_oldest_stripe() && !below.may_hold(key));
         if keep {
             let value = merged.value();
-            let upgraded = match (&shared.options.value_upgrade, kind) {
+            let upgraded = match (&shared.hooks.value_upgrade, kind) {
                 (Some(upgrade), ValueKind::Put) => upgrade.upgrade(&cf.name, &value),
                 _ => None,
             };

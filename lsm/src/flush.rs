@@ -56,7 +56,7 @@ fn next_job(shared: &Shared) -> Option<(Arc<CfShared>, Sealed)> {
 /// Flushes one sealed memtable of `cf` (steps 1–5 of the module documentation).
 pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Sealed) -> Result<()> {
     let started = std::time::Instant::now();
-    if let Some(barrier) = &shared.options.flush_barrier {
+    if let Some(barrier) = &shared.hooks.flush_barrier {
         // Every entry of the sealed memtable was allocated before now: every commit up to
         // here must be durable in every store sharing the sequencer before any of it is in a
         // table and its log can go (`docs/transactions.md`, the flush rule).
@@ -65,7 +65,7 @@ pub(crate) fn flush_memtable(shared: &Shared, cf: &Arc<CfShared>, sealed: &Seale
     let number = lock(&shared.versions).reserve_file_number();
     let snapshots = shared.snapshots.retention_points(&shared.seq);
     let collector = shared
-        .options
+        .hooks
         .property_collector
         .as_ref()
         .and_then(|f| f.collector(&cf.name));

@@ -471,7 +471,7 @@ impl Shared {
         let mut file: Box<dyn WritableFile> = self.fs.create(path).at(IoOp::Create, path)?;
         let mut builder = TableBuilder::new(&mut file, cf.table_options(&self.options.table));
         let collector = self
-            .options
+            .hooks
             .property_collector
             .as_ref()
             .and_then(|f| f.collector(&cf.name));

@@ -49,12 +49,15 @@ pub(crate) mod background;
 pub(crate) mod batch;
 pub(crate) mod cf;
 pub mod collect;
+// The group commit queue, public for the loom models (`tests/loom.rs`); its `Sequencer` is
+// the crate's API, re-exported at the root.
 #[doc(hidden)]
 pub mod commit;
 pub(crate) mod compact;
 pub(crate) mod edit;
 pub(crate) mod flush;
 pub(crate) mod format;
+pub mod hooks;
 pub(crate) mod ingest;
 pub(crate) mod iter;
 pub(crate) mod manifest;
@@ -68,9 +71,9 @@ pub mod skiplist;
 pub(crate) mod snapshot;
 pub(crate) mod stats;
 pub(crate) mod store;
-/// The synchronisation primitives the store is built on (`loom`'s under `--cfg loom`), for
-/// the table layer's own concurrency core. Not a stable API.
-#[doc(hidden)]
+/// The synchronisation primitives the store's concurrency core is built on (`std`'s, or
+/// `loom`'s under `--cfg loom`), for a layer above whose own core must be checked by loom
+/// models too (the table layer's outbox tracker), and [`sync::lock_spinning`].
 pub mod sync;
 pub(crate) mod version;
 pub(crate) mod write;
@@ -80,11 +83,13 @@ pub type SeqNo = u64;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, WriteBatch};
 pub use cf::ColumnFamily;
+pub use commit::Sequencer;
 pub use error::{BatchFault, Capacity, Corruption, Error, IoContext, IoOp, ManifestFault, Result};
+pub use hooks::{FlushBarrier, Hooks};
 pub use ingest::{INGEST_THREADS, IngestRun, MIN_PART_BYTES};
 pub use iter::{Cursor, Iter};
 pub use open::LoggedTransactions;
-pub use options::{FlushBarrier, Options, ReadOptions, WriteOptions, prefix_successor};
+pub use options::{Options, ReadOptions, WriteOptions, prefix_successor};
 pub use snapshot::Snapshot;
 pub use stats::{CfSizes, CfStats, CollectedTable, LevelStats, WriteStalls};
 pub use store::Store;

@@ -34,18 +34,20 @@ use crate::format::{
     DEFAULT_CF_ID, DEFAULT_CF_NAME, FileKind, LOCK_FILE, MAX_LEVELS, parse_file_name,
 };
 use crate::fs::{FileLock, FileSystem};
+use crate::hooks::Hooks;
 use crate::manifest::{Manifest, current_manifest, file_path, log_number, read_manifest};
 use crate::memtable::{MAX_ENTRIES, Memtable};
 use crate::options::Options;
 use crate::store::{Shared, Versions, WalState};
 use crate::version::{SuperVersion, TableFile};
 
-pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
+pub(crate) fn open(dir: &Path, options: Options, hooks: Hooks) -> Result<Shared> {
     options.validate()?;
     let opening = Opening {
         fs: Arc::clone(&options.fs),
         dir,
         options: &options,
+        hooks: &hooks,
     };
     let (numbered, lock) = opening.lock_dir()?;
 
@@ -106,6 +108,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Shared> {
     tracing::info!(dir = %dir.display(), last_seqno, families = cfs.len(), "store opened");
     Ok(Shared::new(
         options,
+        hooks,
         dir.to_path_buf(),
         cache,
         last_seqno,
@@ -127,6 +130,7 @@ struct Opening<'a> {
     fs: Arc<dyn FileSystem>,
     dir: &'a Path,
     options: &'a Options,
+    hooks: &'a Hooks,
 }
 
 impl Opening<'_> {
@@ -261,7 +265,7 @@ impl Opening<'_> {
             }
             let number = state.next_file_number;
             state.next_file_number += 1;
-            let collector = match (&self.options.property_collector, state.cfs.get(id)) {
+            let collector = match (&self.hooks.property_collector, state.cfs.get(id)) {
                 (Some(factory), Some(cf)) => factory.collector(&cf.name),
                 _ => None,
             };
@@ -367,7 +371,7 @@ impl Opening<'_> {
             };
             let first = batch.first_seqno;
             if self
-                .options
+                .hooks
                 .drop_seqnos
                 .iter()
                 .any(|&(lo, hi)| (lo..=hi).contains(&first))
@@ -468,6 +472,7 @@ pub(crate) fn logged_transactions(dir: &Path, options: &Options) -> Result<Logge
         fs: Arc::clone(&options.fs),
         dir,
         options,
+        hooks: &Hooks::default(),
     };
     let mut logged = LoggedTransactions::default();
     let names = match opening.fs.list(dir) {

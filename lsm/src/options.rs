@@ -6,8 +6,6 @@ use bytes::Bytes;
 use strata_sstable::TableOptions;
 use strata_wal::RecoveryMode;
 
-use crate::commit::Sequencer;
-use crate::error::Result;
 use crate::fs::{FileSystem, OsFs};
 use crate::snapshot::Snapshot;
 
@@ -55,10 +53,6 @@ pub struct Options {
     /// [`RecoveryMode::TolerateTornTail`]: a torn tail is dropped, damage to synced data stops
     /// the open).
     pub recovery_mode: RecoveryMode,
-    /// A sequencer shared with other stores ([`Sequencer::shared`]), so their seqnos are one
-    /// commit order and one snapshot number covers them all (the table layer's shard
-    /// stores). `None` (the default): the store numbers its own writes.
-    pub sequencer: Option<Arc<Sequencer>>,
     /// Levels per column family, 2 to 16 (default 7, as RocksDB). Level 0 holds flushed
     /// memtables, which may overlap; each deeper level is one sorted run.
     pub num_levels: usize,
@@ -88,31 +82,6 @@ pub struct Options {
     pub max_sealed_memtables: usize,
     /// How long a delayed write group waits (default 1 ms, as LevelDB).
     pub slowdown_delay: std::time::Duration,
-    /// Summarises what each flush and compaction writes into the table's properties
-    /// ([`crate::collect`]; default none). The table layer (`strata::Db`) installs its own, which keeps
-    /// each table's statistics sketches.
-    pub property_collector: Option<Arc<dyn crate::collect::CollectorFactory>>,
-    /// Rewrites values into a newer format as compaction copies them
-    /// ([`crate::collect::ValueUpgrade`]; default none). The table layer installs its own,
-    /// which rewrites records of an older version.
-    pub value_upgrade: Option<Arc<dyn crate::collect::ValueUpgrade>>,
-    /// Seqno ranges (inclusive) whose batches the log replay at open drops: the table layer's
-    /// cut after a commit across stores that did not reach every store
-    /// ([`crate::Store::logged_transactions`]). Default none.
-    pub drop_seqnos: Arc<Vec<(u64, u64)>>,
-    /// Called before every flush, with a seqno at or above every entry of the memtable about
-    /// to be written to a table (after which its log may go): the table layer makes every
-    /// commit up to it durable in every store first, so no table ever holds what a
-    /// recovery might have to cut. Default none.
-    pub flush_barrier: Option<Arc<dyn FlushBarrier>>,
-}
-
-/// What a store asks of the table layer before each flush.
-pub trait FlushBarrier: Send + Sync + std::fmt::Debug {
-    /// Makes every commit whose range ends at or below `through` durable in every store that
-    /// shares the store's sequencer. An error fails the flush, and with it the store (as any
-    /// failed flush does: writes are refused until it is reopened).
-    fn before_flush(&self, through: u64) -> Result<()>;
 }
 
 impl Default for Options {
@@ -128,7 +97,6 @@ impl Default for Options {
             max_group_bytes: 1 << 20,
             table: TableOptions::default(),
             recovery_mode: RecoveryMode::default(),
-            sequencer: None,
             num_levels: 7,
             l0_compaction_trigger: 4,
             level1_bytes: 256 << 20,
@@ -140,10 +108,6 @@ impl Default for Options {
             l0_stop_trigger: 36,
             max_sealed_memtables: 4,
             slowdown_delay: std::time::Duration::from_millis(1),
-            property_collector: None,
-            value_upgrade: None,
-            drop_seqnos: Arc::default(),
-            flush_barrier: None,
         }
     }
 }

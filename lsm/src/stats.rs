@@ -175,7 +175,7 @@ impl Store {
     }
 
     /// For each live table of `cf`: its number, counts, and engine-defined property `name`
-    /// (from [`Options::property_collector`](crate::Options::property_collector)). Newest
+    /// (from [`Hooks::property_collector`](crate::Hooks::property_collector)). Newest
     /// tables first within level 0, then level by level.
     pub fn collected(&self, cf: &ColumnFamily, name: &str) -> Result<Vec<CollectedTable>> {
         cf.shared.check_live()?;

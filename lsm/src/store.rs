@@ -23,6 +23,7 @@ use crate::edit::ManifestState;
 use crate::error::{Error, Result};
 use crate::format::DEFAULT_CF_ID;
 use crate::fs::{FileLock, FileSystem, WritableFile};
+use crate::hooks::Hooks;
 use crate::ingest::IngestRun;
 use crate::iter::merge::MergingIter;
 use crate::iter::source::{AnySource, LevelSource, MemSource, TableSource};
@@ -69,6 +70,8 @@ pub(crate) struct Shared {
     pub(crate) fs: Arc<dyn FileSystem>,
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
+    /// What the layer above plugged in at open ([`Hooks`]).
+    pub(crate) hooks: Hooks,
     pub(crate) cache: Arc<BlockCache>,
     pub(crate) commit: GroupCommit<WriteBatch, Result<SeqNo>>,
     pub(crate) seq: Arc<Sequencer>,
@@ -95,6 +98,7 @@ impl Shared {
     )]
     pub(crate) fn new(
         options: Options,
+        hooks: Hooks,
         dir: PathBuf,
         cache: Arc<BlockCache>,
         last_seqno: SeqNo,
@@ -103,7 +107,7 @@ impl Shared {
         cfs: BTreeMap<u32, Arc<CfShared>>,
         lock: FileLock,
     ) -> Shared {
-        let seq = match &options.sequencer {
+        let seq = match &hooks.sequencer {
             Some(shared) => {
                 shared.advance_to(last_seqno);
                 Arc::clone(shared)
@@ -115,6 +119,7 @@ impl Shared {
             dir,
             commit: GroupCommit::new(options.max_group_bytes),
             options,
+            hooks,
             cache,
             snapshots: Arc::clone(&seq.snapshots),
             seq,
@@ -221,7 +226,14 @@ impl Store {
     /// `Options::recovery_mode` for what happens to damaged logs. Fails with
     /// [`Error::Conflict`] if another `Store`, in this process or another, has `dir` open.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
-        let shared = Arc::new(crate::open::open(dir.as_ref(), options)?);
+        Store::open_with(dir, options, Hooks::default())
+    }
+
+    /// [`Store::open`] with what a layer above plugs in ([`Hooks`]: a shared sequencer, a
+    /// property collector, a value upgrade, replay cuts, a flush barrier). The table layer
+    /// opens each shard store this way.
+    pub fn open_with(dir: impl AsRef<Path>, options: Options, hooks: Hooks) -> Result<Store> {
+        let shared = Arc::new(crate::open::open(dir.as_ref(), options, hooks)?);
         let workers = crate::background::spawn(&shared)?;
         Ok(Store { shared, workers })
     }
@@ -316,7 +328,7 @@ impl Store {
     }
 
     /// Commits `batch` with the seqnos from `first` on, which the caller allocated from the
-    /// store's shared sequencer ([`Options::sequencer`]) and publishes itself, with
+    /// store's shared sequencer ([`Hooks::sequencer`]) and publishes itself, with
     /// [`Sequencer::publish_range`], once every part written under its range is in: one part
     /// of a transaction over several stores. Returns the batch's last seqno, not yet
     /// visible. Fails with `InvalidArgument` on a store without a shared sequencer or an
@@ -350,7 +362,7 @@ impl Store {
     /// the store in `dir` hold, as an open with `options` would replay them (id → the stores
     /// holding its parts), and the largest seqno the logs hold. Reads without opening (the table layer scans every shard store
     /// before opening any, to find the commits that did not reach all of their stores and
-    /// cut every store's replay there with [`Options::drop_seqnos`]). Empty for a directory
+    /// cut every store's replay there with [`Hooks::drop_seqnos`]). Empty for a directory
     /// without a store.
     pub fn logged_transactions(
         dir: impl AsRef<Path>,
@@ -389,7 +401,7 @@ impl Store {
     }
 
     /// The sequencer numbering this store's writes (shared, when the store was opened with
-    /// [`Options::sequencer`]).
+    /// [`Hooks::sequencer`]).
     pub fn sequencer(&self) -> &Arc<Sequencer> {
         &self.shared.seq
     }

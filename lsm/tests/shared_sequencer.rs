@@ -8,16 +8,26 @@ use std::path::Path;
 use std::sync::Arc;
 
 use common::*;
-use strata_lsm::commit::Sequencer;
 use strata_lsm::fs::SimFs;
-use strata_lsm::{Store, WriteBatch, WriteOptions};
+use strata_lsm::{Hooks, Sequencer, Store, WriteBatch, WriteOptions};
 
 fn open_pair(fs: &SimFs, seq: &Arc<Sequencer>) -> (Store, Store) {
-    let mut options = sim_options(fs);
-    options.sequencer = Some(Arc::clone(seq));
-    let a = Store::open(Path::new("/a"), options.clone()).expect("a opens");
-    let b = Store::open(Path::new("/b"), options).expect("b opens");
+    let options = sim_options(fs);
+    let hooks = Hooks {
+        sequencer: Some(Arc::clone(seq)),
+        ..Hooks::default()
+    };
+    let a = Store::open_with(Path::new("/a"), options.clone(), hooks.clone()).expect("a opens");
+    let b = Store::open_with(Path::new("/b"), options, hooks).expect("b opens");
     (a, b)
+}
+
+/// Returns once `seq` has allocated seqno `n`: a writer on another thread has taken its
+/// range (the event the test waits on, instead of a pause).
+fn until_allocated(seq: &Sequencer, n: u64) {
+    while seq.allocated() < n {
+        std::thread::yield_now();
+    }
 }
 
 fn batch(store: &Store, key: &[u8], value: &[u8]) -> WriteBatch {
@@ -59,7 +69,8 @@ fn a_range_written_to_two_stores_is_visible_only_once_published() {
     // A write of either store after the range waits for it: done on another thread.
     let later = std::thread::scope(|scope| {
         let writer = scope.spawn(|| b.put(&b.default_cf(), b"after", b"y"));
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // The writer has its seqno, above the range: it cannot be published before it.
+        until_allocated(&seq, first + 2);
         assert_eq!(b.get(&b.default_cf(), b"after").unwrap(), None);
         b.write_assigned(batch(&b, b"t", b"b"), WriteOptions::default(), first + 1)
             .unwrap();
@@ -137,7 +148,8 @@ fn a_failed_sequencer_fails_later_writes_instead_of_hanging_them() {
     let cf = a.default_cf();
     std::thread::scope(|scope| {
         let writer = scope.spawn(|| a.put(&cf, b"k", b"v"));
-        std::thread::sleep(std::time::Duration::from_millis(20));
+        // The writer has its seqno, behind the unfinished range.
+        until_allocated(&seq, 2);
         seq.fail();
         assert!(writer.join().unwrap().is_err(), "the waiting write fails");
     });

@@ -46,7 +46,7 @@ trait Engine: Send + Sync {
 
 struct Strata {
     store: strata::Store,
-    cf: strata::ColumnFamily,
+    cf: strata::lsm::ColumnFamily,
 }
 
 impl Strata {
@@ -64,7 +64,7 @@ impl Strata {
 
 impl Engine for Strata {
     fn put(&self, key: &[u8], value: &[u8], sync: bool) {
-        let mut batch = strata::WriteBatch::new();
+        let mut batch = strata::lsm::WriteBatch::new();
         batch.put(&self.cf, key, value).expect("put");
         let options = if sync {
             strata::WriteOptions::synced()
@@ -81,7 +81,7 @@ impl Engine for Strata {
     fn scan(&self) -> u64 {
         let mut cursor = self
             .store
-            .cursor(&self.cf, strata::ReadOptions::default())
+            .cursor(&self.cf, strata::lsm::ReadOptions::default())
             .expect("cursor");
         cursor.seek_to_first();
         let mut n = 0;
@@ -97,7 +97,7 @@ impl Engine for Strata {
     fn seek_next(&self, key: &[u8], n: usize) -> usize {
         let mut cursor = self
             .store
-            .cursor(&self.cf, strata::ReadOptions::default())
+            .cursor(&self.cf, strata::lsm::ReadOptions::default())
             .expect("cursor");
         cursor.seek(key);
         let mut read = 0;

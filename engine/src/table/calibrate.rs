@@ -76,7 +76,6 @@ impl Db {
         let options = Options {
             store: StoreOptions {
                 create_if_missing: true,
-                property_collector: None,
                 ..self.shared.options.store.clone()
             },
             auto_analyze: false,

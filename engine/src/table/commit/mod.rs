@@ -7,7 +7,7 @@
 //! - [`outbox`]: the outbox entry format (an async index's changes, written in the row's
 //!   commit) and the `Tracker` of the outbox numbers handed to the indexer.
 //!
-//! Uses the `codec` room and the store's commit clock (`lsm::commit::Sequencer`).
+//! Uses the `codec` room and the store's commit clock (`lsm::Sequencer`).
 
 // Public for the fuzz targets and white-box tests (their formats), not part of the API.
 #[doc(hidden)]

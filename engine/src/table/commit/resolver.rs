@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::error::{ConflictCause, Error, Result};
 use crate::lsm::SeqNo;
-use crate::lsm::commit::Sequencer;
+use crate::lsm::Sequencer;
 use crate::lsm::sync::lock_spinning;
 
 /// Names a column family of a shard store, by their numbers, for an error a caller reads.

@@ -22,8 +22,8 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 use strata_planner::{CostModel, Scope, TableInfo, TableStats, Value};
 
 use crate::error::{CatalogCorruption, Corruption, Error, OutboxCorruption, Result};
-use crate::lsm::commit::Sequencer;
-use crate::lsm::{ColumnFamily, ReadOptions, Store};
+use crate::lsm::Sequencer;
+use crate::lsm::{ColumnFamily, Hooks, ReadOptions, Store};
 use crate::table::catalog::covering::FastRowsCache;
 use crate::table::catalog::entry::{encode_primary_key, record_corrupt};
 use crate::table::catalog::{IndexDef, TableDef, index_cf};
@@ -77,6 +77,9 @@ pub struct Db {
 pub(crate) struct Shared {
     pub(crate) dir: PathBuf,
     pub(crate) options: Options,
+    /// What each shard store is opened with: the shared sequencer, the sketch collector, the
+    /// record upgrade, the recovery's replay cuts and the flush barrier.
+    pub(crate) hooks: Hooks,
     /// Shard store 0: the database directory, which also holds the catalog.
     pub(crate) main: Arc<ShardStore>,
     /// Every open shard store, by number (0 is `main`).
@@ -318,10 +321,22 @@ impl Db {
             .unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Shard store 0, the database directory's own store: it holds the catalog and shard 0 of
-    /// every table (for statistics, flushes and compaction).
-    pub fn store(&self) -> &Store {
+    /// The escape hatch: shard store 0, the database directory's own key-value store, raw.
+    /// It holds the catalog and shard 0 of every table. Reading it, its statistics, flushing
+    /// or compacting it are safe; **a write through it bypasses the table layer** — no index
+    /// maintenance, no outbox, no unique check, no transaction validation — and can leave
+    /// indexes that `verify` reports. Other shards: [`Db::for_each_store`].
+    pub fn raw_store(&self) -> &Store {
         &self.shared.main.store
+    }
+
+    /// [`Db::raw_store`], under the name that did not say what it hands out.
+    #[deprecated(
+        since = "0.2.0",
+        note = "renamed raw_store: writes through it skip indexes"
+    )]
+    pub fn store(&self) -> &Store {
+        self.raw_store()
     }
 
     /// Runs `f` on every open shard store, in shard order (for flushes, compaction and
@@ -415,9 +430,14 @@ pub(crate) fn shard_path(dir: &Path, options: &Options, number: usize) -> PathBu
 }
 
 /// Opens shard store `number` of the database in `dir`, with its outbox family.
-pub(crate) fn open_shard_store(dir: &Path, options: &Options, number: usize) -> Result<ShardStore> {
+pub(crate) fn open_shard_store(
+    dir: &Path,
+    options: &Options,
+    hooks: &Hooks,
+    number: usize,
+) -> Result<ShardStore> {
     let path = shard_path(dir, options, number);
-    let store = Store::open(&path, options.store.clone())?;
+    let store = Store::open_with(&path, options.store.clone(), hooks.clone())?;
     let outbox = family_or_create(&store, OUTBOX_CF)?;
     Ok(ShardStore {
         number,
@@ -446,7 +466,12 @@ impl Shared {
             if have >= count {
                 return Ok(());
             }
-            let store = Arc::new(open_shard_store(&self.dir, &self.options, have)?);
+            let store = Arc::new(open_shard_store(
+                &self.dir,
+                &self.options,
+                &self.hooks,
+                have,
+            )?);
             self.adopt(&store, defs.clone())?;
             self.shard_stores
                 .write()

@@ -8,7 +8,9 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct Options {
     /// The options of every shard store (file system, memtable and cache sizes, compaction,
-    /// recovery mode, …). The table layer sets their `property_collector` itself.
+    /// recovery mode, …), used as given. What the table layer plugs into each store (its
+    /// sequencer, sketch collector, record upgrade, replay cuts and flush barrier) are the
+    /// store's [`Hooks`](crate::lsm::Hooks), not options.
     pub store: StoreOptions,
     /// Where shard store `n` (from 1) lives is `shard_dirs[n - 1]`
     /// when given, else the database directory's `shard-<n>` (default: none given). Shard 0 is

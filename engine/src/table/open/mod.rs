@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, RwLock};
 use strata_planner::{CostModel, IndexState, StatsError, TableStats};
 
 use crate::error::{CatalogCorruption, Error, Result};
-use crate::lsm::commit::Sequencer;
-use crate::lsm::{ColumnFamily, ReadOptions, Store};
+use crate::lsm::Sequencer;
+use crate::lsm::{ColumnFamily, Hooks, ReadOptions, Store};
 use crate::table::catalog::{TableDef, index_cf};
 use crate::table::codec::format::{
     CATALOG_CF, CATALOG_COST_MODEL, CATALOG_LAYOUT_PREFIX, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
@@ -42,30 +42,36 @@ impl Db {
     /// where recovery cuts every store's replay, opens the main store and reads the catalog,
     /// opens every shard store and table, starts the indexer and the analyzer, and resumes
     /// the index backfills a crash interrupted.
-    pub fn open(dir: impl AsRef<Path>, mut options: Options) -> Result<Db> {
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Db> {
         let dir = dir.as_ref().to_path_buf();
         let sketches = Arc::new(SketchFactory::default());
         options.validate()?;
-        options.store.property_collector = Some(Arc::clone(&sketches) as _);
-        options.store.value_upgrade = Some(Arc::new(crate::table::open::upgrade::RecordUpgrade {
+        let property_collector = Some(Arc::clone(&sketches) as _);
+        let value_upgrade = Some(Arc::new(crate::table::open::upgrade::RecordUpgrade {
             tables: Arc::clone(&sketches),
-        }));
+        }) as _);
         // Every shard store numbers its writes from one sequencer: a seqno is one commit
         // timestamp across the database (`docs/transactions.md` §1).
         let sequencer = Arc::new(Sequencer::shared(0));
-        options.store.sequencer = Some(Arc::clone(&sequencer));
         // Where every store's replay is cut (after a commit across shard stores that did not
         // reach every store), decided before any store opens (`txn/recovery.rs`).
         let (recovery, barrier) = Recovery::resolve(&dir, &options, &sequencer)?;
-        options.store.drop_seqnos = Arc::new(recovery.state.cut.clone());
-        options.store.flush_barrier = Some(Arc::clone(&barrier) as _);
-        let main = Arc::new(open_shard_store(&dir, &options, 0)?);
+        // What every shard store takes part in (the store's extension point).
+        let hooks = Hooks {
+            sequencer: Some(Arc::clone(&sequencer)),
+            property_collector,
+            value_upgrade,
+            drop_seqnos: Arc::new(recovery.state.cut.clone()),
+            flush_barrier: Some(Arc::clone(&barrier) as _),
+        };
+        let main = Arc::new(open_shard_store(&dir, &options, &hooks, 0)?);
         let catalog = family_or_create(&main.store, CATALOG_CF)?;
         let mut read = read_catalog(&main.store, &catalog)?;
         let layouts = table_layouts(&read.defs, std::mem::take(&mut read.layouts))?;
         let shared = Shared {
             dir,
             options,
+            hooks,
             main: Arc::clone(&main),
             shard_stores: RwLock::new(vec![Arc::clone(&main)]),
             catalog,

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::lsm::commit::Sequencer;
+use crate::lsm::Sequencer;
 use crate::table::commit::txn_state::TxnState;
 use crate::table::db::lock;
 
