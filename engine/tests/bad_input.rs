@@ -364,7 +364,8 @@ fn a_full_disk_fails_writes_and_loses_no_acknowledged_one() {
         "{text}"
     );
     // A later write is refused too (the store stops writing after a failed one).
-    assert!(db.insert("t", record! { "id" => 9999 }).is_err());
+    let later = db.insert("t", record! { "id" => 9999 });
+    assert!(later.as_ref().is_err_and(Error::is_read_only), "{later:?}");
     drop(db);
     fs.set_capacity(None);
     let db = Db::open("/db", sim(&fs)).expect("reopen with room");

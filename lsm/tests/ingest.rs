@@ -8,7 +8,7 @@ use std::path::Path;
 
 use common::{Rng, key, scan, sim_options};
 use strata_lsm::fs::{OpKind, SimFs};
-use strata_lsm::{IngestRun, ReadOptions, Store, WriteOptions};
+use strata_lsm::{Error, IngestRun, ReadOptions, Store, WriteOptions};
 
 const DIR: &str = "/db";
 
@@ -304,7 +304,11 @@ fn a_large_run_is_written_in_parts_that_read_as_one() {
         let store = open(&fs);
         let before = fs.op_count(OpKind::Sync);
         fs.fail_nth(OpKind::Sync, before + n);
-        assert!(store.ingest(vec![big(&store)]).is_err(), "sync {n}");
+        let failed = store.ingest(vec![big(&store)]);
+        assert!(
+            failed.as_ref().is_err_and(Error::is_io),
+            "sync {n}: {failed:?}"
+        );
         fs.clear_faults();
         drop(store);
         let store = open(&fs.crashed_copy());
@@ -352,7 +356,11 @@ fn runs_ingested_for_reuse_come_back_whole_and_recycle_empty() {
     let mut twice = vec![IngestRun::new(a)];
     twice[0].push(&key(7000), b"x");
     twice[0].push(&key(7000), b"y");
-    assert!(store.ingest_reusing(&mut twice).is_err());
+    let refused = store.ingest_reusing(&mut twice);
+    assert!(
+        matches!(refused, Err(Error::InvalidArgument(_))),
+        "{refused:?}"
+    );
     assert_eq!(twice.len(), 1);
     assert_eq!(value(&store, "a", 7000), None);
 }

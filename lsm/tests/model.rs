@@ -233,7 +233,11 @@ fn run_model(seed: u64, steps: usize) -> u64 {
                 // Drop and recreate "b": its data must not come back.
                 let b = store.cf("b").expect("cf");
                 store.drop_column_family(&b).expect(&context);
-                assert!(store.get(&b, b"x").is_err(), "a dropped handle fails");
+                let read = store.get(&b, b"x");
+                assert!(
+                    matches!(read, Err(strata_lsm::Error::NotFound(_))),
+                    "a dropped handle fails: {read:?}"
+                );
                 store.create_column_family("b").expect(&context);
                 model.insert("b".into(), Kv::new());
                 for (_, old) in &mut snapshots {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use common::*;
 use strata_lsm::fs::SimFs;
-use strata_lsm::{Hooks, Sequencer, Store, WriteBatch, WriteOptions};
+use strata_lsm::{Error, Hooks, Sequencer, Store, WriteBatch, WriteOptions};
 
 fn open_pair(fs: &SimFs, seq: &Arc<Sequencer>) -> (Store, Store) {
     let options = sim_options(fs);
@@ -151,9 +151,17 @@ fn a_failed_sequencer_fails_later_writes_instead_of_hanging_them() {
         // The writer has its seqno, behind the unfinished range.
         until_allocated(&seq, 2);
         seq.fail();
-        assert!(writer.join().unwrap().is_err(), "the waiting write fails");
+        let waiting = writer.join().unwrap();
+        assert!(
+            matches!(waiting, Err(Error::ReadOnly(_))),
+            "the waiting write fails: {waiting:?}"
+        );
     });
-    assert!(a.put(&cf, b"k2", b"v").is_err(), "later writes fail");
+    let later = a.put(&cf, b"k2", b"v");
+    assert!(
+        matches!(later, Err(Error::ReadOnly(_))),
+        "later writes fail: {later:?}"
+    );
     assert!(seq.allocate(1).is_none());
 }
 

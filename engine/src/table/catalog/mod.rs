@@ -465,14 +465,26 @@ mod tests {
         );
         let mut d = def();
         d.name = "bad name".into();
-        assert!(TableDef::decode(&d.encode().unwrap()).is_err());
-        assert!(TableDef::decode(b"{").is_err());
-        assert!(validate_name("table", "9lives").is_err());
-        assert!(validate_name("table", "").is_err());
+        assert!(matches!(
+            TableDef::decode(&d.encode().unwrap()),
+            Err(CatalogCorruption::Definition(_))
+        ));
+        assert!(matches!(
+            TableDef::decode(b"{"),
+            Err(CatalogCorruption::Definition(_))
+        ));
+        assert!(matches!(
+            validate_name("table", "9lives"),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(
+            validate_name("table", ""),
+            Err(Error::InvalidArgument(_))
+        ));
         assert!(validate_name("table", "orders_2024").is_ok());
         let mut d = def();
         d.shards = 0;
-        assert!(d.validate().is_err());
+        assert!(matches!(d.validate(), Err(Error::InvalidArgument(_))));
         let mut d = def();
         d.indexes[0].unique = true;
         assert!(

@@ -537,7 +537,11 @@ mod tests {
         let mut c = db.begin().expect("begin");
         db.insert("t", row(2, 0)).expect("insert");
         c.insert("t", row(2, 1)).expect("buffered");
-        assert!(c.commit().is_err());
+        let taken = c.commit();
+        assert!(
+            matches!(&taken, Err(e @ Error::TransactionConflict(_)) if e.is_retryable()),
+            "{taken:?}"
+        );
         assert!(!db.shared.resolver.has_live(), "failed before admission");
 
         db.begin().expect("begin").rollback();
