@@ -4,7 +4,8 @@
 //! The order is total: `Null` < booleans < numbers < strings < bytes. Integers and floats
 //! compare by numeric value (an integer before an equal float, so the order stays total);
 //! floats use IEEE total order (`f64::total_cmp`): a negative NaN sorts below -inf, a positive
-//! NaN above +inf, -0.0 just below 0.0, and a NaN equals only a NaN of the same bits. Keys
+//! NaN above +inf, -0.0 below every value that is numerically zero (0.0, and the integer 0,
+//! which sorts between the two), and a NaN equals only a NaN of the same bits. Keys
 //! (`docs/formats/keys.md`), filters and the statistics all use this one order. A stable
 //! 64-bit hash feeds the distinct-count sketches, so sketches built on different machines or
 //! shards merge.
