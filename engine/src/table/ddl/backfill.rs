@@ -194,15 +194,18 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::sync::mpsc;
 
-    use strata_planner::{IndexState, Projection, Value};
+    use strata_planner::{Projection, Value};
 
     use crate::lsm::WriteOptions;
     use crate::table::codec::record::Record;
+    use crate::table::commit::stripes::LOCK_ALL;
     use crate::table::db::Db;
     use crate::table::db::options::Options;
     use crate::table::write::{TableBatch, plan};
+
+    const DDL_DONE: &str = "the DDL returned";
 
     fn row(id: i64, v: i64) -> Record {
         let mut r = Record::new();
@@ -214,7 +217,8 @@ mod tests {
     /// A writer that read the table's definition before the index was published may commit
     /// a new row after the backfill's snapshot: the backfill must wait for it, or neither
     /// indexes the row. The writer is held between the two moments (its stripe taken, the
-    /// old definition read) until the index is ready or half a second has passed.
+    /// old definition read) until the DDL has begun waiting for every stripe (the stripes
+    /// tell the test), then commits.
     #[test]
     fn a_writer_that_read_the_definition_before_the_index_is_waited_for() {
         let dir = tempfile::tempdir().expect("dir");
@@ -232,19 +236,20 @@ mod tests {
             .shared
             .stripes
             .lock(planned.iter().map(|p| p.key.as_slice()));
+        let (events, observed) = mpsc::channel();
+        *db.shared.stripes.on_lock_all.lock().expect("observer") = Some(events.clone());
+        let db = &db;
         std::thread::scope(|s| {
-            let creating = s.spawn(|| {
-                db.create_index("t", "by_v", ["v"], Projection::KeysOnly)
-                    .expect("create index")
+            let creating = s.spawn(move || {
+                let created = db.create_index("t", "by_v", ["v"], Projection::KeysOnly);
+                let _ = events.send(DDL_DONE);
+                created.expect("create index")
             });
-            let started = Instant::now();
-            while started.elapsed() < Duration::from_millis(500) {
-                let t = db.shared.handle("t").expect("table");
-                if t.def.indexes.first().map(|ix| ix.state) == Some(IndexState::Ready) {
-                    break;
-                }
-                std::thread::sleep(Duration::from_millis(2));
-            }
+            assert_eq!(
+                observed.recv().expect("an event"),
+                LOCK_ALL,
+                "the index was published without waiting for the writer"
+            );
             db.write_locked(&stale, planned, WriteOptions::default())
                 .expect("the stale writer commits");
             drop(guards);

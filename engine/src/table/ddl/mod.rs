@@ -290,12 +290,13 @@ impl Db {
 
 #[cfg(test)]
 mod tests {
-    use std::time::{Duration, Instant};
+    use std::sync::mpsc;
 
     use strata_planner::{Projection, Value};
 
     use crate::lsm::WriteOptions;
     use crate::table::codec::record::Record;
+    use crate::table::commit::stripes::LOCK_ALL;
     use crate::table::db::Db;
     use crate::table::db::options::Options;
     use crate::table::write::{TableBatch, plan};
@@ -312,8 +313,8 @@ mod tests {
     /// the index's families go. Had they gone first, this batch (a row in shard 0 whose entry
     /// does not change, a row in shard 1 whose entry does) would put its first part in and
     /// fail its second, and the database would refuse every write until reopened. The writer
-    /// is held (its stripes taken, the old definition read) until the drop returns or half a
-    /// second has passed.
+    /// is held (its stripes taken, the old definition read) until the drop has begun waiting
+    /// for every stripe (the stripes tell the test), then commits.
     #[test]
     fn a_writer_that_read_the_definition_before_an_index_drop_is_waited_for() {
         let dir = tempfile::tempdir().expect("dir");
@@ -345,12 +346,20 @@ mod tests {
             .shared
             .stripes
             .lock(planned.iter().map(|p| p.key.as_slice()));
+        let (events, observed) = mpsc::channel();
+        *db.shared.stripes.on_lock_all.lock().expect("observer") = Some(events.clone());
+        let db = &db;
         std::thread::scope(|s| {
-            let dropping = s.spawn(|| db.drop_index("t", "by_v").expect("drop index"));
-            let started = Instant::now();
-            while !dropping.is_finished() && started.elapsed() < Duration::from_millis(500) {
-                std::thread::sleep(Duration::from_millis(2));
-            }
+            let dropping = s.spawn(move || {
+                let dropped = db.drop_index("t", "by_v");
+                let _ = events.send("the drop returned");
+                dropped.expect("drop index")
+            });
+            assert_eq!(
+                observed.recv().expect("an event"),
+                LOCK_ALL,
+                "the index's families went without waiting for the writer"
+            );
             db.write_locked(&stale, planned, WriteOptions::default())
                 .expect("the stale writer commits");
             drop(guards);
