@@ -14,12 +14,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::Rng;
-use common::crash_child::{CHILD_DIR, CHILD_SEED, CHILD_START, another_round, crash_child};
+use common::crash_child::{ChildTask, another_round, crash_child};
 use strata::fs::{OpKind, SimFs};
 use strata::{Db, Options, Query, Record, StoreOptions, Value, WriteOptions, record};
 
@@ -229,10 +228,8 @@ fn sigkill_keeps_every_acknowledged_transfer_and_the_total() {
 #[test]
 #[ignore = "the writer process of the bank SIGKILL test"]
 fn bank_writer_child() {
-    let dir = std::env::var(CHILD_DIR).expect("run by the parent test");
-    let number = |name: &str| -> u64 { std::env::var(name).unwrap().parse().unwrap() };
-    let (seed, start) = (number(CHILD_SEED), number(CHILD_START));
-    let db = Db::open(Path::new(&dir), Options::from(store_options())).unwrap();
+    let ChildTask { dir, seed, start } = ChildTask::from_env();
+    let db = Db::open(&dir, Options::from(store_options())).unwrap();
     println!("ready");
     for i in start.. {
         match transfer(&db, seed, i) {

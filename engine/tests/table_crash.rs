@@ -28,7 +28,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::Rng;
-use common::crash_child::{CHILD_DIR, CHILD_SEED, CHILD_START, another_round, crash_child};
+use common::crash_child::{ChildTask, another_round, crash_child};
 use strata::StoreOptions;
 use strata::{
     Db, Error, IndexOptions, Options, Projection, Query, Record, TableBatch, Value, WriteOptions,
@@ -260,14 +260,7 @@ fn sigkill_with_sharded_tables_and_async_indexes_loses_nothing() {
 #[test]
 #[ignore = "the writer process of the table SIGKILL crash test"]
 fn table_crash_writer_child() {
-    let dir = std::env::var(CHILD_DIR).expect("run by the parent test");
-    let number = |name: &str| -> u64 {
-        std::env::var(name)
-            .expect("set by the parent")
-            .parse()
-            .expect("a number")
-    };
-    let (seed, start) = (number(CHILD_SEED), number(CHILD_START));
+    let ChildTask { dir, seed, start } = ChildTask::from_env();
     let db = Db::open(&dir, options()).expect("child opens the database");
     println!("ready");
     for i in start.. {

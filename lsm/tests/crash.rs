@@ -25,7 +25,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use common::crash_child::{CHILD_DIR, CHILD_SEED, CHILD_START, another_round, crash_child};
+use common::crash_child::{ChildTask, another_round, crash_child};
 use common::{Kv, Model, Op, Rng, apply, dump, normalise};
 use strata_lsm::{Options, Store, WriteBatch, WriteOptions};
 
@@ -162,15 +162,7 @@ fn describe_difference(want: &Model, found: &Model) -> String {
 #[test]
 #[ignore = "the writer process of the SIGKILL crash test"]
 fn crash_writer_child() {
-    let dir = std::env::var(CHILD_DIR).expect("run by the parent test");
-    let seed: u64 = std::env::var(CHILD_SEED)
-        .expect("seed")
-        .parse()
-        .expect("number");
-    let start: u64 = std::env::var(CHILD_START)
-        .expect("start")
-        .parse()
-        .expect("number");
+    let ChildTask { dir, seed, start } = ChildTask::from_env();
     let store = Store::open(&dir, options()).expect("child opens the store");
     let handles: BTreeMap<&str, strata_lsm::ColumnFamily> = CFS
         .iter()

@@ -19,6 +19,33 @@ pub const CHILD_SEED: &str = "STRATA_CRASH_CHILD_SEED";
 /// The environment variable holding the first batch number the child writes.
 pub const CHILD_START: &str = "STRATA_CRASH_CHILD_START";
 
+/// The child's side: what its parent asked of it (its directory, seed and first batch
+/// number), from the environment [`crash_child`] set. Panics when run other than as a child.
+pub struct ChildTask {
+    pub dir: std::path::PathBuf,
+    pub seed: u64,
+    pub start: u64,
+}
+
+impl ChildTask {
+    /// The task the parent set, read from the environment.
+    pub fn from_env() -> ChildTask {
+        let number = |name: &str| -> u64 {
+            std::env::var(name)
+                .expect("run as a child by the parent test")
+                .parse()
+                .expect("a number")
+        };
+        ChildTask {
+            dir: std::env::var_os(CHILD_DIR)
+                .expect("run as a child by the parent test")
+                .into(),
+            seed: number(CHILD_SEED),
+            start: number(CHILD_START),
+        }
+    }
+}
+
 /// What one child did before it was killed.
 pub struct ChildRun {
     /// Batches acknowledged in all: `start` plus what this child acknowledged.
