@@ -58,9 +58,7 @@ impl Shared {
         if !lock(&self.analyze_queued).insert(table.to_owned()) {
             return; // queued already
         }
-        let sent = lock(&self.analyze_queue)
-            .as_ref()
-            .is_some_and(|queue| queue.send(table.to_owned()).is_ok());
+        let sent = self.analyze_queue.send(table.to_owned()).is_ok();
         if !sent {
             // The database is closing: nothing will run it.
             self.analysis_finished(table);

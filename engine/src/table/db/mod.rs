@@ -71,6 +71,8 @@ pub struct Db {
     pub(crate) shared: Arc<Shared>,
     pub(crate) indexer: Option<std::thread::JoinHandle<()>>,
     pub(crate) analyzer: Option<std::thread::JoinHandle<()>>,
+    /// Dropped at close: disconnects `Shared::analyze_stop`.
+    pub(crate) stop_analyzer: Option<crossbeam_channel::Sender<()>>,
 }
 
 /// What `Db` and its indexer thread share.
@@ -97,14 +99,15 @@ pub(crate) struct Shared {
     pub(crate) cost_model: RwLock<CostModel>,
     /// Outbox numbers and the indexer's wake-ups.
     pub(crate) tracker: Tracker,
-    /// Tables to analyze, for the analyzer thread; `None` once it is stopping.
-    pub(crate) analyze_queue: Mutex<Option<std::sync::mpsc::Sender<String>>>,
+    /// Tables to analyze, for the analyzer thread (a send fails once it has stopped).
+    pub(crate) analyze_queue: crossbeam_channel::Sender<String>,
     /// Tables queued or being analysed by it.
     pub(crate) analyze_queued: Mutex<BTreeSet<String>>,
     /// Signalled each time a table leaves `analyze_queued`.
     pub(crate) analyze_done: std::sync::Condvar,
-    /// Set at close: an auto-analysis under way stops and is dropped.
-    pub(crate) analyze_stop: std::sync::atomic::AtomicBool,
+    /// Disconnected at close (the handle drops its sender): the analyzer thread stops, and an
+    /// auto-analysis under way stops and is dropped.
+    pub(crate) analyze_stop: crossbeam_channel::Receiver<()>,
     /// Collects each fact table file's statistics sketch (`stats/sketch.rs`).
     pub(crate) sketches: Arc<SketchFactory>,
     /// Numbers the writes of every shard store: one commit order for the database.

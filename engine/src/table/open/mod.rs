@@ -9,7 +9,6 @@ pub(crate) mod upgrade;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, RwLock};
 
 use strata_planner::{CostModel, IndexState, StatsError, TableStats};
@@ -68,6 +67,8 @@ impl Db {
         let catalog = family_or_create(&main.store, CATALOG_CF)?;
         let mut read = read_catalog(&main.store, &catalog)?;
         let layouts = table_layouts(&read.defs, std::mem::take(&mut read.layouts))?;
+        let (queue, queued) = crossbeam_channel::unbounded::<String>();
+        let (stop_analyzer, stopped) = crossbeam_channel::bounded::<()>(0);
         let shared = Shared {
             dir,
             options,
@@ -81,10 +82,10 @@ impl Db {
             stripes: Stripes::new(),
             cost_model: RwLock::new(read.cost_model),
             tracker: Tracker::new(),
-            analyze_queue: Mutex::new(None),
+            analyze_queue: queue,
             analyze_queued: Mutex::new(BTreeSet::new()),
             analyze_done: std::sync::Condvar::new(),
-            analyze_stop: std::sync::atomic::AtomicBool::new(false),
+            analyze_stop: stopped,
             sketches,
             sequencer,
             resolver: Resolver::default(),
@@ -107,7 +108,7 @@ impl Db {
         let shared = Arc::new(shared);
         barrier.attach(&shared);
         recovery.opened(&shared)?;
-        let db = Db::start(shared)?;
+        let db = Db::start(shared, queued, stop_analyzer)?;
         for table in read.reanalyze {
             db.shared.queue_analyze(&table);
         }
@@ -115,8 +116,14 @@ impl Db {
         Ok(db)
     }
 
-    /// The database over `shared`, its indexer and analyzer threads started.
-    fn start(shared: Arc<Shared>) -> Result<Db> {
+    /// The database over `shared`, its indexer and analyzer threads started (the analyzer
+    /// takes `queued`, the receiving end of `shared.analyze_queue`; dropping `stop_analyzer`
+    /// stops it).
+    fn start(
+        shared: Arc<Shared>,
+        queued: crossbeam_channel::Receiver<String>,
+        stop_analyzer: crossbeam_channel::Sender<()>,
+    ) -> Result<Db> {
         let indexer = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -124,8 +131,6 @@ impl Db {
                 .spawn(move || shared.run_indexer())
                 .map_err(spawn_error)?
         };
-        let (queue, queued) = std::sync::mpsc::channel::<String>();
-        *lock(&shared.analyze_queue) = Some(queue);
         let analyzer = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -137,6 +142,7 @@ impl Db {
             shared,
             indexer: Some(indexer),
             analyzer: Some(analyzer),
+            stop_analyzer: Some(stop_analyzer),
         })
     }
 
@@ -173,8 +179,7 @@ impl Db {
         }
         // Closing the queue ends the analyzer; an auto-analysis under way is abandoned rather
         // than waited for (a large table takes seconds, and the next open counts anew).
-        self.shared.analyze_stop.store(true, Ordering::Relaxed);
-        lock(&self.shared.analyze_queue).take();
+        drop(self.stop_analyzer.take());
         if let Some(analyzer) = self.analyzer.take()
             && analyzer.join().is_err()
         {

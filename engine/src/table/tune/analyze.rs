@@ -11,7 +11,11 @@
 //! table is queued for the analyzer thread (`run_analyzer`), which pauses between runs so it
 //! takes at most a fifth of a core; `Db::wait_for_analyses` waits for the queue to empty.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use crossbeam_channel::{Receiver, TryRecvError, select};
 
 use strata_planner::{TableStats, TableStatsBuilder};
 
@@ -50,31 +54,38 @@ impl Shared {
     /// auto-analyze spends at most a fifth of one core: a table growing fast (an import) would
     /// otherwise be read whole again after every tenth of growth, about eleven times its size
     /// in all, on the cores the writer needs. The tables due meanwhile wait their turn.
-    pub(crate) fn run_analyzer(&self, queued: &std::sync::mpsc::Receiver<String>) {
-        use std::sync::mpsc::RecvTimeoutError;
-        let mut due: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-        let mut resume = std::time::Instant::now();
+    pub(crate) fn run_analyzer(&self, queued: &Receiver<String>) {
+        let mut due: VecDeque<String> = VecDeque::new();
+        let mut resume = Instant::now();
         loop {
-            if due.is_empty() {
-                match queued.recv() {
-                    Ok(table) => due.push_back(table),
-                    Err(_) => return,
+            let pause = resume.saturating_duration_since(Instant::now());
+            // A table queued (or the close) while idle or pausing; the pause's end as a timeout.
+            let queued_table = if due.is_empty() {
+                select! {
+                    recv(queued) -> table => Some(table),
+                    recv(self.analyze_stop) -> _ => return,
                 }
-            }
-            while let Some(wait) = resume
-                .checked_duration_since(std::time::Instant::now())
-                .filter(|d| !d.is_zero())
-            {
-                match queued.recv_timeout(wait) {
-                    Ok(table) => due.push_back(table),
-                    Err(RecvTimeoutError::Timeout) => break,
-                    Err(RecvTimeoutError::Disconnected) => return,
+            } else if !pause.is_zero() {
+                select! {
+                    recv(queued) -> table => Some(table),
+                    recv(self.analyze_stop) -> _ => return,
+                    default(pause) => None,
                 }
+            } else {
+                None
+            };
+            match queued_table {
+                Some(Ok(table)) => {
+                    due.push_back(table);
+                    continue;
+                }
+                Some(Err(_)) => return,
+                None => {}
             }
             let Some(table) = due.pop_front() else {
                 continue;
             };
-            let started = std::time::Instant::now();
+            let started = Instant::now();
             match self.analyze_table(&table, Some(&self.analyze_stop)) {
                 Ok(stats) => tracing::debug!(%table, rows = stats.row_count, "auto-analyze"),
                 // Dropped meanwhile, or the database is closing.
@@ -82,16 +93,16 @@ impl Shared {
                 Err(error) => tracing::warn!(%table, %error, "auto-analyze failed"),
             }
             self.analysis_finished(&table);
-            resume = std::time::Instant::now() + started.elapsed() * ANALYZE_PAUSE;
+            resume = Instant::now() + started.elapsed() * ANALYZE_PAUSE;
         }
     }
 
-    /// Analyses `table`; with `stop`, gives up with [`Error::Closed`] once it is set (checked
-    /// every [`STOP_CHECK_ROWS`] rows).
+    /// Analyses `table`; with `stop`, gives up with [`Error::Closed`] once it is disconnected
+    /// (checked every [`STOP_CHECK_ROWS`] rows).
     pub(crate) fn analyze_table(
         &self,
         table: &str,
-        stop: Option<&AtomicBool>,
+        stop: Option<&Receiver<()>>,
     ) -> Result<TableStats> {
         let t = self.handle(table)?;
         // Changes from here on count towards the next analysis.
@@ -136,7 +147,9 @@ impl Shared {
                 .map(|i| OrderSample::new(ORDER_SAMPLE_ROWS, (s * 64 + i) as u64))
                 .collect();
             for (n, kv) in shard.store.store.iter(&shard.fact, read(s))?.enumerate() {
-                if n % STOP_CHECK_ROWS == 0 && stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                if n % STOP_CHECK_ROWS == 0
+                    && stop.is_some_and(|s| s.try_recv() == Err(TryRecvError::Disconnected))
+                {
                     return Err(Error::Closed);
                 }
                 let (k, v) = kv?;
