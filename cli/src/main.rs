@@ -15,7 +15,7 @@ use strata::{
 };
 use strata_cli::expr::{key_literal, parse_where};
 use strata_cli::import::{self, ImportOptions};
-use strata_cli::output::{self, COLUMN_SAMPLE_ROWS, TablePrinter};
+use strata_cli::output;
 use strata_cli::{demo, wal};
 
 /// Strata: an embedded LSM storage engine with index tables and a cost-based planner.
@@ -710,145 +710,26 @@ fn run_query(db: &Db, args: &QueryArgs) -> Outcome {
     )
 }
 
-/// Prints `rows` in `format`, streaming: the table and CSV printers fix their columns from
-/// the first rows.
+/// Prints `rows` through [`output::print_rows`]; a closed pipe ends quietly.
 fn print_rows(
     def: &TableDef,
     selected: Option<&[String]>,
     format: OutputFormat,
-    mut rows: impl Iterator<Item = Result<Record, String>>,
+    rows: impl Iterator<Item = Result<Record, String>>,
 ) -> Outcome {
-    let mut stdout = io::BufWriter::new(io::stdout().lock());
-    let result = (|| -> Result<(), PrintError> {
-        match format {
-            OutputFormat::Json => {
-                for row in rows {
-                    writeln!(stdout, "{}", output::record_json(&row?, selected))?;
-                }
-            }
-            OutputFormat::Table | OutputFormat::Csv => {
-                let mut sample = Vec::new();
-                for row in rows.by_ref() {
-                    sample.push(row?);
-                    if sample.len() == COLUMN_SAMPLE_ROWS {
-                        break;
-                    }
-                }
-                let columns = output::columns(selected, &def.primary_key, &sample);
-                if matches!(format, OutputFormat::Csv) {
-                    let mut csv = csv::Writer::from_writer(&mut stdout);
-                    output::csv_header(&mut csv, &columns)?;
-                    for row in &sample {
-                        output::csv_row(&mut csv, &columns, row)?;
-                    }
-                    for row in rows {
-                        output::csv_row(&mut csv, &columns, &row?)?;
-                    }
-                    csv.flush()?;
-                } else {
-                    let printer = TablePrinter::new(columns, &sample);
-                    printer.header(&mut stdout)?;
-                    let mut n = 0u64;
-                    for row in &sample {
-                        printer.row(&mut stdout, row)?;
-                        n += 1;
-                    }
-                    for row in rows {
-                        printer.row(&mut stdout, &row?)?;
-                        n += 1;
-                    }
-                    printer.footer(&mut stdout, n)?;
-                }
-            }
-        }
-        stdout.flush()?;
-        Ok(())
-    })();
-    match result {
+    let format = match format {
+        OutputFormat::Table => output::Format::Table,
+        OutputFormat::Json => output::Format::Json,
+        OutputFormat::Csv => output::Format::Csv,
+    };
+    match output::print_rows(def, selected, format, rows) {
         Ok(()) => Ok(()),
-        Err(PrintError::Query(e)) => Err(e),
-        Err(PrintError::Io(e)) => quiet_pipe(e),
+        Err(output::PrintError::Query(e)) => Err(e),
+        Err(output::PrintError::Io(e)) => quiet_pipe(e),
     }
 }
 
-/// Why printing rows stopped.
-enum PrintError {
-    /// The query failed.
-    Query(String),
-    /// Standard output failed.
-    Io(io::Error),
-}
-
-impl From<String> for PrintError {
-    fn from(e: String) -> Self {
-        PrintError::Query(e)
-    }
-}
-
-impl From<io::Error> for PrintError {
-    fn from(e: io::Error) -> Self {
-        PrintError::Io(e)
-    }
-}
-
-/// `strata stats`: the row count, then per field its distinct count, nulls, range and most
-/// common values.
+/// `strata stats`: [`output::stats_text`], printed.
 fn print_stats(table: &str, stats: &strata::TableStats) -> Outcome {
-    let mut text = format!(
-        "{table}: {} rows, {:.0} bytes a row on average",
-        stats.row_count, stats.avg_row_bytes
-    );
-    if stats.collected_rows > 0 && stats.collected_rows != stats.row_count {
-        text.push_str(&format!(
-            " (distributions from {} rows)",
-            stats.collected_rows
-        ));
-    }
-    if stats.columns.is_empty() {
-        text.push_str(
-            "
-no field statistics yet: `strata analyze` gathers them",
-        );
-    }
-    for (name, c) in &stats.columns {
-        let range = match (&c.min, &c.max) {
-            (Some(min), Some(max)) => format!(", {min} to {max}"),
-            _ => String::new(),
-        };
-        text.push_str(&format!(
-            "
-  {name}: {:.0} distinct, {:.1} % null{range}, {} histogram bounds",
-            c.distinct,
-            c.null_fraction * 100.0,
-            c.histogram.bounds().len()
-        ));
-        if !c.most_common.is_empty() {
-            let common: Vec<String> = c
-                .most_common
-                .iter()
-                .take(5)
-                .map(|(v, f)| format!("{v} {:.1} %", f * 100.0))
-                .collect();
-            let more = c.most_common.len().saturating_sub(5);
-            text.push_str(&format!(
-                "
-    most common: {}{}",
-                common.join(", "),
-                if more > 0 {
-                    format!(" (and {more} more)")
-                } else {
-                    String::new()
-                }
-            ));
-        }
-    }
-    for p in &stats.prefixes {
-        text.push_str(&format!(
-            "
-  ({}): {:.0} distinct",
-            p.fields.join(", "),
-            p.distinct
-        ));
-    }
-    out(format_args!("{text}"))
+    out(format_args!("{}", output::stats_text(table, stats)))
 }

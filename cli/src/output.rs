@@ -3,7 +3,7 @@
 use std::io::{self, Write};
 
 use strata::{Access, Candidate};
-use strata::{Analysis, Plan, Record, Value};
+use strata::{Analysis, Plan, Record, TableDef, Value};
 
 /// How rows are printed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,4 +319,143 @@ mod tests {
              (2 rows)\n"
         );
     }
+}
+
+/// Prints `rows` in `format`, streaming: the table and CSV printers fix their columns from
+/// the first rows.
+pub fn print_rows(
+    def: &TableDef,
+    selected: Option<&[String]>,
+    format: Format,
+    mut rows: impl Iterator<Item = Result<Record, String>>,
+) -> Result<(), PrintError> {
+    let mut stdout = io::BufWriter::new(io::stdout().lock());
+    {
+        match format {
+            Format::Json => {
+                for row in rows {
+                    writeln!(stdout, "{}", record_json(&row?, selected))?;
+                }
+            }
+            Format::Table | Format::Csv => {
+                let mut sample = Vec::new();
+                for row in rows.by_ref() {
+                    sample.push(row?);
+                    if sample.len() == COLUMN_SAMPLE_ROWS {
+                        break;
+                    }
+                }
+                let columns = columns(selected, &def.primary_key, &sample);
+                if matches!(format, Format::Csv) {
+                    let mut csv = csv::Writer::from_writer(&mut stdout);
+                    csv_header(&mut csv, &columns)?;
+                    for row in &sample {
+                        csv_row(&mut csv, &columns, row)?;
+                    }
+                    for row in rows {
+                        csv_row(&mut csv, &columns, &row?)?;
+                    }
+                    csv.flush()?;
+                } else {
+                    let printer = TablePrinter::new(columns, &sample);
+                    printer.header(&mut stdout)?;
+                    let mut n = 0u64;
+                    for row in &sample {
+                        printer.row(&mut stdout, row)?;
+                        n += 1;
+                    }
+                    for row in rows {
+                        printer.row(&mut stdout, &row?)?;
+                        n += 1;
+                    }
+                    printer.footer(&mut stdout, n)?;
+                }
+            }
+        }
+    }
+    stdout.flush()?;
+    Ok(())
+}
+
+/// Why printing rows stopped.
+#[derive(Debug)]
+pub enum PrintError {
+    /// The query failed.
+    Query(String),
+    /// Standard output failed.
+    Io(io::Error),
+}
+
+impl From<String> for PrintError {
+    fn from(e: String) -> Self {
+        PrintError::Query(e)
+    }
+}
+
+impl From<io::Error> for PrintError {
+    fn from(e: io::Error) -> Self {
+        PrintError::Io(e)
+    }
+}
+
+/// `strata stats`'s text: the row count, then per field its distinct count, nulls, range and
+/// most common values.
+pub fn stats_text(table: &str, stats: &strata::TableStats) -> String {
+    let mut text = format!(
+        "{table}: {} rows, {:.0} bytes a row on average",
+        stats.row_count, stats.avg_row_bytes
+    );
+    if stats.collected_rows > 0 && stats.collected_rows != stats.row_count {
+        text.push_str(&format!(
+            " (distributions from {} rows)",
+            stats.collected_rows
+        ));
+    }
+    if stats.columns.is_empty() {
+        text.push_str(
+            "
+no field statistics yet: `strata analyze` gathers them",
+        );
+    }
+    for (name, c) in &stats.columns {
+        let range = match (&c.min, &c.max) {
+            (Some(min), Some(max)) => format!(", {min} to {max}"),
+            _ => String::new(),
+        };
+        text.push_str(&format!(
+            "
+  {name}: {:.0} distinct, {:.1} % null{range}, {} histogram bounds",
+            c.distinct,
+            c.null_fraction * 100.0,
+            c.histogram.bounds().len()
+        ));
+        if !c.most_common.is_empty() {
+            let common: Vec<String> = c
+                .most_common
+                .iter()
+                .take(5)
+                .map(|(v, f)| format!("{v} {:.1} %", f * 100.0))
+                .collect();
+            let more = c.most_common.len().saturating_sub(5);
+            text.push_str(&format!(
+                "
+    most common: {}{}",
+                common.join(", "),
+                if more > 0 {
+                    format!(" (and {more} more)")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+    }
+    for p in &stats.prefixes {
+        text.push_str(&format!(
+            "
+  ({}): {:.0} distinct",
+            p.fields.join(", "),
+            p.distinct
+        ));
+    }
+    text
 }
