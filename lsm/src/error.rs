@@ -319,6 +319,11 @@ pub enum Error {
     /// what recovery may have to remove). The store is then read-only until reopened.
     #[error("the layer above the store refused a flush; reopen the store")]
     FlushRefused,
+    /// A write to another store sharing this store's [`crate::Sequencer`] failed after
+    /// taking its seqnos, so no later write can be published in the shared commit order
+    /// (`Sequencer::fail`). Every store sharing it is read-only until reopened.
+    #[error("a write to another store sharing this store's commit order failed; reopen")]
+    CommitOrderFailed,
     /// One of the store's own invariants failed (a bug, not the caller's or the disk's
     /// fault); nothing was changed.
     #[error("internal error: {0}")]

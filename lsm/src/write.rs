@@ -653,9 +653,5 @@ impl Shared {
 
 /// The error of a write to a store whose shared sequencer failed.
 pub(crate) fn sequencer_failed() -> Error {
-    Error::ReadOnly(Box::new(Error::Conflict(
-        "a write to another store sharing this store's commit order failed, so no later \
-         write can be published; reopen"
-            .into(),
-    )))
+    Error::ReadOnly(Box::new(Error::CommitOrderFailed))
 }

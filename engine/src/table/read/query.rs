@@ -3,8 +3,8 @@
 //! 1. Plan: the planner gets the table's `Ready` indexes and its statistics — those of the
 //!    last `analyze`, or the documented defaults (row count and size from the store's counts;
 //!    PostgreSQL's default selectivities for every field).
-//! 2. Read at one snapshot per shard store through the chosen access path, one [`Stream`]
-//!    (`stream.rs`) per shard visited: the fact family (whole, or the primary-key ranges the
+//! 2. Read at one snapshot per shard store through the chosen access path, one `Stream`
+//!    (`read/stream.rs`) per shard visited: the fact family (whole, or the primary-key ranges the
 //!    bound key fields give, or point lookups routed to their shards), or an index family over
 //!    the ranges its bound fields give (equality prefixes, then an optional range; for a global
 //!    index, each range only in the shard its leading value hashes to), with the record built
