@@ -34,6 +34,9 @@
 //!   (`iter/`: sources, the merge, the cursor). Opening replays the manifest and the logs
 //!   (`open.rs`); compaction (`compact.rs`) and the background threads (`background.rs`) keep
 //!   the levels in shape.
+//! - [`Store::checkpoint`] (and, for a layer holding several stores at one point,
+//!   [`Store::hold_writes`]) copies a running store into an openable directory, hard-linking
+//!   its immutable files (`checkpoint.rs`).
 //! - All file I/O goes through [`fs::FileSystem`]: [`fs::OsFs`] for real use and
 //!   [`fs::SimFs`] for crash and fault tests.
 //!
@@ -48,6 +51,7 @@ pub mod fs;
 pub(crate) mod background;
 pub(crate) mod batch;
 pub(crate) mod cf;
+pub mod checkpoint;
 pub mod collect;
 // The group commit queue, public for the loom models (`tests/loom.rs`); its `Sequencer` is
 // the crate's API, re-exported at the root.
@@ -83,6 +87,7 @@ pub type SeqNo = u64;
 
 pub use batch::{MAX_BATCH_BYTES, MAX_KEY_BYTES, MAX_VALUE_BYTES, WriteBatch};
 pub use cf::ColumnFamily;
+pub use checkpoint::{Capture, CheckpointFiles, WriteHold};
 pub use commit::Sequencer;
 pub use error::{BatchFault, Capacity, Corruption, Error, IoContext, IoOp, ManifestFault, Result};
 pub use hooks::{FlushBarrier, Hooks};

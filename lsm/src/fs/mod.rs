@@ -72,6 +72,18 @@ pub trait FileSystem: Send + Sync + Debug {
     fn read(&self, path: &Path) -> io::Result<Bytes>;
     /// Renames a file, replacing `to` atomically if it exists.
     fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Gives `from`'s file a second name, `to` (which must not exist): a hard link, sharing
+    /// the bytes, which is how a checkpoint takes immutable files without copying them. Like
+    /// any name, durable once `sync_dir` on `to`'s directory returns. Fails where links are
+    /// impossible (another device, a file system without them; the default): the caller
+    /// copies instead.
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let _ = (from, to);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this file system has no hard links",
+        ))
+    }
     /// Removes a file.
     fn remove_file(&self, path: &Path) -> io::Result<()>;
     /// The names of the files in a directory, sorted.

@@ -175,6 +175,10 @@ impl FileSystem for OsFs {
         fs::rename(from, to)
     }
 
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        fs::hard_link(from, to)
+    }
+
     fn remove_file(&self, path: &Path) -> io::Result<()> {
         fs::remove_file(path)
     }

@@ -41,6 +41,8 @@ pub enum OpKind {
     Remove,
     /// `sync_dir`.
     SyncDir,
+    /// `hard_link`.
+    Link,
 }
 
 /// The simulated file system. Clones share the same state.
@@ -71,6 +73,8 @@ struct State {
     capacity: Option<u64>,
     /// `(suffix, delay)`: a sync of a file whose name ends in `suffix` takes `delay`.
     slow_syncs: Option<(String, std::time::Duration)>,
+    /// `hard_link` fails as across devices, so callers take their copying path.
+    no_links: bool,
 }
 
 #[derive(Clone, Default)]
@@ -163,6 +167,12 @@ impl SimFs {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Makes `hard_link` fail as across devices (`refuse`) or work again: the copying path
+    /// of whatever links files (a checkpoint) runs on the simulated file system too.
+    pub fn refuse_links(&self, refuse: bool) {
+        self.state().no_links = refuse;
     }
 
     /// Simulates a crash (power loss): keeps only what was durable. See the module docs.
@@ -391,6 +401,28 @@ impl FileSystem for SimFs {
         let (from_dir, from_name) = split(from)?;
         state.dir(&from_dir)?.current.remove(&from_name);
         state.dir(&to_dir)?.current.insert(to_name, id);
+        Ok(())
+    }
+
+    fn hard_link(&self, from: &Path, to: &Path) -> io::Result<()> {
+        let mut state = self.state();
+        if state.no_links {
+            return Err(io::Error::new(
+                io::ErrorKind::CrossesDevices,
+                "links refused (SimFs::refuse_links)",
+            ));
+        }
+        state.operation(OpKind::Link)?;
+        let id = state.lookup(from)?;
+        let (to_dir, to_name) = split(to)?;
+        let dir = state.dir(&to_dir)?;
+        if dir.current.contains_key(&to_name) {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!("{} exists", to.display()),
+            ));
+        }
+        dir.current.insert(to_name, id);
         Ok(())
     }
 
