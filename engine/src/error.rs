@@ -225,6 +225,17 @@ pub enum Error {
     /// The database is shutting down.
     #[error("the database is closed")]
     Closed,
+    /// A backup's manifest or one of its files fails its check (`strata::backup::verify`,
+    /// `restore`); a restore that finds it writes nothing.
+    #[error("backup {id} is damaged: {file}: {what}")]
+    BackupDamaged {
+        /// The backup.
+        id: u64,
+        /// The file that fails the check.
+        file: String,
+        /// What is wrong with it.
+        what: BackupFault,
+    },
     /// Something could not be encoded for storage (a bug, never the data's fault); nothing
     /// was written.
     #[error("{what} does not encode: {reason}")]
@@ -234,6 +245,62 @@ pub enum Error {
         /// Why the encoder refused it.
         reason: JsonFault,
     },
+}
+
+/// What is wrong with a file of a backup ([`Error::BackupDamaged`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackupFault {
+    /// The manifest lists the file, and the backup directory does not have it.
+    #[error("missing")]
+    Missing,
+    /// The file's size is not the one the manifest lists.
+    #[error("{found} bytes, the manifest says {expected}")]
+    Size {
+        /// What the manifest lists.
+        expected: u64,
+        /// What the file has.
+        found: u64,
+    },
+    /// The file's contents do not match the checksum the manifest lists.
+    #[error("its checksum does not match the manifest's")]
+    Checksum,
+    /// The backup's manifest itself does not decode.
+    #[error("the manifest: {0}")]
+    Manifest(BackupFormatFault),
+}
+
+/// Why a backup manifest does not decode (`docs/formats/backup.md`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackupFormatFault {
+    /// Shorter than the fixed header and checksum.
+    #[error("too short")]
+    TooShort,
+    /// The checksum does not match the contents.
+    #[error("checksum mismatch")]
+    Checksum,
+    /// Not a backup manifest.
+    #[error("bad magic")]
+    BadMagic,
+    /// A format version this build does not read.
+    #[error("unknown version")]
+    UnknownVersion,
+    /// More files than the manifest has bytes for.
+    #[error("file count out of range")]
+    FileCount,
+    /// A file name that is empty, too long, or not a store file's name.
+    #[error("bad file name")]
+    BadName,
+    /// Ends inside a file's entry.
+    #[error("truncated")]
+    Truncated,
+    /// Bytes after the last file.
+    #[error("bytes after the last file")]
+    TrailingBytes,
+    /// The manifest's id is not the one its name gives.
+    #[error("its id is not its file name's")]
+    WrongId,
 }
 
 /// What the engine was encoding for storage when [`Error::Encode`] happened.

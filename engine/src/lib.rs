@@ -33,13 +33,23 @@
 pub mod error;
 pub mod table;
 
+/// Incremental backups of a database ([`Db::backup`]) and what reads them: the backups in a
+/// backup directory, checking one, restoring one, and removing old ones
+/// (`docs/backups.md`).
+pub mod backup {
+    pub use crate::table::backup::archive::{
+        BackupFile, BackupInfo, BackupManifest, MARKER, Purged, file_checksum, list, list_on,
+        purge_old, purge_old_on, restore, restore_with, verify, verify_on,
+    };
+}
+
 /// The key-value store (the `strata-lsm` crate).
 pub use strata_lsm as lsm;
 pub use strata_lsm::fs;
 
 pub use error::{
-    CatalogCorruption, ConflictCause, Corruption, DefinitionFault, Encoded, Error,
-    OutboxCorruption, Result, TxnStateFault,
+    BackupFault, BackupFormatFault, CatalogCorruption, ConflictCause, Corruption, DefinitionFault,
+    Encoded, Error, OutboxCorruption, Result, TxnStateFault,
 };
 /// The store's options, for [`Store::open`] (and inside [`Options::store`] for a database).
 pub use strata_lsm::Options as StoreOptions;
@@ -107,7 +117,7 @@ pub use strata_planner::{
     WrongKind,
 };
 pub use table::{
-    Analysis, BulkLoad, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag, IndexOptions,
-    Maintenance, Mutation, Options, OwnedRows, OwnedTransaction, ProblemKind, Record, Rows,
-    TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
+    Analysis, BulkLoad, Checkpoint, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag,
+    IndexOptions, Maintenance, Mutation, Options, OwnedRows, OwnedTransaction, ProblemKind, Record,
+    Rows, TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
 };

@@ -23,6 +23,7 @@ const ROOMS: &[&str] = &[
     "ddl",
     "tune",
     "verify",
+    "backup",
     "open",
     "calibrate",
 ];

@@ -67,11 +67,14 @@ impl std::fmt::Debug for WriteHold<'_> {
 /// to write as the copy's manifest ([`Capture::finish`]).
 pub struct Capture {
     fs: Arc<dyn FileSystem>,
-    target: PathBuf,
+    /// Where linked files went and the rest will be written; `None` for a capture in memory
+    /// ([`WriteHold::capture_mapped`]).
+    target: Option<PathBuf>,
     state: ManifestState,
     manifest_number: u64,
-    /// Files to write after the hold: `(target path, bytes)`.
-    copies: Vec<(PathBuf, Bytes)>,
+    /// Every file of the copy but its manifest and `CURRENT`, by name: the bytes still to
+    /// write, or `None` for a file already linked into the target.
+    files: Vec<(String, Option<Bytes>)>,
     files_linked: u64,
     /// The store's last visible seqno while it was held.
     seqno: SeqNo,
@@ -135,6 +138,17 @@ impl WriteHold<'_> {
     /// ([`prepare_target`]): links what can be linked, maps the rest (module docs, step 2).
     /// A failure leaves `target` partly filled; the caller removes it.
     pub fn capture(&self, target: &Path) -> Result<Capture> {
+        self.capture_into(Some(target))
+    }
+
+    /// [`WriteHold::capture`] linking nothing: every file mapped, for a caller that reads
+    /// them ([`Capture::into_files`]; an incremental backup, which checksums each file and
+    /// copies only the new ones).
+    pub fn capture_mapped(&self) -> Result<Capture> {
+        self.capture_into(None)
+    }
+
+    fn capture_into(&self, target: Option<&Path>) -> Result<Capture> {
         let shared = self.shared;
         let fs = &shared.fs;
         let versions = lock(&shared.versions);
@@ -142,15 +156,20 @@ impl WriteHold<'_> {
         let seqno = shared.seq.visible();
         let mut capture = Capture {
             fs: Arc::clone(fs),
-            target: target.to_path_buf(),
+            target: target.map(Path::to_path_buf),
             manifest_number: state.next_file_number,
             state: ManifestState::empty(),
-            copies: Vec::new(),
+            files: Vec::new(),
             files_linked: 0,
             seqno,
         };
         // The logs from the oldest one a family still needs to the one being written.
-        let oldest_log = state.cfs.values().map(|cf| cf.log_number).min().unwrap_or(0);
+        let oldest_log = state
+            .cfs
+            .values()
+            .map(|cf| cf.log_number)
+            .min()
+            .unwrap_or(0);
         let listed = fs.list(&shared.dir).at(IoOp::List, &shared.dir)?;
         for name in listed {
             let Some((FileKind::Log, n)) = parse_file_name(&name) else {
@@ -160,7 +179,7 @@ impl WriteHold<'_> {
                 continue;
             }
             if n < self.wal.number {
-                capture.take(&shared.dir.join(&name), &target.join(&name))?;
+                capture.take(&shared.dir, name)?;
                 continue;
             }
             let path = shared.log_path(n);
@@ -173,12 +192,11 @@ impl WriteHold<'_> {
                 );
                 return Err(Error::io(IoOp::Read, &path, short));
             }
-            capture.copies.push((target.join(&name), bytes.slice(..size)));
+            capture.files.push((name, Some(bytes.slice(..size))));
         }
         for cf in state.cfs.values() {
             for table in cf.levels.iter().flatten() {
-                let name = file_name(FileKind::Table, table.number);
-                capture.take(&shared.dir.join(&name), &target.join(&name))?;
+                capture.take(&shared.dir, file_name(FileKind::Table, table.number))?;
             }
         }
         drop(versions);
@@ -190,19 +208,19 @@ impl WriteHold<'_> {
 }
 
 impl Capture {
-    /// Links `from` to `to`, or maps it to copy later.
-    fn take(&mut self, from: &Path, to: &Path) -> Result<()> {
-        match self.fs.hard_link(from, to) {
-            Ok(()) => {
-                self.files_linked += 1;
-                Ok(())
-            }
-            Err(_) => {
-                let bytes = self.fs.read(from).at(IoOp::Read, from)?;
-                self.copies.push((to.to_path_buf(), bytes));
-                Ok(())
-            }
+    /// Links file `name` of `dir` into the target, or maps it to copy later.
+    fn take(&mut self, dir: &Path, name: String) -> Result<()> {
+        let from = dir.join(&name);
+        if let Some(target) = &self.target
+            && self.fs.hard_link(&from, &target.join(&name)).is_ok()
+        {
+            self.files_linked += 1;
+            self.files.push((name, None));
+            return Ok(());
         }
+        let bytes = self.fs.read(&from).at(IoOp::Read, &from)?;
+        self.files.push((name, Some(bytes)));
+        Ok(())
     }
 
     /// The store's last visible seqno while it was held: every write at or below it is in
@@ -213,15 +231,57 @@ impl Capture {
 
     /// The bytes [`Capture::finish`] will write for the files it could not link.
     pub fn bytes_to_copy(&self) -> u64 {
-        self.copies.iter().map(|(_, b)| b.len() as u64).sum()
+        self.files
+            .iter()
+            .flat_map(|(_, b)| b)
+            .map(|b| b.len() as u64)
+            .sum()
+    }
+
+    /// Every file of the copy, by name, with its bytes: the captured files, then the
+    /// manifest and `CURRENT` that [`Capture::finish`] would write. For a capture into a
+    /// target, the linked files are read from there.
+    pub fn into_files(self) -> Result<Vec<(String, Bytes)>> {
+        let mut out = Vec::with_capacity(self.files.len() + 2);
+        for (name, bytes) in self.files {
+            let bytes = match (bytes, &self.target) {
+                (Some(bytes), _) => bytes,
+                (None, Some(target)) => {
+                    let path = target.join(&name);
+                    self.fs.read(&path).at(IoOp::Read, &path)?
+                }
+                (None, None) => {
+                    return Err(Error::InvalidArgument(format!(
+                        "{name} was linked, but the capture has no target"
+                    )));
+                }
+            };
+            out.push((name, bytes));
+        }
+        let name = file_name(FileKind::Manifest, self.manifest_number);
+        let manifest = crate::manifest::encode_new(self.manifest_number, &self.state)?;
+        out.push((name.clone(), Bytes::from(manifest)));
+        out.push((
+            crate::format::CURRENT_FILE.to_string(),
+            Bytes::from(format!("{name}\n")),
+        ));
+        Ok(out)
     }
 
     /// Writes the files that were not linked, the manifest and `CURRENT`, and makes them all
     /// durable (module docs, step 3). `progress` hears the bytes written, a chunk at a time.
+    /// Fails with `InvalidArgument` for a capture in memory, which has no target.
     pub fn finish(self, progress: &mut dyn FnMut(u64)) -> Result<CheckpointFiles> {
         const CHUNK: usize = 1 << 20;
+        let Some(target) = &self.target else {
+            return Err(Error::InvalidArgument(
+                "a capture in memory has no target to finish into".into(),
+            ));
+        };
         let mut bytes_copied = 0;
-        for (path, bytes) in &self.copies {
+        for (name, bytes) in &self.files {
+            let Some(bytes) = bytes else { continue };
+            let path = &target.join(name);
             let mut file = self.fs.create(path).at(IoOp::Create, path)?;
             for chunk in bytes.chunks(CHUNK) {
                 file.write_all(chunk).at(IoOp::Write, path)?;
@@ -233,7 +293,7 @@ impl Capture {
         }
         // Writes the manifest, points CURRENT at it and syncs the directory: every name
         // linked or written above is durable with it.
-        Manifest::create(&self.fs, &self.target, self.manifest_number, &self.state)?;
+        Manifest::create(&self.fs, target, self.manifest_number, &self.state)?;
         Ok(CheckpointFiles {
             files_linked: self.files_linked,
             bytes_copied,

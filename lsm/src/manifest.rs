@@ -85,6 +85,18 @@ impl Manifest {
     }
 }
 
+/// The bytes of a new manifest numbered `number` holding `state`: what
+/// [`Manifest::create`] writes, for a copy of the store taken in memory (a backup).
+pub(crate) fn encode_new(number: u64, state: &ManifestState) -> Result<Vec<u8>> {
+    let path = PathBuf::from(file_name(FileKind::Manifest, number));
+    let mut writer = LogWriter::new(Vec::new(), log_number(number));
+    writer
+        .add_record(&state.snapshot().encode())
+        .map_err(|e| Error::log(path.clone(), e))?;
+    writer.flush().map_err(|e| Error::log(path, e))?;
+    Ok(writer.into_inner())
+}
+
 /// The low 32 bits of a file number: what the log framing stamps on each fragment.
 pub(crate) fn log_number(file_number: u64) -> u32 {
     file_number as u32

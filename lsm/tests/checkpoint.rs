@@ -61,7 +61,9 @@ fn checkpoints_under_writes(options: Options, root: &Path, links_expected: bool)
         drop(copy);
     }
     assert_eq!(
-        store.get(&store.default_cf(), b"only-in-the-copy").expect("get"),
+        store
+            .get(&store.default_cf(), b"only-in-the-copy")
+            .expect("get"),
         None
     );
 }
@@ -103,6 +105,36 @@ fn a_checkpoint_survives_a_crash_once_it_returns() {
     let survivor = fs.crashed_copy();
     let copy = Store::open("/db/cp", sim_options(&survivor)).expect("the copy opens");
     assert_eq!(scan(&copy, "default").len(), 500);
+}
+
+#[test]
+fn a_capture_in_memory_gives_every_file_of_an_openable_copy() {
+    use strata_lsm::fs::FileSystem;
+    let fs = SimFs::new();
+    let store = Store::open("/db/live", sim_options(&fs)).expect("open");
+    let cf = store.default_cf();
+    for i in 0..400 {
+        store.put(&cf, &key(i), &[3; 60]).expect("put");
+    }
+    let hold = store.hold_writes().expect("hold");
+    let capture = hold.capture_mapped().expect("capture");
+    drop(hold);
+    store.put(&cf, b"after", b"1").expect("put");
+    let files = capture.into_files().expect("files");
+    assert!(files.iter().any(|(name, _)| name == "CURRENT"));
+    fs.create_dir_all(Path::new("/db/copy")).expect("mkdir");
+    for (name, bytes) in files {
+        let mut file = fs
+            .create(&Path::new("/db/copy").join(name))
+            .expect("create");
+        std::io::Write::write_all(&mut file, &bytes).expect("write");
+        file.sync_data().expect("sync");
+    }
+    fs.sync_dir(Path::new("/db/copy")).expect("sync dir");
+    let copy = Store::open("/db/copy", sim_options(&fs)).expect("the copy opens");
+    let rows = scan(&copy, "default");
+    assert_eq!(rows.len(), 400);
+    assert!(!rows.contains_key(&b"after"[..]));
 }
 
 #[test]

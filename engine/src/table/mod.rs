@@ -27,6 +27,7 @@
 //! | `ddl` | creating and dropping tables and indexes; building a new index (`ddl::backfill`) |
 //! | `tune` | `analyze` and its thread, index advice |
 //! | `verify` | `verify` and `repair` |
+//! | `backup` | `Db::checkpoint`, the consistent cut under it, incremental backups (`backup::archive`) |
 //! | `open` | `Db::open` and `Db::close`, the record-upgrade hook |
 //! | `calibrate` | `Db::calibrate`: measures this machine on a scratch database it opens |
 //!
@@ -38,6 +39,7 @@ pub mod catalog;
 pub mod codec;
 
 pub(crate) mod async_index;
+pub(crate) mod backup;
 pub(crate) mod calibrate;
 pub(crate) mod commit;
 pub(crate) mod db;
@@ -58,6 +60,7 @@ pub use commit::{outbox, txn_state};
 pub use stats::sketch;
 
 pub use async_index::indexer::IndexLag;
+pub use backup::Checkpoint;
 pub use calibrate::CALIBRATION_ROWS;
 pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef, TableOptions};
 pub use codec::field_names::FieldNames;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code, reason = "each test file uses a different subset")]
 
+pub mod bank;
 #[path = "../../../lsm/tests/common/mod.rs"]
 mod store;
 pub mod tables;
