@@ -225,6 +225,13 @@ pub enum Error {
     /// The database is shutting down.
     #[error("the database is closed")]
     Closed,
+    /// A change feed fell past its retention limit and gave up the changes it had not
+    /// acknowledged (`OnLag::Release`): drop it, and start a new one from a checkpoint.
+    #[error(
+        "feed {0:?} fell past its retention limit and its changes were released; drop it and \
+         start again from a checkpoint"
+    )]
+    FeedLagging(String),
     /// A backup's manifest or one of its files fails its check (`strata::backup::verify`,
     /// `restore`); a restore that finds it writes nothing.
     #[error("backup {id} is damaged: {file}: {what}")]

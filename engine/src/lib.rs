@@ -117,7 +117,8 @@ pub use strata_planner::{
     WrongKind,
 };
 pub use table::{
-    Analysis, BulkLoad, Checkpoint, Db, DbSnapshot, ExecStats, FieldNames, IndexDef, IndexLag,
-    IndexOptions, Maintenance, Mutation, Options, OwnedRows, OwnedTransaction, ProblemKind, Record,
-    Rows, TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
+    Analysis, BulkLoad, Change, Checkpoint, Db, DbSnapshot, ExecStats, Feed, FeedInfo, FeedOptions,
+    FeedState, FieldNames, IndexDef, IndexLag, IndexOptions, Maintenance, Mutation, OnLag, Options,
+    OwnedRows, OwnedTransaction, Position, ProblemKind, Record, Rows, TableBatch, TableDef,
+    TableOptions, Transaction, TxRows, VerifyReport,
 };

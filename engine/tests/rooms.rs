@@ -21,6 +21,7 @@ const ROOMS: &[&str] = &[
     "read",
     "txn",
     "ddl",
+    "feed",
     "tune",
     "verify",
     "backup",

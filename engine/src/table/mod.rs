@@ -25,6 +25,7 @@
 //! | `read` | planning a query, access paths, per-shard streams, `Rows`, `DbSnapshot` |
 //! | `txn` | transactions; commits across stores after a crash (`txn::recovery`) |
 //! | `ddl` | creating and dropping tables and indexes; building a new index (`ddl::backfill`) |
+//! | `feed` | change feeds: `create_feed`, `drop_feed`, `feeds`, the reader's `poll` and `ack` (`feed::reader`) |
 //! | `tune` | `analyze` and its thread, index advice |
 //! | `verify` | `verify` and `repair` |
 //! | `backup` | `Db::checkpoint`, the consistent cut under it, incremental backups (`backup::archive`) |
@@ -44,6 +45,7 @@ pub(crate) mod calibrate;
 pub(crate) mod commit;
 pub(crate) mod db;
 pub(crate) mod ddl;
+pub(crate) mod feed;
 pub(crate) mod open;
 pub(crate) mod read;
 pub(crate) mod stats;
@@ -56,7 +58,7 @@ pub(crate) mod write;
 // white-box tests.
 pub use catalog::entry;
 pub use codec::{format, key, layouts, record};
-pub use commit::{outbox, txn_state};
+pub use commit::{change_log, outbox, txn_state};
 pub use stats::sketch;
 
 pub use async_index::indexer::IndexLag;
@@ -66,8 +68,11 @@ pub use catalog::{IndexDef, IndexOptions, Maintenance, TableDef, TableOptions};
 pub use codec::field_names::FieldNames;
 pub use codec::key::{KeyError, KeyFormat};
 pub use codec::record::{Record, RecordError};
+pub use commit::change_log::{FeedOptions, OnLag};
 pub use db::Db;
 pub use db::options::Options;
+pub use feed::reader::{Change, Feed, Position};
+pub use feed::{FeedAck, FeedDef, FeedInfo, FeedState};
 pub use read::query::{Analysis, DEFAULT_ROW_BYTES};
 pub use read::rows::{ExecStats, OwnedRows, Rows};
 pub use read::snapshot::DbSnapshot;

@@ -153,6 +153,13 @@ pub const MAX_SHARDS: u32 = 256;
 pub const SHARD_DIR_PREFIX: &str = "shard-";
 /// The column family holding a shard store's outbox.
 pub const OUTBOX_CF: &str = "sys/outbox";
+/// The column family holding a shard store's change log (`docs/formats/changes.md`).
+pub const CHANGES_CF: &str = "sys/changes";
+/// The column family of the database's own store holding the change feeds' definitions
+/// and acknowledged positions (`docs/formats/changes.md`).
+pub const FEEDS_CF: &str = "sys/feeds";
+/// The first byte of every change log entry's value.
+pub const CHANGE_VERSION: u8 = 1;
 /// The first byte of every outbox entry's value.
 pub const OUTBOX_VERSION: u8 = 1;
 /// An outbox operation that puts an index entry.

@@ -7,8 +7,14 @@
 //! - [`outbox`]: the outbox entry format (an async index's changes, written in the row's
 //!   commit) and the `Tracker` of the outbox numbers handed to the indexer.
 //!
+//! - [`change_log`]: the change feeds' log entry format (a commit's row changes, written in
+//!   its batch) and the `FeedRegistry` of feeds, retention and waiting readers.
+//!
 //! Uses the `codec` room and the store's commit clock (`lsm::Sequencer`).
 
+// Public for the fuzz targets and white-box tests (their formats), not part of the API.
+#[doc(hidden)]
+pub mod change_log;
 // Public for the fuzz targets and white-box tests (their formats), not part of the API.
 #[doc(hidden)]
 pub mod outbox;

@@ -28,12 +28,13 @@ use crate::table::catalog::covering::FastRowsCache;
 use crate::table::catalog::entry::{encode_primary_key, record_corrupt};
 use crate::table::catalog::{IndexDef, TableDef, index_cf};
 use crate::table::codec::format::{
-    CATALOG_CF, CATALOG_LAYOUT_PREFIX, FACT_CF_PREFIX, INDEX_CF_PREFIX, OUTBOX_CF, RECORD_LAID_OUT,
-    SHARD_DIR_PREFIX,
+    CATALOG_CF, CATALOG_LAYOUT_PREFIX, CHANGES_CF, FACT_CF_PREFIX, INDEX_CF_PREFIX, OUTBOX_CF,
+    RECORD_LAID_OUT, SHARD_DIR_PREFIX,
 };
 use crate::table::codec::key::decode_value;
 use crate::table::codec::layouts::Layouts;
 use crate::table::codec::record::Record;
+use crate::table::commit::change_log::FeedRegistry;
 use crate::table::commit::outbox::{Tracker, outbox_seq};
 use crate::table::commit::resolver::Resolver;
 use crate::table::db::options::Options;
@@ -116,6 +117,10 @@ pub(crate) struct Shared {
     pub(crate) resolver: Resolver,
     /// The transaction state file's contents (`commit/txn_state.rs`), rewritten under this lock.
     pub(crate) txn_state: Mutex<TxnState>,
+    /// The change feeds: which tables write the change log, retention, waiting readers.
+    pub(crate) feeds: FeedRegistry,
+    /// The family of the database's own store holding the feeds' definitions and positions.
+    pub(crate) feed_defs: ColumnFamily,
 }
 
 /// One shard store: an LSM store holding shard `number` of every table with more than
@@ -124,6 +129,8 @@ pub(crate) struct ShardStore {
     pub(crate) number: usize,
     pub(crate) store: Store,
     pub(crate) outbox: ColumnFamily,
+    /// The change log (`commit/change_log.rs`).
+    pub(crate) changes: ColumnFamily,
 }
 
 /// A table's definition with its open column families.
@@ -442,10 +449,12 @@ pub(crate) fn open_shard_store(
     let path = shard_path(dir, options, number);
     let store = Store::open_with(&path, options.store.clone(), hooks.clone())?;
     let outbox = family_or_create(&store, OUTBOX_CF)?;
+    let changes = family_or_create(&store, CHANGES_CF)?;
     Ok(ShardStore {
         number,
         store,
         outbox,
+        changes,
     })
 }
 

@@ -19,10 +19,11 @@ use crate::lsm::{ColumnFamily, Hooks, ReadOptions, Store};
 use crate::table::catalog::{TableDef, index_cf};
 use crate::table::codec::format::{
     CATALOG_CF, CATALOG_COST_MODEL, CATALOG_LAYOUT_PREFIX, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
-    CATALOG_TABLE_PREFIX,
+    CATALOG_TABLE_PREFIX, FEEDS_CF,
 };
 use crate::table::codec::layouts::Layouts;
 use crate::table::codec::record::RecordError;
+use crate::table::commit::change_log::FeedRegistry;
 use crate::table::commit::outbox::Tracker;
 use crate::table::commit::resolver::Resolver;
 use crate::table::db::options::Options;
@@ -65,6 +66,7 @@ impl Db {
         };
         let main = Arc::new(open_shard_store(&dir, &options, &hooks, 0)?);
         let catalog = family_or_create(&main.store, CATALOG_CF)?;
+        let feed_defs = family_or_create(&main.store, FEEDS_CF)?;
         let mut read = read_catalog(&main.store, &catalog)?;
         let layouts = table_layouts(&read.defs, std::mem::take(&mut read.layouts))?;
         let (queue, queued) = crossbeam_channel::unbounded::<String>();
@@ -90,6 +92,8 @@ impl Db {
             sequencer,
             resolver: Resolver::default(),
             txn_state: Mutex::new(recovery.state.clone()),
+            feeds: FeedRegistry::default(),
+            feed_defs,
         };
         for def in read.defs.values() {
             shared.sketches.learn(def, &layouts[&def.id]);
@@ -104,6 +108,7 @@ impl Db {
         shared.open_shard_stores(most, read.defs.values())?;
         let tables = shared.open_tables(read.defs, read.stats, &layouts)?;
         *shared.tables.write().unwrap_or_else(|p| p.into_inner()) = tables;
+        shared.load_feeds()?;
 
         let shared = Arc::new(shared);
         barrier.attach(&shared);

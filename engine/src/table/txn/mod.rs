@@ -457,7 +457,8 @@ impl<'db> Transaction<'db> {
             // whatever it read (with two threads in transactions that measured 600 retries
             // per 200,000 commits instead of 5). The resolver records them only when
             // another transaction is live.
-            shard_parts(&t, &changes, &mut parts, true)?;
+            let covered = db.shared.feeds.covers(t.def.id);
+            shard_parts(&t, &changes, &mut parts, true, covered)?;
             changed.push((t, changes.iter().filter(|c| c.changes_anything()).count()));
         }
         // 4. Validate, allocate and write.

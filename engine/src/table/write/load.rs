@@ -23,7 +23,8 @@
 //! [`BulkLoad::loaded`] counts the rows that are in. A table whose index entries live in
 //! another shard store than their rows (a global index over several shards) is loaded through
 //! ordinary inserts, since one ingestion per store could not keep such an entry and its row
-//! together.
+//! together; so is a table a change feed covers, whose rows must each reach the change log
+//! (`commit/change_log.rs`), which only the commit path writes.
 //!
 //! A load counts its rows towards auto-analyze as each run lands, and queues the table for
 //! analysis once, when it ends ([`BulkLoad::finish`], or when it is dropped), rather than have
@@ -277,6 +278,13 @@ impl BulkLoad<'_> {
         let Some((guards, t)) = self.lock_all_settled()? else {
             return self.insert_rows(&facts);
         };
+        if self.db.shared.feeds.covers(t.def.id) {
+            // A feed covers the table: every row goes through the commit path, which
+            // writes its change log entry (checked under every row lock, which a feed's
+            // creation takes too).
+            drop(guards);
+            return self.insert_rows(&facts);
+        }
         let started = std::time::Instant::now();
 
         // 3. Per shard: a new key range, or ordinary inserts.

@@ -23,6 +23,7 @@ use crate::error::{Error, Result};
 use crate::lsm::{ColumnFamily, WriteBatch, WriteOptions};
 use crate::table::catalog::entry::index_entry;
 use crate::table::codec::record::Record;
+use crate::table::commit::change_log::{ChangeBody, change_key};
 use crate::table::commit::outbox::{OutboxEntry, OutboxOp, now_micros, outbox_key};
 use crate::table::commit::resolver::Validation;
 use crate::table::db::{Db, ShardStore, Table};
@@ -69,6 +70,9 @@ pub(crate) struct StorePart {
     pub(crate) store: Arc<ShardStore>,
     pub(crate) wb: WriteBatch,
     pub(crate) outboxes: Vec<OutboxEntry>,
+    /// The row changes of tables a feed covers, for the store's change log entry
+    /// (`commit/change_log.rs`), put once the commit's range is known.
+    pub(crate) changes: ChangeBody,
     /// `(family id, key)` of every fact and sync index key written, when collected.
     pub(crate) keys: Option<Vec<(u32, Vec<u8>)>>,
 }
@@ -159,7 +163,8 @@ impl Db {
         // all committed under one range of seqnos.
         let mut parts = Parts::new();
         let keys = self.shared.resolver.has_live();
-        shard_parts(t, &changes, &mut parts, keys)?;
+        let covered = self.shared.feeds.covers(t.def.id);
+        shard_parts(t, &changes, &mut parts, keys, covered)?;
         let wrote = self.commit_parts(parts, options, None)?;
         let changed = changes.iter().filter(|c| c.changes_anything()).count();
         self.shared.note_changes(t, changed as u64);
@@ -259,7 +264,7 @@ impl Db {
         options: WriteOptions,
         reads: Option<&Validation<'_>>,
     ) -> Result<Vec<usize>> {
-        parts.retain(|_, p| !p.wb.is_empty() || !p.outboxes.is_empty());
+        parts.retain(|_, p| !p.wb.is_empty() || !p.outboxes.is_empty() || !p.changes.is_empty());
         // Outbox entries first: each is a put in its part's batch.
         let mut begun: Vec<(usize, u64)> = Vec::new();
         let numbered = (|| {
@@ -290,7 +295,11 @@ impl Db {
         options: WriteOptions,
         reads: Option<&Validation<'_>>,
     ) -> Result<()> {
-        let total: u64 = parts.values().map(|p| p.wb.len() as u64).sum();
+        // Each part with feed changes adds its change log entry once the range is known.
+        let total: u64 = parts
+            .values()
+            .map(|p| p.wb.len() as u64 + u64::from(!p.changes.is_empty()))
+            .sum();
         if total == 0 {
             // Nothing to write (a delete of a row that is not there): a transaction still
             // validates, or a delete it based on a stale read would pass (found by the
@@ -317,6 +326,15 @@ impl Db {
             &|store, cf| self.family_name(store, cf),
         )?;
         let last = first + total - 1;
+        let mut logged = 0;
+        for part in parts.values_mut().filter(|p| !p.changes.is_empty()) {
+            let value = part.changes.finish(last);
+            logged += value.len() as u64;
+            if let Err(error) = part.wb.put(&part.store.changes, &change_key(first), &value) {
+                self.shared.sequencer.publish_range(first, last);
+                return Err(error.into());
+            }
+        }
         if parts.len() > 1 {
             // Each part names the others and the commit (its range's first seqno), so
             // recovery can tell whether all of them are in (`docs/transactions.md` §2).
@@ -347,18 +365,23 @@ impl Db {
         if !self.shared.sequencer.wait_visible(last) {
             return Err(Error::CommitIncomplete);
         }
+        if logged > 0 {
+            self.shared.feeds.written(first, logged);
+        }
         Ok(())
     }
 }
 
 /// Adds each shard's fact puts and deletes, sync index diffs (in the store each entry lives
 /// in: the row's, or for a global index the one its value hashes to) and outbox operations
-/// for `changes` to `parts`, with the keys written when `keys` is set.
+/// for `changes` to `parts`, with the keys written when `keys` is set, and each row change
+/// for the change log when a feed covers the table (`covered`).
 pub(crate) fn shard_parts(
     t: &Table,
     changes: &[KeyChange],
     parts: &mut Parts,
     keys: bool,
+    covered: bool,
 ) -> Result<()> {
     let mut ops: Vec<OutboxOp> = Vec::new();
     for c in changes.iter().filter(|c| c.changes_anything()) {
@@ -373,6 +396,10 @@ pub(crate) fn shard_parts(
             keys.push((fact.id(), c.key.clone()));
         }
         let (before, after) = (c.before.as_ref(), c.after.as_ref());
+        if covered {
+            let key = key_values(t, after.or(before));
+            part.changes.push(t.def.id, &key, before, after);
+        }
         ops.clear();
         diff_indexes(
             t,
@@ -417,6 +444,7 @@ fn store_part<'p>(parts: &'p mut Parts, t: &Table, s: usize, keys: bool) -> &'p 
         store: Arc::clone(&t.shards[s].store),
         wb: WriteBatch::new(),
         outboxes: Vec::new(),
+        changes: ChangeBody::default(),
         keys: keys.then(Vec::new),
     })
 }

@@ -1,0 +1,439 @@
+//! The change log behind change feeds (`docs/feeds.md`; format in `docs/formats/changes.md`).
+//!
+//! 1. Every shard store has a column family `sys/changes`. A commit that changes a row of a
+//!    table some feed covers puts, in the same atomic batch as the rows of that store, one
+//!    entry: every covered row change of the commit that lives in the store, with the row
+//!    before and after. Tables no feed covers write nothing.
+//! 2. The entry's key is the commit's id, the first seqno of its range, big-endian: entries
+//!    sort in commit order, and a commit's entries in several stores share the key. The
+//!    value carries the commit's visible seqno (the last of its range: what `Change::commit`
+//!    reports), because the range is allocated after the batch is built, the value is
+//!    finished then ([`ChangeBody::finish`]).
+//! 3. A reader at a published seqno sees every commit at or below it whole, and no commit
+//!    later published can take a key below one it read (ranges are published whole and in
+//!    order): reading in key order from a position never misses a commit.
+//!
+//! [`FeedRegistry`] is the in-memory half: which tables are covered (the writers' question,
+//! answered without a lock when no feed exists), each feed's acknowledged position and
+//! retention limit, the retained bytes, and the wake-ups of readers waiting for commits.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::Instant;
+
+use strata_planner::Value;
+
+use crate::table::codec::format::CHANGE_VERSION;
+use crate::table::codec::record::{Record, RecordError};
+use crate::table::codec::record_codec::{Reader, encode_value, put_varint};
+
+/// The most changes an entry may claim (a bound for a damaged count).
+pub const MAX_CHANGES: u64 = 1 << 24;
+const HAS_BEFORE: u8 = 1;
+const HAS_AFTER: u8 = 2;
+
+/// One row change as the log stores it: the records in their self-describing form
+/// ([`Record::encode`]), decoded only when delivered.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoggedChange {
+    /// The table (its catalog id).
+    pub table_id: u64,
+    /// The row's primary key values.
+    pub key: Vec<Value>,
+    /// The row before the commit (`None`: it did not exist).
+    pub before: Option<Vec<u8>>,
+    /// The row after the commit (`None`: deleted).
+    pub after: Option<Vec<u8>>,
+}
+
+/// One shard store's part of one commit's changes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChangeEntry {
+    /// The commit's visible seqno (the last of its range).
+    pub commit: u64,
+    /// The changes, in the order the commit made them.
+    pub changes: Vec<LoggedChange>,
+}
+
+/// An entry's key: the commit's id.
+pub fn change_key(commit_id: u64) -> [u8; 8] {
+    commit_id.to_be_bytes()
+}
+
+/// The commit id an entry's key holds; `None` for a key of another length.
+pub fn commit_id_of(key: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(key.try_into().ok()?))
+}
+
+impl ChangeEntry {
+    /// The stored form.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut body = ChangeBody::default();
+        for c in &self.changes {
+            body.push_encoded(c.table_id, &c.key, c.before.as_deref(), c.after.as_deref());
+        }
+        body.finish(self.commit)
+    }
+
+    /// Decodes an entry, checking its version, counts, flags and lengths. The records stay
+    /// bytes; [`Record::decode`] checks them when they are delivered.
+    pub fn decode(bytes: &[u8]) -> Result<ChangeEntry, RecordError> {
+        let mut r = Reader { bytes, at: 0 };
+        let version = r.byte()?;
+        if version != CHANGE_VERSION {
+            return Err(RecordError::Version(version));
+        }
+        let commit = r.varint()?;
+        let count = r.varint()?;
+        // A change takes at least 3 bytes: a count the bytes cannot hold is damage.
+        if count > MAX_CHANGES || count > (bytes.len() / 3) as u64 {
+            return Err(RecordError::TooLong(count));
+        }
+        let mut changes = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let table_id = r.varint()?;
+            let fields = r.varint()?;
+            if fields > crate::table::codec::format::MAX_KEY_FIELDS as u64 {
+                return Err(RecordError::TooManyFields(fields));
+            }
+            let key = (0..fields)
+                .map(|_| r.value())
+                .collect::<Result<Vec<_>, _>>()?;
+            let flags = r.byte()?;
+            if flags & !(HAS_BEFORE | HAS_AFTER) != 0 || flags == 0 {
+                return Err(RecordError::UnknownTag(flags));
+            }
+            let mut record = |present: bool| -> Result<Option<Vec<u8>>, RecordError> {
+                if !present {
+                    return Ok(None);
+                }
+                let len = r.varint()?;
+                let len = usize::try_from(len).map_err(|_| RecordError::TooLong(len))?;
+                Ok(Some(r.take(len)?.to_vec()))
+            };
+            let before = record(flags & HAS_BEFORE != 0)?;
+            let after = record(flags & HAS_AFTER != 0)?;
+            changes.push(LoggedChange {
+                table_id,
+                key,
+                before,
+                after,
+            });
+        }
+        if r.at != bytes.len() {
+            return Err(RecordError::TrailingBytes);
+        }
+        Ok(ChangeEntry { commit, changes })
+    }
+}
+
+/// The changes of one commit in one store, encoded as the write builds them; finished into
+/// an entry's value once the commit's seqno is known.
+#[derive(Debug, Default)]
+pub(crate) struct ChangeBody {
+    count: u64,
+    bytes: Vec<u8>,
+}
+
+impl ChangeBody {
+    /// Adds a row change.
+    pub(crate) fn push(
+        &mut self,
+        table_id: u64,
+        key: &[Value],
+        before: Option<&Record>,
+        after: Option<&Record>,
+    ) {
+        let before = before.map(Record::encode);
+        let after = after.map(Record::encode);
+        self.push_encoded(table_id, key, before.as_deref(), after.as_deref());
+    }
+
+    fn push_encoded(
+        &mut self,
+        table_id: u64,
+        key: &[Value],
+        before: Option<&[u8]>,
+        after: Option<&[u8]>,
+    ) {
+        let out = &mut self.bytes;
+        put_varint(out, table_id);
+        put_varint(out, key.len() as u64);
+        for value in key {
+            encode_value(value, out);
+        }
+        let flags = u8::from(before.is_some()) * HAS_BEFORE + u8::from(after.is_some()) * HAS_AFTER;
+        out.push(flags);
+        for record in [before, after].into_iter().flatten() {
+            put_varint(out, record.len() as u64);
+            out.extend_from_slice(record);
+        }
+        self.count += 1;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The entry's value for the commit whose visible seqno is `commit`.
+    pub(crate) fn finish(&self, commit: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.bytes.len() + 20);
+        out.push(CHANGE_VERSION);
+        put_varint(&mut out, commit);
+        put_varint(&mut out, self.count);
+        out.extend_from_slice(&self.bytes);
+        out
+    }
+}
+
+/// What a feed does when it falls more than its `max_retained_bytes` behind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OnLag {
+    /// The feed is marked lagging and stops holding changes back: the log is trimmed past
+    /// it as the other feeds acknowledge, and its reader's next `poll` fails with
+    /// `Error::FeedLagging` (the changes it missed are gone: drop it, and start a new one
+    /// from a checkpoint). Writers never wait. The default.
+    #[default]
+    Release,
+    /// The feed is marked lagging and keeps every change until it acknowledges them: nothing
+    /// is lost, writers never wait, and the log grows while the consumer is away.
+    Retain,
+}
+
+/// A feed's options.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FeedOptions {
+    /// How far behind (in bytes of change entries after its acknowledged position) the
+    /// feed may fall before it is lagging. Default 1 GiB.
+    pub max_retained_bytes: u64,
+    /// What lagging does ([`OnLag`]).
+    pub on_lag: OnLag,
+}
+
+impl Default for FeedOptions {
+    fn default() -> Self {
+        FeedOptions {
+            max_retained_bytes: 1 << 30,
+            on_lag: OnLag::Release,
+        }
+    }
+}
+
+impl FeedOptions {
+    /// These options with `max_retained_bytes` set.
+    pub fn max_retained_bytes(mut self, bytes: u64) -> Self {
+        self.max_retained_bytes = bytes;
+        self
+    }
+
+    /// These options with `on_lag` set.
+    pub fn on_lag(mut self, on_lag: OnLag) -> Self {
+        self.on_lag = on_lag;
+        self
+    }
+}
+
+/// One feed as the registry tracks it.
+#[derive(Clone, Debug)]
+pub(crate) struct FeedSlot {
+    pub(crate) id: u64,
+    pub(crate) name: String,
+    pub(crate) tables: BTreeSet<u64>,
+    /// The commit id through which it has acknowledged everything (its start, at first).
+    pub(crate) acked_id: u64,
+    pub(crate) options: FeedOptions,
+    /// Over its limit with `OnLag::Release`: no longer holds changes.
+    pub(crate) released: bool,
+    /// Over its limit (either policy).
+    pub(crate) lagging: bool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the kept entries hold back.
+#[derive(Default)]
+struct Retention {
+    /// Commit id → bytes of entries written under it (every store), for the entries kept.
+    by_commit: BTreeMap<u64, u64>,
+    /// Feed id → bytes of kept entries after its acknowledged position.
+    behind: BTreeMap<u64, u64>,
+}
+
+/// The feeds, for writers, readers and the trimmer (module docs).
+#[derive(Default)]
+pub(crate) struct FeedRegistry {
+    /// Whether any feed exists: the writers' check when none does.
+    any: AtomicBool,
+    feeds: RwLock<Arc<Vec<FeedSlot>>>,
+    /// Taken before `feeds` is written by an acknowledgement or a new feed, and by each
+    /// commit's accounting, so the two never miss each other.
+    retention: Mutex<Retention>,
+    /// Bumped at every commit that wrote entries; readers wait on it.
+    commits: Mutex<u64>,
+    commits_cv: Condvar,
+    /// The first commit id whose entries may still be in the log (every one below was
+    /// trimmed).
+    trimmed_from: std::sync::atomic::AtomicU64,
+}
+
+impl FeedRegistry {
+    /// Whether table `id` is covered by a feed.
+    pub(crate) fn covers(&self, table_id: u64) -> bool {
+        if !self.any.load(Ordering::Acquire) {
+            return false;
+        }
+        self.slots().iter().any(|f| f.tables.contains(&table_id))
+    }
+
+    /// The feeds now.
+    pub(crate) fn slots(&self) -> Arc<Vec<FeedSlot>> {
+        Arc::clone(&self.feeds.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    fn replace(&self, f: impl FnOnce(&mut Vec<FeedSlot>)) {
+        let mut feeds = self.feeds.write().unwrap_or_else(|p| p.into_inner());
+        let mut next = (**feeds).clone();
+        f(&mut next);
+        self.any.store(!next.is_empty(), Ordering::Release);
+        *feeds = Arc::new(next);
+    }
+
+    /// Adds a feed (at open, or created), holding back the kept entries after its start.
+    pub(crate) fn add(&self, slot: FeedSlot) {
+        let mut retention = lock(&self.retention);
+        let behind = retention
+            .by_commit
+            .range(slot.acked_id.saturating_add(1)..)
+            .map(|(_, b)| *b)
+            .sum();
+        retention.behind.insert(slot.id, behind);
+        self.replace(|feeds| feeds.push(slot));
+    }
+
+    /// Removes feed `id`.
+    pub(crate) fn remove(&self, id: u64) {
+        let mut retention = lock(&self.retention);
+        retention.behind.remove(&id);
+        self.replace(|feeds| feeds.retain(|f| f.id != id));
+        drop(retention);
+        self.wake();
+    }
+
+    /// Moves feed `id`'s acknowledged position to commit id `through` (never back).
+    pub(crate) fn acked(&self, id: u64, through: u64) {
+        let mut retention = lock(&self.retention);
+        let Some(old) = self.slots().iter().find(|f| f.id == id).map(|f| f.acked_id) else {
+            return;
+        };
+        if through <= old {
+            return;
+        }
+        let passed: u64 = retention
+            .by_commit
+            .range(old.saturating_add(1)..=through)
+            .map(|(_, b)| *b)
+            .sum();
+        if let Some(behind) = retention.behind.get_mut(&id) {
+            *behind = behind.saturating_sub(passed);
+        }
+        self.replace(|feeds| {
+            for f in feeds.iter_mut().filter(|f| f.id == id) {
+                f.acked_id = through;
+            }
+        });
+    }
+
+    /// Records `bytes` of entries written under commit `id`, marks the feeds it puts over
+    /// their limit lagging, and wakes the readers.
+    pub(crate) fn written(&self, id: u64, bytes: u64) {
+        let mut retention = lock(&self.retention);
+        *retention.by_commit.entry(id).or_insert(0) += bytes;
+        let feeds = self.slots();
+        let mut over = Vec::new();
+        for f in feeds.iter().filter(|f| f.acked_id < id) {
+            let behind = retention.behind.entry(f.id).or_insert(0);
+            *behind += bytes;
+            if !f.lagging && *behind > f.options.max_retained_bytes {
+                over.push(f.id);
+            }
+        }
+        if !over.is_empty() {
+            self.replace(|feeds| {
+                for f in feeds.iter_mut().filter(|f| over.contains(&f.id)) {
+                    tracing::warn!(
+                        feed = %f.name,
+                        limit = f.options.max_retained_bytes,
+                        "a change feed fell behind its retention limit"
+                    );
+                    f.lagging = true;
+                    f.released = f.options.on_lag == OnLag::Release;
+                }
+            });
+        }
+        drop(retention);
+        *lock(&self.commits) += 1;
+        self.commits_cv.notify_all();
+    }
+
+    /// The bytes of kept entries after feed `id`'s acknowledged position.
+    pub(crate) fn behind(&self, id: u64) -> u64 {
+        lock(&self.retention).behind.get(&id).copied().unwrap_or(0)
+    }
+
+    /// The commit id through which every feed still holding changes has acknowledged
+    /// (everything, with none): entries at or below it may go.
+    pub(crate) fn trim_through(&self) -> u64 {
+        self.slots()
+            .iter()
+            .filter(|f| !f.released)
+            .map(|f| f.acked_id)
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
+    /// Forgets the bytes of commits at or below `id` (their entries were deleted).
+    pub(crate) fn trimmed(&self, id: u64) {
+        let mut retention = lock(&self.retention);
+        let kept = retention.by_commit.split_off(&id.saturating_add(1));
+        retention.by_commit = kept;
+        self.trimmed_from
+            .fetch_max(id.saturating_add(1), Ordering::AcqRel);
+    }
+
+    /// The first commit id whose entries may still be in the log.
+    pub(crate) fn trimmed_from(&self) -> u64 {
+        self.trimmed_from.load(Ordering::Acquire)
+    }
+
+    /// The count of commits that wrote entries so far.
+    pub(crate) fn commits(&self) -> u64 {
+        *lock(&self.commits)
+    }
+
+    /// Waits until the count of commits is past `seen`, or until `deadline`.
+    pub(crate) fn wait_for_commit(&self, seen: u64, deadline: Instant) {
+        let mut commits = lock(&self.commits);
+        while *commits == seen {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            commits = self
+                .commits_cv
+                .wait_timeout(commits, deadline - now)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    /// Wakes every waiting reader (the database is closing, or a feed was dropped).
+    pub(crate) fn wake(&self) {
+        *lock(&self.commits) += 1;
+        self.commits_cv.notify_all();
+    }
+}
