@@ -6,5 +6,6 @@
 pub mod demo;
 pub mod expr;
 pub mod import;
+pub mod ops;
 pub mod output;
 pub mod wal;

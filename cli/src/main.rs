@@ -16,7 +16,7 @@ use strata::{
 use strata_cli::expr::{key_literal, parse_where};
 use strata_cli::import::{self, ImportOptions};
 use strata_cli::output;
-use strata_cli::{demo, wal};
+use strata_cli::{demo, ops, wal};
 
 /// Strata: an embedded LSM storage engine with index tables and a cost-based planner.
 ///
@@ -119,6 +119,111 @@ enum Command {
         #[command(subcommand)]
         command: WalCommand,
     },
+    /// Write a consistent, openable copy of the whole database into TARGET (a new or empty
+    /// directory) while it runs: table files hard-linked, the logs' tails copied.
+    Checkpoint {
+        /// The directory of the copy.
+        target: PathBuf,
+    },
+    /// Incremental backups: take one (`--db DIR backup create`), or list, verify, restore
+    /// and purge the backups in a backup directory.
+    Backup {
+        #[command(subcommand)]
+        command: BackupCommand,
+    },
+    /// Durable change feeds: the committed row changes of some tables, in commit order.
+    Feed {
+        #[command(subcommand)]
+        command: FeedCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BackupCommand {
+    /// Take a backup of the database (`--db DIR`) into BACKUP_DIR, copying only the files
+    /// earlier backups there do not have.
+    Create {
+        /// The backup directory (created, or made one, when new or empty).
+        backup_dir: PathBuf,
+    },
+    /// List the backups in BACKUP_DIR.
+    List {
+        /// The backup directory.
+        backup_dir: PathBuf,
+        /// How to print them.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Re-read every file of backup ID and check its size and checksum.
+    Verify {
+        /// The backup directory.
+        backup_dir: PathBuf,
+        /// The backup.
+        id: u64,
+    },
+    /// Write backup ID into TARGET (a new or empty directory) as a database.
+    Restore {
+        /// The backup directory.
+        backup_dir: PathBuf,
+        /// The backup.
+        id: u64,
+        /// Where the restored database goes.
+        target: PathBuf,
+    },
+    /// Remove every backup but the newest KEEP, and the files no kept backup uses.
+    Purge {
+        /// The backup directory.
+        backup_dir: PathBuf,
+        /// How many of the newest backups to keep.
+        #[arg(long, default_value_t = 1)]
+        keep: usize,
+    },
+}
+
+#[derive(Subcommand)]
+enum FeedCommand {
+    /// Create a feed: it delivers every change to a row of the tables committed from now on.
+    Create {
+        /// The feed's name.
+        name: String,
+        /// The tables it covers.
+        #[arg(long, required = true, value_delimiter = ',')]
+        tables: Vec<String>,
+        /// How many bytes of changes it may fall behind before it is lagging (default 1 GiB).
+        #[arg(long)]
+        max_retained_bytes: Option<u64>,
+        /// Keep every change while it lags, instead of releasing them.
+        #[arg(long)]
+        retain: bool,
+    },
+    /// List the feeds with their positions, retained bytes and state.
+    List {
+        /// How to print them.
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+    /// Drop a feed.
+    Drop {
+        /// The feed.
+        name: String,
+    },
+    /// Print the changes after the feed's position, acknowledging what was printed.
+    Tail {
+        /// The feed.
+        name: String,
+        /// Keep waiting for new changes.
+        #[arg(long)]
+        follow: bool,
+        /// How to print them (one JSON object a line with json).
+        #[arg(long, value_enum, default_value_t = ListFormat::Table)]
+        format: ListFormat,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ListFormat {
+    Table,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -374,6 +479,52 @@ fn run(cli: Cli) -> Outcome {
         }),
         Command::Compact { table } => with_db(&needs_db()?, false, |db| compact(db, table)),
         Command::Advice => with_db(&needs_db()?, false, advice),
+        Command::Checkpoint { target } => with_db(&needs_db()?, false, |db| {
+            ops::checkpoint(db, &target, &mut io::stdout().lock())
+        }),
+        Command::Backup { command } => backup_command(db_dir.as_deref(), command),
+        Command::Feed { command } => with_db(&needs_db()?, false, |db| feed_command(db, command)),
+    }
+}
+
+/// `strata backup …`: `create` works on the database, the rest on a backup directory alone.
+fn backup_command(db: Option<&Path>, command: BackupCommand) -> Outcome {
+    let stdout = &mut io::stdout().lock();
+    match command {
+        BackupCommand::Create { backup_dir } => {
+            let db = db.ok_or("backup create needs the database directory: --db DIR")?;
+            with_db(db, false, |db| ops::backup_create(db, &backup_dir, stdout))
+        }
+        BackupCommand::List { backup_dir, format } => {
+            ops::backup_list(&backup_dir, format == ListFormat::Json, stdout)
+        }
+        BackupCommand::Verify { backup_dir, id } => ops::backup_verify(&backup_dir, id, stdout),
+        BackupCommand::Restore {
+            backup_dir,
+            id,
+            target,
+        } => ops::backup_restore(&backup_dir, id, &target, stdout),
+        BackupCommand::Purge { backup_dir, keep } => ops::backup_purge(&backup_dir, keep, stdout),
+    }
+}
+
+/// `strata --db DIR feed …`.
+fn feed_command(db: &Db, command: FeedCommand) -> Outcome {
+    let stdout = &mut io::stdout().lock();
+    match command {
+        FeedCommand::Create {
+            name,
+            tables,
+            max_retained_bytes,
+            retain,
+        } => ops::feed_create(db, &name, &tables, max_retained_bytes, retain, stdout),
+        FeedCommand::List { format } => ops::feed_list(db, format == ListFormat::Json, stdout),
+        FeedCommand::Drop { name } => ops::feed_drop(db, &name, stdout),
+        FeedCommand::Tail {
+            name,
+            follow,
+            format,
+        } => ops::feed_tail(db, &name, follow, format == ListFormat::Json, stdout),
     }
 }
 

@@ -527,6 +527,102 @@ fn the_administration_commands_report_what_they_did() {
 }
 
 #[test]
+fn checkpoints_backups_and_feeds_from_the_command_line() {
+    let db = Db::new();
+    people(&db);
+    let sibling = |name: &str| {
+        db.path
+            .with_file_name(name)
+            .to_str()
+            .expect("UTF-8")
+            .to_owned()
+    };
+    // A feed started before more rows arrive.
+    assert!(
+        db.ok(&["feed", "create", "audit", "--tables", "people"])
+            .contains("created feed audit")
+    );
+    let more = db.file("more.csv", "id,name,town\n5,Barbara,Boston\n");
+    db.ok(&["import", "people", &more]);
+    let tail = db.ok(&["feed", "tail", "audit", "--format", "json"]);
+    let changes: Vec<Json> = tail
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(changes.len(), 1, "{tail}");
+    assert_eq!(changes[0]["op"], "insert");
+    assert_eq!(changes[0]["after"]["name"], "Barbara");
+    assert_eq!(
+        db.ok(&["feed", "tail", "audit"]),
+        "",
+        "tail acknowledged what it printed"
+    );
+    let list = db.ok(&["feed", "list", "--format", "json"]);
+    let feed: Json = serde_json::from_str(list.trim()).expect("json");
+    assert_eq!(feed["state"], "active");
+    // A checkpoint is a database.
+    let copy = sibling("copy");
+    assert!(
+        db.ok(&["checkpoint", &copy])
+            .starts_with("checkpoint of commit")
+    );
+    let rows = strata(&["--db", &copy, "query", "people", "--format", "json"]);
+    assert_eq!(String::from_utf8_lossy(&rows.stdout).lines().count(), 5);
+    // Backups: create twice, list, verify, restore, purge.
+    let backups = sibling("backups");
+    assert!(
+        db.ok(&["backup", "create", &backups])
+            .starts_with("backup 1 ")
+    );
+    let again = db.file("again.csv", "id,name\n6,Niklaus\n");
+    db.ok(&["import", "people", &again]);
+    assert!(
+        db.ok(&["backup", "create", &backups])
+            .starts_with("backup 2 ")
+    );
+    let list = strata(&["backup", "list", &backups, "--format", "json"]);
+    let ids: Vec<u64> = String::from_utf8_lossy(&list.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Json>(l).expect("json")["id"]
+                .as_u64()
+                .expect("id")
+        })
+        .collect();
+    assert_eq!(ids, [1, 2]);
+    let verified = strata(&["backup", "verify", &backups, "2"]);
+    assert!(String::from_utf8_lossy(&verified.stdout).contains("backup 2 is whole"));
+    let restored = sibling("restored");
+    assert!(
+        strata(&["backup", "restore", &backups, "1", &restored])
+            .status
+            .success()
+    );
+    let rows = strata(&["--db", &restored, "query", "people", "--format", "json"]);
+    assert_eq!(String::from_utf8_lossy(&rows.stdout).lines().count(), 5);
+    let purged = strata(&["backup", "purge", &backups, "--keep", "1"]);
+    assert!(String::from_utf8_lossy(&purged.stdout).starts_with("removed 1 backup"));
+    // Mistakes: one line each, nothing changed.
+    let args = [
+        "backup",
+        "restore",
+        backups.as_str(),
+        "2",
+        restored.as_str(),
+    ];
+    assert!(one_line_error(&strata(&args), &args).contains("not empty"));
+    let args = ["backup", "list", copy.as_str()];
+    assert!(one_line_error(&strata(&args), &args).contains("not a backup directory"));
+    assert!(db.fails(&["checkpoint", &copy]).contains("not empty"));
+    assert!(
+        db.fails(&["feed", "create", "x", "--tables", "nope"])
+            .contains("not found")
+    );
+    assert!(db.fails(&["feed", "tail", "nope"]).contains("not found"));
+    assert!(db.ok(&["feed", "drop", "audit"]).contains("dropped"));
+}
+
+#[test]
 fn every_mistake_is_one_line_and_a_failure() {
     let db = Db::new();
     // Before the database exists.
