@@ -5,6 +5,10 @@
 
 mod common;
 
+#[path = "../../fuzz/checks/backup_manifest.rs"]
+mod backup_manifest;
+#[path = "../../fuzz/checks/change_log.rs"]
+mod change_log;
 #[path = "../../fuzz/checks/corpus.rs"]
 mod corpus;
 #[path = "../../fuzz/checks/engine_model.rs"]
@@ -115,6 +119,70 @@ fn the_record_corpus_passes_the_fuzz_checks() {
 #[test]
 fn the_outbox_corpus_passes_the_fuzz_checks() {
     replay("outbox", outbox::check);
+}
+
+#[test]
+fn the_change_log_corpus_passes_the_fuzz_checks() {
+    replay("change_log", change_log::check);
+}
+
+#[test]
+fn the_backup_manifest_corpus_passes_the_fuzz_checks() {
+    replay("backup_manifest", backup_manifest::check);
+}
+
+/// Writes the seed corpora of the change log (entries from a real feed's writes, a
+/// definition, a position) and of backup manifests (from real backups).
+#[test]
+#[ignore = "regenerates fuzz/corpus/{change_log,backup_manifest}; run by hand"]
+fn write_change_log_and_backup_seed_corpus() {
+    use strata::{Db, Options, TableBatch, record};
+
+    let dir = tempfile::tempdir().expect("dir");
+    let db = Db::open(dir.path().join("db"), Options::default()).expect("open");
+    db.create_table("t", ["id"], strata::TableOptions::default().shards(2))
+        .expect("table");
+    db.create_feed("f", &["t"]).expect("feed");
+    db.insert("t", record! { "id" => 1, "name" => "Ada", "score" => 3.5 })
+        .expect("insert");
+    db.upsert("t", record! { "id" => 1, "name" => "Ada", "score" => 4.0 })
+        .expect("update");
+    let mut batch = TableBatch::new();
+    batch.delete([strata::Value::Int(1)]);
+    batch.insert(record! { "id" => 2, "tags" => strata::Value::Bytes(vec![0, 1, 2]) });
+    db.write("t", batch, Default::default()).expect("batch");
+    let out = corpus("change_log");
+    std::fs::create_dir_all(&out).expect("dir");
+    let mut n = 0;
+    db.for_each_store(|_, store| {
+        let cf = store.cf("sys/changes")?;
+        for item in store.iter(&cf, Default::default())? {
+            let (_, value) = item?;
+            std::fs::write(out.join(format!("seed-entry-{n}")), &value).expect("write");
+            n += 1;
+        }
+        let feeds = store.cf("sys/feeds");
+        if let Ok(feeds) = feeds {
+            for item in store.iter(&feeds, Default::default())? {
+                let (key, value) = item?;
+                let name = String::from_utf8_lossy(&key).replace('/', "-");
+                std::fs::write(out.join(format!("seed-feeds-{name}")), &value).expect("write");
+            }
+        }
+        Ok(())
+    })
+    .expect("entries");
+    let backups = dir.path().join("backups");
+    db.backup(&backups).expect("backup");
+    db.insert("t", record! { "id" => 3 }).expect("insert");
+    db.backup(&backups).expect("backup");
+    let out = corpus("backup_manifest");
+    std::fs::create_dir_all(&out).expect("dir");
+    for entry in std::fs::read_dir(backups.join("meta")).expect("meta") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
+        std::fs::copy(&path, out.join(format!("seed-{name}"))).expect("copy");
+    }
 }
 
 #[test]
