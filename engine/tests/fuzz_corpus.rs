@@ -180,7 +180,11 @@ fn write_change_log_and_backup_seed_corpus() {
     std::fs::create_dir_all(&out).expect("dir");
     for entry in std::fs::read_dir(backups.join("meta")).expect("meta") {
         let path = entry.expect("entry").path();
-        let name = path.file_name().and_then(|n| n.to_str()).expect("name").to_owned();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .expect("name")
+            .to_owned();
         std::fs::copy(&path, out.join(format!("seed-{name}"))).expect("copy");
     }
 }

@@ -6,11 +6,20 @@ use strata::backup::BackupManifest;
 
 pub fn check(data: &[u8]) {
     if let Ok(manifest) = BackupManifest::decode(data) {
-        assert_eq!(manifest.encode(), data, "decoded manifests re-encode exactly");
+        assert_eq!(
+            manifest.encode(),
+            data,
+            "decoded manifests re-encode exactly"
+        );
         assert_eq!(manifest.info.files, manifest.files.len() as u64);
         for file in &manifest.files {
             let path = std::path::Path::new(&file.name);
-            assert_eq!(path.components().count(), 1, "{:?} leaves its directory", file.name);
+            assert_eq!(
+                path.components().count(),
+                1,
+                "{:?} leaves its directory",
+                file.name
+            );
             assert!(!file.name.contains('/') && file.name != ".." && file.name != ".");
         }
     }

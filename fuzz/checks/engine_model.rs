@@ -20,6 +20,13 @@
 //!   shards: after a power cut, of the rows a commit wrote last, either all show its values
 //!   or none does.
 //!
+//! - Change feeds: a feed over the table from the start. Draining it from its acknowledged
+//!   position onto the rows as of that position rebuilds the model exactly (every committed
+//!   change delivered, in commit order, none invented), after reopens and power cuts too
+//!   (what a poll delivered is durable).
+//! - Checkpoints: a checkpoint opens as a database holding exactly the model, and `verify` is
+//!   clean on it.
+//!
 //! The table has 1 or 2 shards (from the first byte), a local sync index on `g`, and an
 //! async index on `n` (local, or global on 2 shards) that includes `g`.
 
@@ -107,8 +114,63 @@ fn open(fs: &SimFs, shards: u32, create: bool) -> Db {
             scope.projection(Projection::Include(vec!["g".into()])),
         )
         .expect("async index");
+        db.create_feed("f", &["t"]).expect("feed");
     }
     db
+}
+
+/// Drains feed `f` onto `acked` (the rows as of its acknowledged position) and checks that
+/// the result is `model`; with `ack`, acknowledges and makes the result the new `acked`.
+fn replay_feed(db: &Db, acked: &mut Rows, model: &Rows, ack: bool, step: usize) {
+    let mut feed = db.feed("f").expect("the feed");
+    let mut replica = acked.clone();
+    let mut last = None;
+    let mut commit = 0;
+    loop {
+        let changes = feed.poll(7, std::time::Duration::ZERO).expect("a poll");
+        if changes.is_empty() {
+            break;
+        }
+        for c in changes {
+            assert!(
+                c.commit >= commit,
+                "step {step}: the feed went back in commit order"
+            );
+            commit = c.commit;
+            let id = match c.key.as_slice() {
+                [Value::Int(id)] => *id,
+                other => panic!("step {step}: a change keyed {other:?}"),
+            };
+            assert_eq!(
+                c.before.as_ref(),
+                replica.get(&id),
+                "step {step}: a change's row before is not the row the feed left"
+            );
+            match c.after {
+                Some(r) => replica.insert(id, r),
+                None => replica.remove(&id),
+            };
+            last = Some(c.position);
+        }
+    }
+    assert_eq!(
+        &replica, model,
+        "step {step}: the feed does not rebuild the table"
+    );
+    if ack && let Some(position) = last {
+        feed.ack(position).expect("an ack");
+        *acked = replica;
+    }
+}
+
+/// A checkpoint of `db` opens as a database holding exactly `model`.
+fn checkpoint_holds(fs: &SimFs, db: &Db, model: &Rows, step: usize) {
+    let target = format!("/checkpoint-{step}");
+    db.checkpoint(&target).expect("a checkpoint");
+    let copy = Db::open(&target, options(fs)).expect("the checkpoint opens");
+    assert_eq!(&scan(&copy), model, "step {step}: the checkpoint differs");
+    caught_up_and_clean(&copy, step);
+    copy.close().expect("close the checkpoint");
 }
 
 fn scan(db: &Db) -> Rows {
@@ -215,11 +277,13 @@ pub fn check(data: &[u8]) {
     let mut durable = Rows::new();
     let mut commits: Vec<Vec<(i64, Option<Record>)>> = Vec::new();
     let mut paused = false;
+    // The rows as of the feed's acknowledged position.
+    let mut acked = Rows::new();
     for step in 0..MAX_STEPS {
         let Some(op) = input.byte() else { break };
         let arg = input.byte().unwrap_or(0);
         let id = i64::from(arg % 24);
-        match op % 12 {
+        match op % 14 {
             0..=4 => {
                 // A batch of one to three changes, synced when the op says so.
                 let count = 1 + usize::from(op / 12 % 3);
@@ -360,6 +424,8 @@ pub fn check(data: &[u8]) {
                 }
                 model = found;
                 committed(&mut durable, &mut commits, &model, &[], true);
+                // What the feed acknowledged survived; the rest comes again.
+                replay_feed(&db, &mut acked, &model, false, step);
             }
             11 => {
                 // A transaction: reads and writes, then commit, rollback, or a conflict.
@@ -433,10 +499,13 @@ pub fn check(data: &[u8]) {
                     committed(&mut durable, &mut commits, &model, &written, sync);
                 }
             }
+            12 => replay_feed(&db, &mut acked, &model, arg.is_multiple_of(2), step),
+            13 => checkpoint_holds(&fs, &db, &model, step),
             _ => {}
         }
         agree(&db, &model, step);
     }
     caught_up_and_clean(&db, MAX_STEPS);
+    replay_feed(&db, &mut acked, &model, true, MAX_STEPS);
     db.close().expect("the final close");
 }

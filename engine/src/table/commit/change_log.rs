@@ -6,9 +6,13 @@
 //!    before and after. Tables no feed covers write nothing.
 //! 2. The entry's key is the commit's id, the first seqno of its range, big-endian: entries
 //!    sort in commit order, and a commit's entries in several stores share the key. The
-//!    value carries the commit's visible seqno (the last of its range: what `Change::commit`
-//!    reports), because the range is allocated after the batch is built, the value is
-//!    finished then ([`ChangeBody::finish`]).
+//!    value ends with the commit's visible seqno (the last of its range: what
+//!    `Change::commit` reports): the range is allocated after the batch is built, so the
+//!    value is finished then ([`ChangeBody::finish`]), by appending.
+//! 4. The rows before and after are the bytes the fact family stores (`records.md`): the
+//!    write has them already (the row it read, the row it puts), so logging costs no
+//!    encoding. A laid-out record names a layout of its table, which is why a table a feed
+//!    covers cannot be dropped.
 //! 3. A reader at a published seqno sees every commit at or below it whole, and no commit
 //!    later published can take a key below one it read (ranges are published whole and in
 //!    order): reading in key order from a position never misses a commit.
@@ -25,7 +29,7 @@ use std::time::Instant;
 use strata_planner::Value;
 
 use crate::table::codec::format::CHANGE_VERSION;
-use crate::table::codec::record::{Record, RecordError};
+use crate::table::codec::record::RecordError;
 use crate::table::codec::record_codec::{Reader, encode_value, put_varint};
 
 /// The most changes an entry may claim (a bound for a damaged count).
@@ -33,8 +37,8 @@ pub const MAX_CHANGES: u64 = 1 << 24;
 const HAS_BEFORE: u8 = 1;
 const HAS_AFTER: u8 = 2;
 
-/// One row change as the log stores it: the records in their self-describing form
-/// ([`Record::encode`]), decoded only when delivered.
+/// One row change as the log stores it: the records as the fact family stores them, decoded
+/// with the table's layouts when delivered.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LoggedChange {
     /// The table (its catalog id).
@@ -71,27 +75,35 @@ impl ChangeEntry {
     pub fn encode(&self) -> Vec<u8> {
         let mut body = ChangeBody::default();
         for c in &self.changes {
-            body.push_encoded(c.table_id, &c.key, c.before.as_deref(), c.after.as_deref());
+            body.push(c.table_id, &c.key, c.before.as_deref(), c.after.as_deref());
         }
         body.finish(self.commit)
     }
 
-    /// Decodes an entry, checking its version, counts, flags and lengths. The records stay
-    /// bytes; [`Record::decode`] checks them when they are delivered.
+    /// Decodes an entry, checking its version, trailer, count, flags and lengths. The
+    /// records stay bytes; the table's layouts check them when they are delivered.
     pub fn decode(bytes: &[u8]) -> Result<ChangeEntry, RecordError> {
-        let mut r = Reader { bytes, at: 0 };
+        if bytes.len() < 1 + TRAILER {
+            return Err(RecordError::Truncated);
+        }
+        let (body, trailer) = bytes.split_at(bytes.len() - TRAILER);
+        let mut count = [0; 4];
+        count.copy_from_slice(&trailer[..4]);
+        let count = u32::from_le_bytes(count);
+        let mut commit = [0; 8];
+        commit.copy_from_slice(&trailer[4..]);
+        let commit = u64::from_le_bytes(commit);
+        let mut r = Reader { bytes: body, at: 0 };
         let version = r.byte()?;
         if version != CHANGE_VERSION {
             return Err(RecordError::Version(version));
         }
-        let commit = r.varint()?;
-        let count = r.varint()?;
         // A change takes at least 3 bytes: a count the bytes cannot hold is damage.
-        if count > MAX_CHANGES || count > (bytes.len() / 3) as u64 {
-            return Err(RecordError::TooLong(count));
+        if u64::from(count) > MAX_CHANGES || count as usize > body.len() / 3 {
+            return Err(RecordError::TooLong(u64::from(count)));
         }
         let mut changes = Vec::with_capacity(count as usize);
-        for _ in 0..count {
+        while r.at < body.len() {
             let table_id = r.varint()?;
             let fields = r.varint()?;
             if fields > crate::table::codec::format::MAX_KEY_FIELDS as u64 {
@@ -120,37 +132,33 @@ impl ChangeEntry {
                 before,
                 after,
             });
+            if changes.len() > count as usize {
+                return Err(RecordError::TrailingBytes);
+            }
         }
-        if r.at != bytes.len() {
-            return Err(RecordError::TrailingBytes);
+        if changes.len() != count as usize {
+            return Err(RecordError::Truncated);
         }
         Ok(ChangeEntry { commit, changes })
     }
 }
 
+/// The bytes after an entry's changes: their count (`u32`) and the commit (`u64`), both
+/// little-endian.
+const TRAILER: usize = 12;
+
 /// The changes of one commit in one store, encoded as the write builds them; finished into
 /// an entry's value once the commit's seqno is known.
 #[derive(Debug, Default)]
 pub(crate) struct ChangeBody {
-    count: u64,
+    count: u32,
     bytes: Vec<u8>,
 }
 
 impl ChangeBody {
-    /// Adds a row change.
+    /// Adds a row change: its primary key values, and the row before and after as the fact
+    /// family stores them.
     pub(crate) fn push(
-        &mut self,
-        table_id: u64,
-        key: &[Value],
-        before: Option<&Record>,
-        after: Option<&Record>,
-    ) {
-        let before = before.map(Record::encode);
-        let after = after.map(Record::encode);
-        self.push_encoded(table_id, key, before.as_deref(), after.as_deref());
-    }
-
-    fn push_encoded(
         &mut self,
         table_id: u64,
         key: &[Value],
@@ -158,6 +166,11 @@ impl ChangeBody {
         after: Option<&[u8]>,
     ) {
         let out = &mut self.bytes;
+        if out.is_empty() {
+            let rows = before.map_or(0, <[u8]>::len) + after.map_or(0, <[u8]>::len);
+            out.reserve(rows + 48 + TRAILER);
+            out.push(CHANGE_VERSION);
+        }
         put_varint(out, table_id);
         put_varint(out, key.len() as u64);
         for value in key {
@@ -176,13 +189,15 @@ impl ChangeBody {
         self.count == 0
     }
 
-    /// The entry's value for the commit whose visible seqno is `commit`.
-    pub(crate) fn finish(&self, commit: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.bytes.len() + 20);
-        out.push(CHANGE_VERSION);
-        put_varint(&mut out, commit);
-        put_varint(&mut out, self.count);
-        out.extend_from_slice(&self.bytes);
+    /// The entry's value for the commit whose visible seqno is `commit` (the body is moved
+    /// out: a part is finished once).
+    pub(crate) fn finish(&mut self, commit: u64) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.bytes);
+        if out.is_empty() {
+            out.push(CHANGE_VERSION);
+        }
+        out.extend_from_slice(&self.count.to_le_bytes());
+        out.extend_from_slice(&commit.to_le_bytes());
         out
     }
 }
@@ -276,6 +291,9 @@ pub(crate) struct FeedRegistry {
     /// Bumped at every commit that wrote entries; readers wait on it.
     commits: Mutex<u64>,
     commits_cv: Condvar,
+    /// Readers waiting on `commits_cv`: a commit wakes them only when there are any (a
+    /// wake-up is a system call, a tenth of a write's time, measured).
+    waiting: std::sync::atomic::AtomicUsize,
     /// The first commit id whose entries may still be in the log (every one below was
     /// trimmed).
     trimmed_from: std::sync::atomic::AtomicU64,
@@ -377,7 +395,9 @@ impl FeedRegistry {
         }
         drop(retention);
         *lock(&self.commits) += 1;
-        self.commits_cv.notify_all();
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            self.commits_cv.notify_all();
+        }
     }
 
     /// The bytes of kept entries after feed `id`'s acknowledged position.
@@ -418,10 +438,13 @@ impl FeedRegistry {
     /// Waits until the count of commits is past `seen`, or until `deadline`.
     pub(crate) fn wait_for_commit(&self, seen: u64, deadline: Instant) {
         let mut commits = lock(&self.commits);
+        // Counted under the lock a committer takes before it reads the count: it either
+        // bumped `commits` already (seen below) or will see this waiter.
+        self.waiting.fetch_add(1, Ordering::AcqRel);
         while *commits == seen {
             let now = Instant::now();
             if now >= deadline {
-                return;
+                break;
             }
             commits = self
                 .commits_cv
@@ -429,6 +452,7 @@ impl FeedRegistry {
                 .unwrap_or_else(|p| p.into_inner())
                 .0;
         }
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
     }
 
     /// Wakes every waiting reader (the database is closing, or a feed was dropped).

@@ -579,4 +579,15 @@ impl Shared {
         let bytes = shard.store.store.get(&shard.fact, key)?;
         t.stored_row(shard, key, bytes.as_deref())
     }
+
+    /// [`Shared::read_record`], with the bytes the fact family stores.
+    pub(crate) fn read_record_stored(
+        &self,
+        t: &Table,
+        key: &[u8],
+    ) -> Result<(Option<Record>, Option<bytes::Bytes>)> {
+        let shard = &t.shards[t.fact_shard(key)];
+        let bytes = shard.store.store.get(&shard.fact, key)?;
+        Ok((t.stored_row(shard, key, bytes.as_deref())?, bytes))
+    }
 }

@@ -86,10 +86,24 @@ impl Db {
     }
 
     /// Drops table `name`, its indexes and its statistics. Its outbox entries not yet applied
-    /// are discarded by the indexer.
+    /// are discarded by the indexer. Fails with `Conflict` while a change feed covers it
+    /// (drop the feed first).
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let _ddl = lock(&self.shared.ddl);
         let table = self.shared.handle(name)?;
+        // A feed's log entries hold rows in the table's layouts, which go with it.
+        if let Some(feed) = self
+            .shared
+            .feeds
+            .slots()
+            .iter()
+            .find(|f| f.tables.contains(&table.def.id))
+        {
+            return Err(Error::Conflict(format!(
+                "change feed {:?} covers table {name:?}: drop the feed first",
+                feed.name
+            )));
+        }
         // A layout a writer adds after this is left behind, and ignored at open: table ids
         // are never reused.
         let mut deletes = vec![

@@ -1,13 +1,16 @@
 //! A feed's reader: [`Feed::poll`] delivers changes in commit order, whole commits at a time;
 //! [`Feed::ack`] makes a position durable (`docs/feeds.md`).
 //!
-//! A poll reads every shard store's change log at one snapshot, from the feed's position on,
+//! A poll reads every shard store's change log at one snapshot, from the feed's position on
+//! (after making every store's log durable through that snapshot: nothing delivered is lost
+//! to a power cut),
 //! merging the stores' entries by commit id (a commit's entries in several stores share it)
 //! and, within a commit, in store order. A change's place in its commit (counting every
 //! change of the commit, covered or not) is stable, so a position inside a commit resumes
 //! exactly there.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -19,7 +22,7 @@ use crate::table::catalog::entry::record_corrupt;
 use crate::table::codec::format::CHANGES_CF;
 use crate::table::codec::record::{Record, RecordError};
 use crate::table::commit::change_log::{ChangeEntry, change_key, commit_id_of};
-use crate::table::db::Db;
+use crate::table::db::{Db, Table};
 use crate::table::feed::{ACK_PREFIX, FeedAck, key};
 
 /// The most bytes of log entries one poll reads (it returns what it has when it gets there,
@@ -183,6 +186,12 @@ impl Feed<'_> {
     fn read(&mut self, max: usize) -> Result<(Vec<Change>, bool)> {
         let shared = &self.db.shared;
         let snapshot = shared.main.store.snapshot();
+        // Every commit the snapshot sees is logged; made durable before it is delivered, a
+        // change a consumer saw is never taken back by a power cut. (A store with nothing
+        // unsynced skips the sync.)
+        for store in shared.stores() {
+            store.store.sync_wal()?;
+        }
         let (from_id, from_index) = self.delivered;
         let lower = change_key(from_id);
         let mut sources = Vec::new();
@@ -199,6 +208,7 @@ impl Feed<'_> {
             sources.push(source);
         }
         let mut out: Vec<Change> = Vec::new();
+        let mut open: BTreeMap<u64, Arc<Table>> = BTreeMap::new();
         let mut budget = POLL_BUDGET_BYTES;
         // (commit id, changes counted in it so far)
         let mut current: Option<(u64, u32)> = None;
@@ -242,9 +252,24 @@ impl Feed<'_> {
                 let Some(table) = self.tables.get(&logged.table_id) else {
                     continue;
                 };
+                // The rows are as the fact family stores them: the table's layouts decode
+                // them (a covered table cannot be dropped, so it is there).
+                let t = match open.get(&logged.table_id) {
+                    Some(t) => Arc::clone(t),
+                    None => {
+                        let t = shared.handle_by_id(logged.table_id).ok_or_else(|| {
+                            Error::NotFound(format!(
+                                "table {table:?} (id {}), which feed {:?} covers",
+                                logged.table_id, self.name
+                            ))
+                        })?;
+                        open.insert(logged.table_id, Arc::clone(&t));
+                        t
+                    }
+                };
                 let decode = |bytes: Option<Vec<u8>>| {
                     bytes
-                        .map(|b| Record::decode(&b))
+                        .map(|b| t.layouts.decode(&b))
                         .transpose()
                         .map_err(|e| record_corrupt(CHANGES_CF, &k, e))
                 };

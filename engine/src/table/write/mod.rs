@@ -51,6 +51,9 @@ pub(crate) struct Planned {
 pub(crate) struct KeyChange {
     key: Vec<u8>,
     before: Option<Record>,
+    /// `before` as the fact family stored it, when it was read from there (a change feed
+    /// logs these bytes).
+    stored_before: Option<bytes::Bytes>,
     after: Option<Record>,
     /// `after` encoded (what the fact family stores); empty when `after` is `None`.
     encoded: Vec<u8>,
@@ -207,15 +210,16 @@ impl Db {
             let i = match slot.get(&p.key) {
                 Some(&i) => i,
                 None => {
-                    let before = match known(&p.key) {
-                        Some(row) => row,
-                        None => self.shared.read_record(t, &p.key)?,
+                    let (before, stored_before) = match known(&p.key) {
+                        Some(row) => (row, None),
+                        None => self.shared.read_record_stored(t, &p.key)?,
                     };
                     slot.insert(p.key.clone(), changes.len());
                     changes.push(KeyChange {
                         key: p.key,
                         after: before.clone(),
                         before,
+                        stored_before,
                         encoded: Vec::new(),
                     });
                     changes.len() - 1
@@ -398,7 +402,19 @@ pub(crate) fn shard_parts(
         let (before, after) = (c.before.as_ref(), c.after.as_ref());
         if covered {
             let key = key_values(t, after.or(before));
-            part.changes.push(t.def.id, &key, before, after);
+            // The row as stored; one a transaction read (no bytes kept) in the
+            // self-describing form, which the layouts decode as well.
+            let encoded_before;
+            let before_bytes = match (&c.stored_before, before) {
+                (Some(bytes), _) => Some(&bytes[..]),
+                (None, Some(r)) => {
+                    encoded_before = r.encode();
+                    Some(&encoded_before[..])
+                }
+                (None, None) => None,
+            };
+            let after_bytes = after.map(|_| &c.encoded[..]);
+            part.changes.push(t.def.id, &key, before_bytes, after_bytes);
         }
         ops.clear();
         diff_indexes(
