@@ -8,7 +8,7 @@
 //!    sort in commit order, and a commit's entries in several stores share the key. The
 //!    value ends with the commit's visible seqno (the last of its range: what
 //!    `Change::commit` reports): the range is allocated after the batch is built, so the
-//!    value is finished then ([`ChangeBody::finish`]), by appending.
+//!    value is finished then (`ChangeBody::finish`), by appending.
 //! 4. The rows before and after are the bytes the fact family stores (`records.md`): the
 //!    write has them already (the row it read, the row it puts), so logging costs no
 //!    encoding. A laid-out record names a layout of its table, which is why a table a feed
@@ -17,7 +17,7 @@
 //!    later published can take a key below one it read (ranges are published whole and in
 //!    order): reading in key order from a position never misses a commit.
 //!
-//! [`FeedRegistry`] is the in-memory half: which tables are covered (the writers' question,
+//! `FeedRegistry` is the in-memory half: which tables are covered (the writers' question,
 //! answered without a lock when no feed exists), each feed's acknowledged position and
 //! retention limit, the retained bytes, and the wake-ups of readers waiting for commits.
 

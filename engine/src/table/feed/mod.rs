@@ -9,7 +9,7 @@
 //!   feed resumes after it.
 //! - The log is trimmed, store by store, through the commit every feed still holding changes
 //!   has acknowledged (`trim`); a feed over its `max_retained_bytes` is lagging
-//!   ([`OnLag`](crate::table::commit::change_log::OnLag)).
+//!   ([`OnLag`]).
 //! - [`reader`]: [`Feed`](reader::Feed), its `poll` and `ack`.
 //!
 //! Uses `codec`, `commit` (the log format and the registry) and `db`.
