@@ -38,6 +38,11 @@ pub struct Hooks {
     /// commit up to it durable in every store first, so no table ever holds what a
     /// recovery might have to cut. Default none.
     pub flush_barrier: Option<Arc<dyn FlushBarrier>>,
+    /// Families the layer above never reads by key, only by iterating (the table layer's
+    /// change log): their memtables keep no point index and no key filter, which a write
+    /// would otherwise update for every new key on cold cache lines. Reads by key still
+    /// work, by searching. Default none.
+    pub scan_only_families: Arc<Vec<String>>,
 }
 
 /// What a store asks of the table layer before each flush.

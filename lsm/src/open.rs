@@ -98,7 +98,10 @@ pub(crate) fn open(dir: &Path, options: Options, hooks: Hooks) -> Result<Shared>
     let mut cfs = BTreeMap::new();
     for (id, cf) in &state.cfs {
         let version = SuperVersion::new(
-            Arc::new(Memtable::new(new_log, options.memtable_filter_bytes())),
+            Arc::new(Memtable::new(
+                new_log,
+                crate::store::memtable_filter_bytes(&options, &hooks, &cf.name),
+            )),
             levels
                 .remove(id)
                 .unwrap_or_else(|| vec![Vec::new(); MAX_LEVELS]),

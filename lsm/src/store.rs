@@ -35,6 +35,15 @@ use crate::stats::WriteStalls;
 use crate::sync::lock;
 use crate::version::{Lent, visible_value};
 
+/// [`Shared::memtable_filter_bytes`], before the store's state exists (open).
+pub(crate) fn memtable_filter_bytes(options: &Options, hooks: &Hooks, name: &str) -> usize {
+    if hooks.scan_only_families.iter().any(|f| f == name) {
+        0
+    } else {
+        options.memtable_filter_bytes()
+    }
+}
+
 /// The log being written.
 pub(crate) struct WalState {
     pub(crate) log: LogWriter<Box<dyn WritableFile>>,
@@ -176,6 +185,12 @@ impl Shared {
     pub(crate) fn wake_background(&self) {
         lock(&self.background).epoch += 1;
         self.background_cv.notify_all();
+    }
+
+    /// The key filter and point index budget of a memtable of family `name`: none for a
+    /// family the layer above only iterates ([`Hooks::scan_only_families`]).
+    pub(crate) fn memtable_filter_bytes(&self, name: &str) -> usize {
+        memtable_filter_bytes(&self.options, &self.hooks, name)
     }
 
     pub(crate) fn cfs_read(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<u32, Arc<CfShared>>> {

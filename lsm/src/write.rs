@@ -456,8 +456,8 @@ impl Shared {
         );
         lock(&self.old_logs).insert(old.number, old.log.offset());
 
-        let filter_bytes = self.options.memtable_filter_bytes();
         for cf in self.cfs_read().values() {
+            let filter_bytes = self.memtable_filter_bytes(&cf.name);
             let seal = ids.contains(&cf.id);
             cf.update(|version| {
                 if version.active.is_empty() {
@@ -545,10 +545,7 @@ impl Shared {
             id,
             name.to_owned(),
             SuperVersion::new(
-                Arc::new(Memtable::new(
-                    wal.number,
-                    self.options.memtable_filter_bytes(),
-                )),
+                Arc::new(Memtable::new(wal.number, self.memtable_filter_bytes(name))),
                 vec![Vec::new(); crate::format::MAX_LEVELS],
             ),
         ));

@@ -693,3 +693,35 @@ fn a_cursor_over_one_level_hides_old_versions_and_deleted_keys() {
     cursor.next();
     assert_eq!(cursor.key(), &k(33)[..]);
 }
+
+#[test]
+fn a_scan_only_family_still_answers_reads_by_key_and_by_iteration() {
+    // Its memtables keep no point index or filter (`Hooks::scan_only_families`): every
+    // read by key searches, and must find what the indexed family next to it finds.
+    let fs = SimFs::new();
+    let hooks = strata_lsm::Hooks {
+        scan_only_families: std::sync::Arc::new(vec!["log".to_string()]),
+        ..strata_lsm::Hooks::default()
+    };
+    let store = Store::open_with("/db", sim_options(&fs), hooks.clone()).expect("open");
+    let log = store.create_column_family("log").expect("family");
+    let plain = store.default_cf();
+    for i in 0..3_000u64 {
+        let mut batch = WriteBatch::new();
+        batch.put(&log, &i.to_be_bytes(), &[7; 40]).expect("put");
+        batch.put(&plain, &i.to_be_bytes(), &[7; 40]).expect("put");
+        store.write(batch, WriteOptions::default()).expect("write");
+    }
+    for i in (0..3_000u64).step_by(7) {
+        assert_eq!(
+            store.get(&log, &i.to_be_bytes()).expect("get"),
+            store.get(&plain, &i.to_be_bytes()).expect("get"),
+            "key {i}"
+        );
+        assert!(store.get(&log, &i.to_be_bytes()).expect("get").is_some());
+    }
+    assert_eq!(scan(&store, "log"), scan(&store, "default"));
+    drop(store);
+    let store = Store::open_with("/db", sim_options(&fs), hooks).expect("reopen");
+    assert_eq!(scan(&store, "log").len(), 3_000);
+}

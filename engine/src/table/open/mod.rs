@@ -19,7 +19,7 @@ use crate::lsm::{ColumnFamily, Hooks, ReadOptions, Store};
 use crate::table::catalog::{TableDef, index_cf};
 use crate::table::codec::format::{
     CATALOG_CF, CATALOG_COST_MODEL, CATALOG_LAYOUT_PREFIX, CATALOG_NEXT_ID, CATALOG_STATS_PREFIX,
-    CATALOG_TABLE_PREFIX, FEEDS_CF,
+    CATALOG_TABLE_PREFIX, CHANGES_CF, FEEDS_CF,
 };
 use crate::table::codec::layouts::Layouts;
 use crate::table::codec::record::RecordError;
@@ -63,6 +63,8 @@ impl Db {
             value_upgrade,
             drop_seqnos: Arc::new(recovery.state.cut.clone()),
             flush_barrier: Some(Arc::clone(&barrier) as _),
+            // The change log is only ever iterated (`commit/change_log.rs`).
+            scan_only_families: Arc::new(vec![CHANGES_CF.to_string()]),
         };
         let main = Arc::new(open_shard_store(&dir, &options, &hooks, 0)?);
         let catalog = family_or_create(&main.store, CATALOG_CF)?;
