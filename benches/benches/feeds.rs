@@ -3,6 +3,8 @@
 //! - `feed_write/{no_feed,feed}`: an upsert of an existing row (a local sync index, a 90-byte
 //!   row) into a table no feed covers and into one a feed covers, whose write also logs the
 //!   row before and after (target: the feed ≤ 1.3× no feed).
+//! - `feed_write/{insert_no_feed,insert_feed}`: an insert of a new row into the same tables
+//!   (its fact and index entries; with the feed, the log entry with the row after).
 //! - `feed_poll/1000`: one `poll` of 1,000 changes from a log of 200,000 (batches of ten
 //!   rows), rows decoded (target: ≥ 500,000 changes/s).
 //!
@@ -55,6 +57,14 @@ fn writes(c: &mut Criterion) {
             b.iter(|| {
                 i += 1;
                 db.upsert("t", row(i % 10_000, i)).expect("upsert");
+            })
+        });
+        // A new row: its fact and index entries, and with the feed the log entry.
+        let mut id = 10_000i64;
+        group.bench_function(format!("insert_{name}"), |b| {
+            b.iter(|| {
+                id += 1;
+                db.insert("t", row(id, 0)).expect("insert");
             })
         });
     }
