@@ -182,6 +182,21 @@ impl Memtable {
         if let [(mem, entry, hint)] = entries {
             return mem.insert_hinted(entry, *hint);
         }
+        // Interleaving pays for itself only when two searches overlap their cache misses; with
+        // at most one entry searching (a row whose other entries are placed or appended: a
+        // fact entry and its change-log record), one insert after another does the same work
+        // without the wave's bookkeeping (its vectors and locks cost 0.4 µs a write, measured
+        // in `feed_write`).
+        let searching = entries
+            .iter()
+            .filter(|(mem, entry, hint)| mem.likely_searches(entry, *hint))
+            .count();
+        if searching <= 1 {
+            for (mem, entry, hint) in entries {
+                mem.insert_hinted(entry, *hint)?;
+            }
+            return Ok(());
+        }
         // Each memtable's writer lock once, in address order (as the lists take theirs).
         let address = |mem: &Memtable| std::ptr::from_ref(mem) as usize;
         let mut memtables: Vec<&Memtable> = entries.iter().map(|(mem, _, _)| *mem).collect();
@@ -211,6 +226,26 @@ impl Memtable {
         }
         drop(guards);
         Ok(())
+    }
+
+    /// Whether inserting `entry` with `hint` will probably search the list: not when the hint
+    /// places it, when the point index knows the key (a new version goes before its newest),
+    /// or when the key is above every entry (an append from the last splice). A guess read
+    /// without the writer lock, which only chooses how [`Memtable::insert_each`] proceeds.
+    fn likely_searches(&self, entry: &BatchEntry, hint: Hint) -> bool {
+        if hint != Hint::None {
+            return false;
+        }
+        if let Some(at) = self.index.get(hash64(&entry.key))
+            && self.list.entry(at).0.user_key.as_slice() == entry.key.as_ref()
+        {
+            return false;
+        }
+        let key = MemKey {
+            user_key: UserKey::copy(&entry.key),
+            seqno: entry.seqno,
+        };
+        !self.list.is_above_last(&key)
     }
 
     fn list_entry(entry: &BatchEntry, values: &mut ValueArena) -> (MemKey, (ValueKind, Bytes)) {

@@ -158,8 +158,11 @@ pub const CHANGES_CF: &str = "sys/changes";
 /// The column family of the database's own store holding the change feeds' definitions
 /// and acknowledged positions (`docs/formats/changes.md`).
 pub const FEEDS_CF: &str = "sys/feeds";
-/// The first byte of every change log entry's value.
-pub const CHANGE_VERSION: u8 = 1;
+/// The first byte of every change log entry's value written now (`docs/formats/changes.md`).
+pub const CHANGE_VERSION: u8 = 2;
+/// The first version of change log entries (each change with its key values, the row after
+/// whole), still read.
+pub const CHANGE_VERSION_KEYED: u8 = 1;
 /// The first byte of every outbox entry's value.
 pub const OUTBOX_VERSION: u8 = 1;
 /// An outbox operation that puts an index entry.

@@ -28,14 +28,16 @@ use std::time::Instant;
 
 use strata_planner::Value;
 
-use crate::table::codec::format::CHANGE_VERSION;
+use crate::table::codec::format::{CHANGE_VERSION, CHANGE_VERSION_KEYED};
 use crate::table::codec::record::RecordError;
-use crate::table::codec::record_codec::{Reader, encode_value, put_varint};
+use crate::table::codec::record_codec::{Reader, put_varint};
 
 /// The most changes an entry may claim (a bound for a damaged count).
 pub const MAX_CHANGES: u64 = 1 << 24;
 const HAS_BEFORE: u8 = 1;
 const HAS_AFTER: u8 = 2;
+/// Version 2: the row after is a delta against the row before (both present).
+const AFTER_DELTA: u8 = 4;
 
 /// One row change as the log stores it: the records as the fact family stores them, decoded
 /// with the table's layouts when delivered.
@@ -43,7 +45,8 @@ const HAS_AFTER: u8 = 2;
 pub struct LoggedChange {
     /// The table (its catalog id).
     pub table_id: u64,
-    /// The row's primary key values.
+    /// The row's primary key values as a version-1 entry stores them; empty from version 2,
+    /// whose rows hold their key (the reader takes it from the row delivered).
     pub key: Vec<Value>,
     /// The row before the commit (`None`: it did not exist).
     pub before: Option<Vec<u8>>,
@@ -71,17 +74,18 @@ pub fn commit_id_of(key: &[u8]) -> Option<u64> {
 }
 
 impl ChangeEntry {
-    /// The stored form.
+    /// The stored form (the current version, which does not store keys).
     pub fn encode(&self) -> Vec<u8> {
         let mut body = ChangeBody::default();
         for c in &self.changes {
-            body.push(c.table_id, &c.key, c.before.as_deref(), c.after.as_deref());
+            body.push(c.table_id, c.before.as_deref(), c.after.as_deref());
         }
         body.finish(self.commit)
     }
 
-    /// Decodes an entry, checking its version, trailer, count, flags and lengths. The
-    /// records stay bytes; the table's layouts check them when they are delivered.
+    /// Decodes an entry of either version, checking its version, trailer, count, flags and
+    /// lengths. The records stay bytes; the table's layouts check them when they are
+    /// delivered.
     pub fn decode(bytes: &[u8]) -> Result<ChangeEntry, RecordError> {
         if bytes.len() < 1 + TRAILER {
             return Err(RecordError::Truncated);
@@ -95,9 +99,10 @@ impl ChangeEntry {
         let commit = u64::from_le_bytes(commit);
         let mut r = Reader { bytes: body, at: 0 };
         let version = r.byte()?;
-        if version != CHANGE_VERSION {
+        if version != CHANGE_VERSION && version != CHANGE_VERSION_KEYED {
             return Err(RecordError::Version(version));
         }
+        let keyed = version == CHANGE_VERSION_KEYED;
         // A change takes at least 3 bytes: a count the bytes cannot hold is damage.
         if u64::from(count) > MAX_CHANGES || count as usize > body.len() / 3 {
             return Err(RecordError::TooLong(u64::from(count)));
@@ -105,27 +110,64 @@ impl ChangeEntry {
         let mut changes = Vec::with_capacity(count as usize);
         while r.at < body.len() {
             let table_id = r.varint()?;
-            let fields = r.varint()?;
-            if fields > crate::table::codec::format::MAX_KEY_FIELDS as u64 {
-                return Err(RecordError::TooManyFields(fields));
-            }
-            let key = (0..fields)
-                .map(|_| r.value())
-                .collect::<Result<Vec<_>, _>>()?;
+            let key = if keyed {
+                let fields = r.varint()?;
+                if fields > crate::table::codec::format::MAX_KEY_FIELDS as u64 {
+                    return Err(RecordError::TooManyFields(fields));
+                }
+                (0..fields)
+                    .map(|_| r.value())
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                Vec::new()
+            };
             let flags = r.byte()?;
-            if flags & !(HAS_BEFORE | HAS_AFTER) != 0 || flags == 0 {
+            let known = if keyed {
+                HAS_BEFORE | HAS_AFTER
+            } else {
+                HAS_BEFORE | HAS_AFTER | AFTER_DELTA
+            };
+            let delta = flags & AFTER_DELTA != 0;
+            if flags & !known != 0
+                || flags & (HAS_BEFORE | HAS_AFTER) == 0
+                || (delta && flags & (HAS_BEFORE | HAS_AFTER) != HAS_BEFORE | HAS_AFTER)
+            {
                 return Err(RecordError::UnknownTag(flags));
             }
-            let mut record = |present: bool| -> Result<Option<Vec<u8>>, RecordError> {
-                if !present {
-                    return Ok(None);
-                }
+            fn len(r: &mut Reader<'_>) -> Result<usize, RecordError> {
                 let len = r.varint()?;
-                let len = usize::try_from(len).map_err(|_| RecordError::TooLong(len))?;
-                Ok(Some(r.take(len)?.to_vec()))
+                usize::try_from(len).map_err(|_| RecordError::TooLong(len))
+            }
+            let before = if flags & HAS_BEFORE != 0 {
+                let n = len(&mut r)?;
+                Some(r.take(n)?.to_vec())
+            } else {
+                None
             };
-            let before = record(flags & HAS_BEFORE != 0)?;
-            let after = record(flags & HAS_AFTER != 0)?;
+            let after = match (flags & HAS_AFTER != 0, &before) {
+                (false, _) => None,
+                (true, Some(before)) if delta => {
+                    let prefix = len(&mut r)?;
+                    let suffix = len(&mut r)?;
+                    let middle = len(&mut r)?;
+                    if prefix
+                        .checked_add(suffix)
+                        .is_none_or(|kept| kept > before.len())
+                    {
+                        return Err(RecordError::TooLong(prefix as u64));
+                    }
+                    let middle = r.take(middle)?;
+                    let mut after = Vec::with_capacity(prefix + middle.len() + suffix);
+                    after.extend_from_slice(&before[..prefix]);
+                    after.extend_from_slice(middle);
+                    after.extend_from_slice(&before[before.len() - suffix..]);
+                    Some(after)
+                }
+                (true, _) => {
+                    let n = len(&mut r)?;
+                    Some(r.take(n)?.to_vec())
+                }
+            };
             changes.push(LoggedChange {
                 table_id,
                 key,
@@ -156,31 +198,50 @@ pub(crate) struct ChangeBody {
 }
 
 impl ChangeBody {
-    /// Adds a row change: its primary key values, and the row before and after as the fact
-    /// family stores them.
-    pub(crate) fn push(
-        &mut self,
-        table_id: u64,
-        key: &[Value],
-        before: Option<&[u8]>,
-        after: Option<&[u8]>,
-    ) {
+    /// Adds a row change: the row before and after as the fact family stores them (the rows
+    /// hold the key). An update logs the row after as the bytes that differ from the row
+    /// before, between their common prefix and suffix (an update usually changes a few
+    /// fields: the entry then holds one row and a few bytes, not two rows), as PostgreSQL
+    /// logs an updated tuple.
+    pub(crate) fn push(&mut self, table_id: u64, before: Option<&[u8]>, after: Option<&[u8]>) {
         let out = &mut self.bytes;
         if out.is_empty() {
-            let rows = before.map_or(0, <[u8]>::len) + after.map_or(0, <[u8]>::len);
-            out.reserve(rows + 48 + TRAILER);
+            let rows = before
+                .map_or(0, <[u8]>::len)
+                .max(after.map_or(0, <[u8]>::len));
+            out.reserve(rows + 32 + TRAILER);
             out.push(CHANGE_VERSION);
         }
         put_varint(out, table_id);
-        put_varint(out, key.len() as u64);
-        for value in key {
-            encode_value(value, out);
-        }
-        let flags = u8::from(before.is_some()) * HAS_BEFORE + u8::from(after.is_some()) * HAS_AFTER;
+        let delta = before.is_some() && after.is_some();
+        let flags = u8::from(before.is_some()) * HAS_BEFORE
+            + u8::from(after.is_some()) * HAS_AFTER
+            + u8::from(delta) * AFTER_DELTA;
         out.push(flags);
-        for record in [before, after].into_iter().flatten() {
-            put_varint(out, record.len() as u64);
-            out.extend_from_slice(record);
+        if let Some(before) = before {
+            put_varint(out, before.len() as u64);
+            out.extend_from_slice(before);
+        }
+        match (before, after) {
+            (Some(before), Some(after)) => {
+                let prefix = before.iter().zip(after).take_while(|(a, b)| a == b).count();
+                let suffix = before[prefix..]
+                    .iter()
+                    .rev()
+                    .zip(after[prefix..].iter().rev())
+                    .take_while(|(a, b)| a == b)
+                    .count();
+                let middle = &after[prefix..after.len() - suffix];
+                put_varint(out, prefix as u64);
+                put_varint(out, suffix as u64);
+                put_varint(out, middle.len() as u64);
+                out.extend_from_slice(middle);
+            }
+            (None, Some(after)) => {
+                put_varint(out, after.len() as u64);
+                out.extend_from_slice(after);
+            }
+            _ => {}
         }
         self.count += 1;
     }
@@ -270,13 +331,57 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The bytes of kept entries written under a run of commit ids.
+#[derive(Clone, Copy, Debug)]
+struct Bucket {
+    /// The highest commit id in it (ids arrive nearly in order).
+    last: u64,
+    bytes: u64,
+}
+
 /// What the kept entries hold back.
 #[derive(Default)]
 struct Retention {
-    /// Commit id → bytes of entries written under it (every store), for the entries kept.
-    by_commit: BTreeMap<u64, u64>,
+    /// The kept entries' bytes by commit, oldest first, in buckets of up to a 64th of the
+    /// smallest feed limit (a bucket per commit would grow by a node per write, and a lagging
+    /// feed that retains keeps millions of commits): a feed's `behind` is exact as writes
+    /// add to it, and an acknowledgement or a new feed's start inside a bucket counts the
+    /// bucket as still held, overstating by at most that 64th until the next one passes it.
+    buckets: std::collections::VecDeque<Bucket>,
     /// Feed id → bytes of kept entries after its acknowledged position.
     behind: BTreeMap<u64, u64>,
+}
+
+impl Retention {
+    /// The bytes of buckets with commits after `id`.
+    fn after(&self, id: u64) -> u64 {
+        self.buckets
+            .iter()
+            .filter(|b| b.last > id)
+            .map(|b| b.bytes)
+            .sum()
+    }
+
+    /// The bytes of buckets whose last commit is in `(from, through]`.
+    fn between(&self, from: u64, through: u64) -> u64 {
+        self.buckets
+            .iter()
+            .filter(|b| b.last > from && b.last <= through)
+            .map(|b| b.bytes)
+            .sum()
+    }
+
+    /// Adds `bytes` written under commit `id`, to the newest bucket while it has room.
+    fn add(&mut self, id: u64, bytes: u64, bucket_bytes: u64) {
+        if let Some(b) = self.buckets.back_mut()
+            && b.bytes < bucket_bytes
+        {
+            b.last = b.last.max(id);
+            b.bytes += bytes;
+            return;
+        }
+        self.buckets.push_back(Bucket { last: id, bytes });
+    }
 }
 
 /// The feeds, for writers, readers and the trimmer (module docs).
@@ -324,11 +429,7 @@ impl FeedRegistry {
     /// Adds a feed (at open, or created), holding back the kept entries after its start.
     pub(crate) fn add(&self, slot: FeedSlot) {
         let mut retention = lock(&self.retention);
-        let behind = retention
-            .by_commit
-            .range(slot.acked_id.saturating_add(1)..)
-            .map(|(_, b)| *b)
-            .sum();
+        let behind = retention.after(slot.acked_id);
         retention.behind.insert(slot.id, behind);
         self.replace(|feeds| feeds.push(slot));
     }
@@ -351,11 +452,7 @@ impl FeedRegistry {
         if through <= old {
             return;
         }
-        let passed: u64 = retention
-            .by_commit
-            .range(old.saturating_add(1)..=through)
-            .map(|(_, b)| *b)
-            .sum();
+        let passed = retention.between(old, through);
         if let Some(behind) = retention.behind.get_mut(&id) {
             *behind = behind.saturating_sub(passed);
         }
@@ -370,16 +467,23 @@ impl FeedRegistry {
     /// their limit lagging, and wakes the readers.
     pub(crate) fn written(&self, id: u64, bytes: u64) {
         let mut retention = lock(&self.retention);
-        *retention.by_commit.entry(id).or_insert(0) += bytes;
-        let feeds = self.slots();
         let mut over = Vec::new();
-        for f in feeds.iter().filter(|f| f.acked_id < id) {
-            let behind = retention.behind.entry(f.id).or_insert(0);
-            *behind += bytes;
-            if !f.lagging && *behind > f.options.max_retained_bytes {
-                over.push(f.id);
+        let mut smallest_limit = u64::MAX;
+        {
+            let feeds = self.feeds.read().unwrap_or_else(|p| p.into_inner());
+            for f in feeds.iter() {
+                smallest_limit = smallest_limit.min(f.options.max_retained_bytes);
+                if f.acked_id >= id {
+                    continue;
+                }
+                let behind = retention.behind.entry(f.id).or_insert(0);
+                *behind += bytes;
+                if !f.lagging && *behind > f.options.max_retained_bytes {
+                    over.push(f.id);
+                }
             }
         }
+        retention.add(id, bytes, (smallest_limit / 64).max(1));
         if !over.is_empty() {
             self.replace(|feeds| {
                 for f in feeds.iter_mut().filter(|f| over.contains(&f.id)) {
@@ -419,8 +523,9 @@ impl FeedRegistry {
     /// Forgets the bytes of commits at or below `id` (their entries were deleted).
     pub(crate) fn trimmed(&self, id: u64) {
         let mut retention = lock(&self.retention);
-        let kept = retention.by_commit.split_off(&id.saturating_add(1));
-        retention.by_commit = kept;
+        while retention.buckets.front().is_some_and(|b| b.last <= id) {
+            retention.buckets.pop_front();
+        }
         self.trimmed_from
             .fetch_max(id.saturating_add(1), Ordering::AcqRel);
     }
@@ -459,5 +564,161 @@ impl FeedRegistry {
     pub(crate) fn wake(&self) {
         *lock(&self.commits) += 1;
         self.commits_cv.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::codec::record_codec::encode_value;
+
+    /// A row change's rows before and after.
+    type Rows<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+    fn entry(changes: Vec<Rows<'_>>) -> ChangeEntry {
+        ChangeEntry {
+            commit: 41,
+            changes: changes
+                .into_iter()
+                .map(|(before, after)| LoggedChange {
+                    table_id: 7,
+                    key: Vec::new(),
+                    before: before.map(<[u8]>::to_vec),
+                    after: after.map(<[u8]>::to_vec),
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn inserts_updates_and_deletes_round_trip() {
+        let e = entry(vec![
+            (None, Some(b"new row")),
+            (Some(b"balance=10;id=3"), Some(b"balance=4;id=3")),
+            (Some(b"abc"), Some(b"xyz")),
+            (Some(b"same"), Some(b"same")),
+            (Some(b""), Some(b"grown from nothing")),
+            (Some(b"gone"), None),
+        ]);
+        assert_eq!(ChangeEntry::decode(&e.encode()), Ok(e));
+    }
+
+    #[test]
+    fn an_update_logs_only_the_bytes_that_changed() {
+        let before = [b'r'; 90];
+        let mut after = before;
+        after[40] = b's';
+        let update = entry(vec![(Some(&before), Some(&after))]).encode();
+        let insert = entry(vec![(None, Some(&after))]).encode();
+        // The row before whole, then prefix, suffix and one byte: 4 bytes for the row after.
+        assert_eq!(update.len(), insert.len() + 4);
+    }
+
+    #[test]
+    fn version_one_entries_still_decode_with_their_keys() {
+        // Change 1 of the format page's worked example, as version 1 wrote it.
+        let mut v1 = vec![CHANGE_VERSION_KEYED, 7, 1];
+        encode_value(&Value::Int(3), &mut v1);
+        v1.push(HAS_BEFORE | HAS_AFTER);
+        for row in [&b"before"[..], b"after"] {
+            put_varint(&mut v1, row.len() as u64);
+            v1.extend_from_slice(row);
+        }
+        v1.extend_from_slice(&1u32.to_le_bytes());
+        v1.extend_from_slice(&41u64.to_le_bytes());
+        let decoded = ChangeEntry::decode(&v1).expect("version 1 decodes");
+        assert_eq!(decoded.commit, 41);
+        assert_eq!(decoded.changes[0].key, vec![Value::Int(3)]);
+        assert_eq!(decoded.changes[0].before.as_deref(), Some(&b"before"[..]));
+        assert_eq!(decoded.changes[0].after.as_deref(), Some(&b"after"[..]));
+        // A delta flag is refused in version 1.
+        let at = v1.len() - TRAILER - 14;
+        assert_eq!(v1[at], HAS_BEFORE | HAS_AFTER);
+        v1[at] |= AFTER_DELTA;
+        assert!(ChangeEntry::decode(&v1).is_err());
+    }
+
+    fn slot(id: u64, limit: u64) -> FeedSlot {
+        FeedSlot {
+            id,
+            name: format!("f{id}"),
+            tables: BTreeSet::from([1]),
+            acked_id: 0,
+            options: FeedOptions::default().max_retained_bytes(limit),
+            released: false,
+            lagging: false,
+        }
+    }
+
+    #[test]
+    fn retention_is_bounded_and_close_to_exact() {
+        let registry = FeedRegistry::default();
+        // A 64 KiB limit: buckets of 1 KiB.
+        registry.add(slot(1, 64 << 10));
+        for id in 1..=10_000 {
+            registry.written(id, 10);
+        }
+        let kept = lock(&registry.retention).buckets.len();
+        assert!(
+            kept <= 100,
+            "100,000 bytes in 1 KiB buckets, not a node per commit: {kept}"
+        );
+        assert_eq!(registry.behind(1), 100_000, "writes add exactly");
+        // An acknowledgement inside a bucket leaves at most that bucket's bytes counted.
+        registry.acked(1, 5_000);
+        let behind = registry.behind(1);
+        assert!((50_000..=50_000 + 1_030).contains(&behind), "{behind}");
+        // A new feed starting at commit 9,000 holds at most a bucket more than it should.
+        let mut late = slot(2, 64 << 10);
+        late.acked_id = 9_000;
+        registry.add(late);
+        let behind = registry.behind(2);
+        assert!((10_000..=10_000 + 1_030).contains(&behind), "{behind}");
+        // Everything acknowledged and trimmed: nothing held.
+        registry.acked(1, 10_000);
+        registry.acked(2, 10_000);
+        registry.trimmed(registry.trim_through());
+        assert_eq!((registry.behind(1), registry.behind(2)), (0, 0));
+        assert!(lock(&registry.retention).buckets.is_empty());
+    }
+
+    #[test]
+    fn a_small_limit_keeps_exact_counts() {
+        let registry = FeedRegistry::default();
+        registry.add(slot(1, 64));
+        for id in 1..=50 {
+            registry.written(id, 1);
+        }
+        registry.acked(1, 20);
+        assert_eq!(registry.behind(1), 30);
+        assert!(!registry.slots()[0].lagging);
+        for id in 51..=100 {
+            registry.written(id, 1);
+        }
+        assert!(
+            registry.slots()[0].lagging,
+            "80 bytes behind a 64-byte limit"
+        );
+    }
+
+    #[test]
+    fn damaged_deltas_are_refused() {
+        let good = entry(vec![(Some(b"abcdef"), Some(b"abXdef"))]).encode();
+        // version, table, flags, before_len, before[6], prefix, suffix, middle_len, middle.
+        assert_eq!(&good[..4], &[CHANGE_VERSION, 7, 7, 6]);
+        assert_eq!(&good[10..14], &[2, 3, 1, b'X']);
+        assert!(ChangeEntry::decode(&good).is_ok());
+        // A prefix and suffix longer than the row before together.
+        let mut long = good.clone();
+        long[11] = 5;
+        assert!(ChangeEntry::decode(&long).is_err());
+        // A delta with no row before.
+        let mut lone = good.clone();
+        lone[2] = HAS_AFTER | AFTER_DELTA;
+        assert!(ChangeEntry::decode(&lone).is_err());
+        // A middle past the end.
+        let mut past = good;
+        past[12] = 40;
+        assert!(ChangeEntry::decode(&past).is_err());
     }
 }

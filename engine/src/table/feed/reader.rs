@@ -24,6 +24,7 @@ use crate::table::codec::record::{Record, RecordError};
 use crate::table::commit::change_log::{ChangeEntry, change_key, commit_id_of};
 use crate::table::db::{Db, Table};
 use crate::table::feed::{ACK_PREFIX, FeedAck, key};
+use crate::table::write::key_values;
 
 /// The most bytes of log entries one poll reads (it returns what it has when it gets there,
 /// so a long stretch of commits the feed does not cover costs no more per call).
@@ -273,12 +274,20 @@ impl Feed<'_> {
                         .transpose()
                         .map_err(|e| record_corrupt(CHANGES_CF, &k, e))
                 };
+                let before = decode(logged.before)?;
+                let after = decode(logged.after)?;
+                // A version-2 entry leaves the key to the row (after, or before a delete).
+                let key = if logged.key.is_empty() {
+                    key_values(&t, after.as_ref().or(before.as_ref()))
+                } else {
+                    logged.key
+                };
                 out.push(Change {
                     table: table.clone(),
-                    key: logged.key,
+                    key,
                     commit: entry.commit,
-                    before: decode(logged.before)?,
-                    after: decode(logged.after)?,
+                    before,
+                    after,
                     position: Position {
                         feed: self.id,
                         commit_id: id,

@@ -401,7 +401,6 @@ pub(crate) fn shard_parts(
         }
         let (before, after) = (c.before.as_ref(), c.after.as_ref());
         if covered {
-            let key = key_values(t, after.or(before));
             // The row as stored; one a transaction read (no bytes kept) in the
             // self-describing form, which the layouts decode as well.
             let encoded_before;
@@ -414,7 +413,7 @@ pub(crate) fn shard_parts(
                 (None, None) => None,
             };
             let after_bytes = after.map(|_| &c.encoded[..]);
-            part.changes.push(t.def.id, &key, before_bytes, after_bytes);
+            part.changes.push(t.def.id, before_bytes, after_bytes);
         }
         ops.clear();
         diff_indexes(
