@@ -5,8 +5,11 @@
 //!    distributions: `uni` uniform over 10,000 values; `zipf` Zipfian (s = 1.1) over 10,000
 //!    ranks; `half` 50/50; `ninety` 90/10; a correlated pair `corr_a` (100 values) and
 //!    `corr_b` (determined by `corr_a` up to a 1-in-10 wobble); `ts` an ascending timestamp.
-//!    A keys-only index on each, one composite `(corr_a, corr_b)` index, and `uni` also with
-//!    an `Include(pad)` index. The table is analysed at three quarters loaded; the last
+//!    Issue 48's shapes: `day` a date stored as `YYYY-MM-DD` text over seven years;
+//!    `tail` a long-tailed field (Zipfian, s = 0.7, over 5,000 values: frequencies fall off
+//!    slowly past the most-common list); `amount` a float with a long right tail
+//!    (exponential). A keys-only index on each, one composite `(corr_a, corr_b)` index, and
+//!    `uni` also with an `Include(pad)` index. The table is analysed at three quarters loaded; the last
 //!    quarter's timestamps lie past what the statistics saw (the ascending-key case).
 //! 2. About 300 queries from a fixed seed: equalities on common and rare values, ranges of
 //!    widths from 0.01 % to 30 % of the rows, conjunctions, and some with `LIMIT`.
@@ -16,8 +19,10 @@
 //!    machine does not interfere: a plan run right after a scan is slowed by it). Every candidate
 //!    must return the same rows. Regret = the chosen plan's time / the best candidate's.
 //! 4. Reported: the geometric mean and the worst regret, per distribution and overall —
-//!    with the default cost constants, then again after `Db::calibrate`. Per-query figures go
-//!    to `target/regret-<pass>.csv`.
+//!    with the default cost constants, then again after `Db::calibrate` — and beside them the
+//!    estimate's q-error, `max(e, a) / min(e, a)` of the chosen plan's estimated rows `e`
+//!    and the rows returned `a` (both at least 1; queries without `LIMIT`): median, p90 and
+//!    max. Per-query figures go to `target/regret-<pass>.csv`.
 //!
 //! `cargo bench -p strata-benches --bench regret` (the targets: geometric mean ≤ 1.10, no
 //! query worse than 3×).
@@ -71,8 +76,10 @@ impl Zipf {
 }
 
 const VALUES: i64 = 10_000;
+/// Distinct values of the long-tailed field.
+const TAIL_VALUES: i64 = 5_000;
 
-fn row(id: i64, rng: &mut Rng, zipf: &Zipf, pad: &str) -> Record {
+fn row(id: i64, rng: &mut Rng, zipf: &Zipf, tail: &Zipf, pad: &str) -> Record {
     let mut r = Record::new();
     let corr_a = rng.below(100) as i64;
     let wobble = i64::from(rng.below(10) == 0);
@@ -84,8 +91,31 @@ fn row(id: i64, rng: &mut Rng, zipf: &Zipf, pad: &str) -> Record {
     r.set("corr_a", corr_a);
     r.set("corr_b", corr_a * 10 + wobble);
     r.set("ts", 1_700_000_000 + id * 10);
+    r.set("day", text_date(rng.below(DAYS as u64) as i64));
+    r.set("tail", tail.sample(rng));
+    // Exponential, mean 100: most rows small, a long thin right tail.
+    let u = ((rng.next() >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
+    r.set("amount", (-100.0 * u.ln() * 100.0).round() / 100.0);
     r.set("pad", pad);
     r
+}
+
+/// Days the `day` field spans, from 2018-01-01.
+const DAYS: i64 = 7 * 365;
+
+/// Day `n` after 2018-01-01 as `YYYY-MM-DD`.
+fn text_date(n: i64) -> String {
+    // Howard Hinnant's civil_from_days, from 1970-01-01 (2018-01-01 is day 17,532).
+    let z = n + 17_532 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
 }
 
 fn load(db: &Db, rows: i64) {
@@ -98,6 +128,9 @@ fn load(db: &Db, rows: i64) {
         ("by_ninety", &["ninety"]),
         ("by_corr", &["corr_a", "corr_b"]),
         ("by_ts", &["ts"]),
+        ("by_day", &["day"]),
+        ("by_tail", &["tail"]),
+        ("by_amount", &["amount"]),
     ] {
         db.create_index("r", name, fields, Projection::KeysOnly)
             .expect("index");
@@ -111,10 +144,11 @@ fn load(db: &Db, rows: i64) {
     .expect("index");
     let mut rng = Rng(0x5EED_1234);
     let zipf = Zipf::new(VALUES as usize, 1.1);
+    let tail = Zipf::new(TAIL_VALUES as usize, 0.7);
     let pad = "p".repeat(60);
     let mut batch = TableBatch::new();
     for id in 0..rows {
-        batch.insert(row(id, &mut rng, &zipf, &pad));
+        batch.insert(row(id, &mut rng, &zipf, &tail, &pad));
         if batch.len() == 10_000 {
             db.write("r", std::mem::take(&mut batch), WriteOptions::default())
                 .expect("write");
@@ -210,6 +244,36 @@ fn queries(rows: i64) -> Vec<(&'static str, Query)> {
         };
         out.push(("limit 10", base.limit(10)));
     }
+    for i in 0..30 {
+        // Date ranges of 1 to 30 days, and whole months by their prefix.
+        let start = rng.below((DAYS - 31) as u64) as i64;
+        let q = match i % 3 {
+            0 => q().filter(Predicate::eq("day", text_date(start))),
+            1 => q().filter(Predicate::between(
+                "day",
+                text_date(start),
+                text_date(start + 1 + (i as i64 % 30)),
+            )),
+            _ => {
+                // `day >= '2021-03' AND day < '2021-04'`: a month, as a prefix.
+                let (y, m) = (start / 365, (start % 365) / 31);
+                let month = |y: i64, m: i64| format!("{:04}-{:02}", 2018 + y + m / 12, m % 12 + 1);
+                q().filter(Predicate::ge("day", month(y, m)))
+                    .filter(Predicate::lt("day", month(y, m + 1)))
+            }
+        };
+        out.push(("text date", q));
+    }
+    for _ in 0..30 {
+        // Just past the most-common list and further down the tail.
+        let rank = 80 + rng.below(900) as i64;
+        out.push(("long tail =", q().filter(Predicate::eq("tail", rank))));
+    }
+    for i in 0..20 {
+        // The tail: above the 90th to the 99.9th percentile (100 · ln 10 .. 100 · ln 1000).
+        let at = 100.0 * (10f64.powf(1.0 + 2.0 * i as f64 / 19.0)).ln();
+        out.push(("float tail >", q().filter(Predicate::gt("amount", at))));
+    }
     for _ in 0..20 {
         let low = rng.below((VALUES - 50) as u64) as i64;
         out.push((
@@ -238,11 +302,21 @@ struct Outcome {
     best: String,
     chosen_us: f64,
     best_us: f64,
+    /// The chosen plan's estimate against the rows returned (`None` with `LIMIT`).
+    q_error: Option<f64>,
+}
+
+/// `max(e, a) / min(e, a)`, both at least 1.
+fn q_error(estimated: f64, actual: u64) -> f64 {
+    let (e, a) = (estimated.max(1.0), (actual as f64).max(1.0));
+    e.max(a) / e.min(a)
 }
 
 fn pass(db: &Db, name: &str, queries: &[(&'static str, Query)], runs: usize) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
-    let mut csv = String::from("distribution,query,chosen,best,chosen_us,best_us,regret\n");
+    let mut csv = String::from(
+        "distribution,query,chosen,best,chosen_us,best_us,regret,estimated,returned,q_error\n",
+    );
     for (distribution, q) in queries {
         let plan = db.explain("r", q).expect("explain");
         let forced: Vec<(String, Query)> = plan
@@ -300,16 +374,23 @@ fn pass(db: &Db, name: &str, queries: &[(&'static str, Query)], runs: usize) -> 
             best: forced[best].0.clone(),
             chosen_us: fastest[chosen],
             best_us: fastest[best],
+            q_error: q
+                .limit
+                .is_none()
+                .then(|| q_error(plan.chosen.estimated_rows, counts[chosen])),
         };
         csv.push_str(&format!(
-            "{},\"{:?}\",{},{},{:.1},{:.1},{:.3}\n",
+            "{},\"{:?}\",{},{},{:.1},{:.1},{:.3},{:.1},{},{:.2}\n",
             outcome.distribution,
             q.predicates,
             outcome.chosen,
             outcome.best,
             outcome.chosen_us,
             outcome.best_us,
-            outcome.regret
+            outcome.regret,
+            plan.chosen.estimated_rows,
+            counts[chosen],
+            outcome.q_error.unwrap_or(f64::NAN),
         ));
         outcomes.push(outcome);
     }
@@ -325,10 +406,23 @@ fn geomean(xs: impl Iterator<Item = f64>) -> (f64, usize) {
     ((sum / n.max(1) as f64).exp(), n)
 }
 
+/// `median | p90 | max` of the q-errors, for a table row (`- | - | -` with none).
+fn quantiles(xs: impl Iterator<Item = f64>) -> String {
+    let mut xs: Vec<f64> = xs.collect();
+    if xs.is_empty() {
+        return "- | - | -".into();
+    }
+    xs.sort_by(f64::total_cmp);
+    let at = |p: f64| xs[((xs.len() - 1) as f64 * p).round() as usize];
+    format!("{:.2} | {:.2} | {:.1}", at(0.5), at(0.9), at(1.0))
+}
+
 fn report(name: &str, outcomes: &[Outcome]) {
     println!("\n## {name}\n");
-    println!("| distribution | queries | geometric mean | worst | chosen = best |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "| distribution | queries | geometric mean | worst | chosen = best | q-error median | p90 | max |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|");
     let mut by: BTreeMap<&str, Vec<&Outcome>> = BTreeMap::new();
     for o in outcomes {
         by.entry(o.distribution).or_default().push(o);
@@ -337,7 +431,8 @@ fn report(name: &str, outcomes: &[Outcome]) {
         let (g, n) = geomean(os.iter().map(|o| o.regret));
         let worst = os.iter().map(|o| o.regret).fold(1.0, f64::max);
         let same = os.iter().filter(|o| o.chosen == o.best).count();
-        println!("| {d} | {n} | {g:.3} | {worst:.2} | {same} |");
+        let q = quantiles(os.iter().filter_map(|o| o.q_error));
+        println!("| {d} | {n} | {g:.3} | {worst:.2} | {same} | {q} |");
     }
     let (g, n) = geomean(outcomes.iter().map(|o| o.regret));
     let worst = outcomes
@@ -345,8 +440,9 @@ fn report(name: &str, outcomes: &[Outcome]) {
         .max_by(|a, b| a.regret.total_cmp(&b.regret))
         .expect("queries");
     let same = outcomes.iter().filter(|o| o.chosen == o.best).count();
+    let q = quantiles(outcomes.iter().filter_map(|o| o.q_error));
     println!(
-        "| **all** | {n} | **{g:.3}** | **{:.2}** | {same} |",
+        "| **all** | {n} | **{g:.3}** | **{:.2}** | {same} | {q} |",
         worst.regret
     );
     println!(

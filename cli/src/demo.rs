@@ -445,8 +445,8 @@ fn show(
     };
     writeln!(
         out,
-        "  -> {how}: estimated {:.0} rows, returned {}, in {:.2} ms",
-        chosen.estimated_rows,
+        "  -> {how}: estimated {} rows, returned {}, in {:.2} ms",
+        strata::RowCount(chosen.estimated_rows),
         a.actual.rows_returned,
         a.total_time.as_secs_f64() * 1e3
     )?;

@@ -113,8 +113,8 @@ pub const MAX_KEY_BYTES: usize = strata_lsm::MAX_KEY_BYTES;
 pub const MAX_VALUE_BYTES: usize = strata_lsm::MAX_VALUE_BYTES;
 pub use strata_planner::{
     Access, Candidate, Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations,
-    Op, Order, Plan, Predicate, Projection, Query, Scope, SqlLiteral, TableStats, Value, ValueKind,
-    WrongKind,
+    Op, Order, Plan, Predicate, Projection, Query, RowCount, Scope, SqlLiteral, TableStats, Value,
+    ValueKind, WrongKind,
 };
 pub use table::{
     Analysis, BulkLoad, Change, Checkpoint, Db, DbSnapshot, ExecStats, Feed, FeedInfo, FeedOptions,

@@ -39,6 +39,23 @@ impl Bytes<'_> {
                 ][usize::from(self.byte() % 8)],
             ),
             4 => Value::Str(char::from(b'a' + self.byte() % 26).to_string()),
+            // Text dates, well-formed or not (month 13, day 0, a stray byte), with a time
+            // after some: the histogram places them by time when its bounds are dates.
+            5 if self.byte().is_multiple_of(2) => {
+                let (y, m, d) = (
+                    2019 + u32::from(self.byte() % 3),
+                    self.byte() % 14,
+                    self.byte() % 33,
+                );
+                let mut s = format!("{y:04}-{m:02}-{d:02}");
+                match self.byte() % 4 {
+                    0 => s.push_str(&format!(" {:02}:00:00", self.byte() % 25)),
+                    1 => s.truncate(usize::from(self.byte() % 10)),
+                    2 => s.push(char::from(self.byte() % 128)),
+                    _ => {}
+                }
+                Value::Str(s)
+            }
             _ => Value::Bool(self.byte().is_multiple_of(2)),
         }
     }

@@ -115,3 +115,60 @@ impl Serialize for Formula {
         serializer.collect_str(self)
     }
 }
+
+/// An estimated count of rows as a person reads it: whole numbers with thousands separated
+/// from 10 on (`46,087`, `176`), one decimal below 10 (`2.4`), two significant digits below 1
+/// (`0.38`, `0.00018`: a fraction of a row is what the statistics expect, not zero). EXPLAIN's
+/// JSON keeps the number itself.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RowCount(pub f64);
+
+impl std::fmt::Display for RowCount {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let x = self.0;
+        let text = if !x.is_finite() {
+            format!("{x}")
+        } else if x == 0.0 {
+            "0".to_string()
+        } else if x.abs() < 1.0 {
+            // Two significant digits: the decimals reach the second one.
+            let decimals = (1 - x.abs().log10().floor() as i32).clamp(1, 17) as usize;
+            format!("{x:.decimals$}")
+        } else if x.abs() < 10.0 {
+            format!("{x:.1}")
+        } else {
+            let digits = format!("{:.0}", x.abs());
+            let mut grouped = String::with_capacity(digits.len() + digits.len() / 3 + 1);
+            if x < 0.0 {
+                grouped.push('-');
+            }
+            for (i, c) in digits.chars().enumerate() {
+                if i > 0 && (digits.len() - i) % 3 == 0 {
+                    grouped.push(',');
+                }
+                grouped.push(c);
+            }
+            grouped
+        };
+        f.pad(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RowCount;
+
+    #[test]
+    fn rows_read_as_a_person_writes_them() {
+        let shown = |x: f64| RowCount(x).to_string();
+        assert_eq!(shown(14.576520767563146), "15");
+        assert_eq!(shown(46_087.4), "46,087");
+        assert_eq!(shown(1_234_567.0), "1,234,567");
+        assert_eq!(shown(176.0), "176");
+        assert_eq!(shown(2.44), "2.4");
+        assert_eq!(shown(0.38), "0.38");
+        assert_eq!(shown(0.000_183), "0.00018");
+        assert_eq!(shown(0.0), "0");
+        assert_eq!(format!("{:>8}", RowCount(1365.2)), "   1,365");
+    }
+}

@@ -45,6 +45,7 @@ pub mod value;
 
 pub use cost::CostModel;
 pub use field_map::FieldMap;
+pub use formula::RowCount;
 pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted};
 pub use plan::{
     Access, Candidate, Fetch, Formula, Plan, PlanError, choose, choose_observed, choose_to_run,

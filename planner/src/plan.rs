@@ -22,6 +22,7 @@ use serde::Serialize;
 use crate::cost::CostModel;
 use crate::field_map::FieldMap;
 pub use crate::formula::Formula;
+use crate::formula::RowCount;
 use crate::observe::{Dive, Observations, bound_fields, with_extremes};
 use crate::query::{Hint, IndexInfo, IndexState, Projection, Query, Scope, TableInfo};
 use crate::selectivity::{Constraints, Estimator, constraints};
@@ -265,7 +266,11 @@ fn describe(c: &Candidate) -> String {
 impl std::fmt::Display for Plan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         writeln!(f, "plan: {}", describe(&self.chosen))?;
-        writeln!(f, "estimated rows: {:.0}", self.chosen.estimated_rows)?;
+        writeln!(
+            f,
+            "estimated rows: {}",
+            RowCount(self.chosen.estimated_rows)
+        )?;
         writeln!(f, "why: {}", self.reason)?;
         for (index, dive) in &self.observed.dives {
             let how = if dive.complete { "all" } else { "at least" };
@@ -286,9 +291,9 @@ impl std::fmt::Display for Plan {
             let mark = if c == &self.chosen { "*" } else { " " };
             writeln!(
                 f,
-                " {mark} {:<24} reads {:>12.0}  cost {:>12.1} µs{}",
+                " {mark} {:<24} reads {:>12}  cost {:>12.1} µs{}",
                 describe(c),
-                c.rows_read,
+                RowCount(c.rows_read),
                 c.cost,
                 if c.stops_early {
                     "  (stops at LIMIT)"

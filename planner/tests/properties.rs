@@ -156,3 +156,67 @@ fn narrowing_an_in_list_to_one_value_does_not_raise_the_estimate() {
     let after = e.conjunction(&predicates);
     assert!(after <= before + 1e-12, "{before} -> {after}");
 }
+
+/// A text column's values: dates, or lower-case words (so that bucket bounds use a narrower
+/// alphabet than the probes).
+fn column_text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (2019u32..2022, 1u32..13, 1u32..29).prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}")),
+        "[a-k]{1,4}",
+    ]
+}
+
+/// Probes: dates (`YYYY-MM-DD`, some with a time), strings near dates, and short words.
+fn text() -> impl Strategy<Value = String> {
+    prop_oneof![
+        (2019u32..2022, 1u32..13, 1u32..29).prop_map(|(y, m, d)| format!("{y:04}-{m:02}-{d:02}")),
+        (
+            2019u32..2022,
+            1u32..13,
+            1u32..29,
+            0u32..24,
+            prop::sample::select(vec![' ', 'T'])
+        )
+            .prop_map(|(y, m, d, h, sep)| format!("{y:04}-{m:02}-{d:02}{sep}{h:02}:00:00")),
+        "20[0-9][0-9]-[0-9:x-]{0,6}",
+        "[a-zA-Z0-9~ -]{0,6}",
+        "[a-m]{0,3}[0-9~ !-]{0,2}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+
+    /// A range's estimate never falls as its upper end rises (nor rises as its lower end
+    /// does), whatever the strings: the histogram's placement inside a bucket is monotone.
+    #[test]
+    fn text_range_estimates_are_monotone_in_their_ends(
+        column in proptest::collection::vec(column_text(), 2..400),
+        mut ends in proptest::collection::vec(text(), 2..80),
+    ) {
+        let fields = vec!["s".to_string()];
+        let mut b = TableStatsBuilder::new(&fields, &[]);
+        for v in &column {
+            let value = Value::from(v.as_str());
+            b.add_row(|f| (f == "s").then_some(&value), 20);
+        }
+        let stats = b.finish();
+        let estimator = Estimator::new(&stats);
+        ends.sort();
+        let below: Vec<f64> = ends
+            .iter()
+            .map(|e| estimator.range("s", std::ops::Bound::Unbounded, std::ops::Bound::Excluded(&Value::from(e.as_str()))))
+            .collect();
+        for w in below.windows(2) {
+            prop_assert!(w[0] <= w[1] + 1e-12, "{ends:?}: {below:?}");
+        }
+        let above: Vec<f64> = ends
+            .iter()
+            .map(|e| estimator.range("s", std::ops::Bound::Included(&Value::from(e.as_str())), std::ops::Bound::Unbounded))
+            .collect();
+        for w in above.windows(2) {
+            prop_assert!(w[0] + 1e-12 >= w[1], "{ends:?}: {above:?}");
+        }
+        prop_assert!(below.iter().chain(&above).all(|s| s.is_finite() && (0.0..=1.0).contains(s)));
+    }
+}

@@ -4,8 +4,9 @@
 //! describes the rest.
 //!
 //! The fraction of the population below a value is the number of whole buckets below it
-//! plus a linear interpolation inside its bucket: numbers by value, strings and bytes by the
-//! eight bytes after the bucket bounds' common prefix.
+//! plus a linear interpolation inside its bucket: numbers by value, text dates by time,
+//! other strings and bytes by the bytes after the bucket bounds' common prefix
+//! ([`super::interpolate`]).
 
 use std::ops::Bound;
 
@@ -71,7 +72,7 @@ impl Histogram {
         // The bucket [bounds[i], bounds[i + 1]] holding value: bounds[i] < value.
         let i = self.bounds.partition_point(|b| b < value) - 1;
         let (lo, hi) = (&self.bounds[i], &self.bounds[i + 1]);
-        let within = interpolate(lo, hi, value);
+        let within = super::interpolate::within(lo, hi, value);
         Some(((i as f64 + within) / buckets).clamp(0.0, 1.0))
     }
 
@@ -85,33 +86,6 @@ impl Histogram {
         let high = below(upper, 1.0)?;
         Some((high - low).max(0.0))
     }
-}
-
-/// Where `value` sits between `lo` and `hi`, in [0, 1]; 0.5 when the values cannot be placed
-/// on a line.
-fn interpolate(lo: &Value, hi: &Value, value: &Value) -> f64 {
-    let as_bytes = |v: &Value| -> Option<Vec<u8>> {
-        match v {
-            Value::Str(s) => Some(s.as_bytes().to_vec()),
-            Value::Bytes(b) => Some(b.clone()),
-            _ => None,
-        }
-    };
-    let fraction = match (as_bytes(lo), as_bytes(hi), as_bytes(value)) {
-        (Some(lo), Some(hi), Some(value)) => {
-            let common = lo.iter().zip(&hi).take_while(|(a, b)| a == b).count();
-            let scalar =
-                |b: &[u8]| Value::Bytes(b.get(common..).unwrap_or(&[]).to_vec()).as_scalar();
-            ratio(scalar(&lo), scalar(&hi), scalar(&value))
-        }
-        _ => ratio(lo.as_scalar(), hi.as_scalar(), value.as_scalar()),
-    };
-    fraction.unwrap_or(0.5).clamp(0.0, 1.0)
-}
-
-fn ratio(lo: Option<f64>, hi: Option<f64>, value: Option<f64>) -> Option<f64> {
-    let (lo, hi, value) = (lo?, hi?, value?);
-    (hi > lo).then(|| (value - lo) / (hi - lo))
 }
 
 #[cfg(test)]

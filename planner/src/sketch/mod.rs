@@ -11,6 +11,7 @@
 mod heavy;
 mod histogram;
 mod hll;
+mod interpolate;
 mod reservoir;
 
 pub use heavy::HeavyHitters;

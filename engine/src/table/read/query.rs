@@ -52,10 +52,10 @@ impl std::fmt::Display for Analysis {
         writeln!(f, "  plan     {:>10.3} ms", ms(a.plan_time))?;
         writeln!(
             f,
-            "  read     {:>10.3} ms  {} rows or entries (estimated {:.0})",
+            "  read     {:>10.3} ms  {} rows or entries (estimated {})",
             ms(a.read_time),
             a.rows_read,
-            self.plan.chosen.rows_read
+            strata_planner::RowCount(self.plan.chosen.rows_read)
         )?;
         write!(
             f,
@@ -69,10 +69,10 @@ impl std::fmt::Display for Analysis {
         writeln!(f)?;
         writeln!(
             f,
-            "  filter   {:>10.3} ms  {} matched (estimated {:.0})",
+            "  filter   {:>10.3} ms  {} matched (estimated {})",
             ms(a.filter_time),
             a.rows_matched,
-            self.plan.chosen.estimated_rows
+            strata_planner::RowCount(self.plan.chosen.estimated_rows)
         )?;
         writeln!(f, "  sort     {:>10.3} ms", ms(a.sort_time))?;
         writeln!(
