@@ -110,10 +110,17 @@ pub fn check(data: &[u8]) {
         );
     }
     if input.byte().is_multiple_of(2) {
-        stats.prefixes.push(PrefixStats {
-            fields: vec!["a".into(), "b".into()],
-            distinct: f64::from(input.byte()) * 10.0,
-        });
+        let mut group =
+            PrefixStats::new(vec!["a".into(), "b".into()], f64::from(input.byte()) * 10.0);
+        // A most-common list of combinations, sorted or not, its frequencies in range or
+        // not: `validate` refuses what the estimates cannot use.
+        for _ in 0..input.byte() % 4 {
+            group
+                .most_common
+                .push((vec![input.value(), input.value()], input.fraction()));
+        }
+        group.complete = input.byte().is_multiple_of(2);
+        stats.prefixes.push(group);
     }
     let stored = stats.encode().expect("statistics encode");
     if stats.validate().is_ok() {

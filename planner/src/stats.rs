@@ -70,13 +70,51 @@ impl ColumnStats {
     }
 }
 
-/// Distinct count of a composite index prefix, e.g. `(town, last_name)`.
+/// A field group's statistics: a composite index prefix, e.g. `(town, last_name)`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PrefixStats {
     /// The fields, in index order.
     pub fields: Vec<String>,
     /// Distinct combinations of them (rows where any is NULL excluded).
     pub distinct: f64,
+    /// The most common combinations with their frequencies (fractions of all rows), sorted
+    /// by combination: PostgreSQL's multi-column MCV list (extended statistics). Correlated
+    /// fields (an airport and the airlines that serve it) are estimated from it instead of
+    /// from the fields' own frequencies multiplied. Empty in statistics written before it.
+    #[serde(default)]
+    pub most_common: Vec<(Vec<Value>, f64)>,
+    /// Every combination the rows hold is in `most_common`, with its exact frequency: a
+    /// combination that is not there does not occur.
+    #[serde(default)]
+    pub complete: bool,
+}
+
+impl PrefixStats {
+    /// A group's statistics with its distinct count only.
+    pub fn new(fields: Vec<String>, distinct: f64) -> Self {
+        PrefixStats {
+            fields,
+            distinct,
+            most_common: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// The frequency of a combination of the group's values, if it is a most-common one.
+    pub fn frequency_of(&self, values: &[Value]) -> Option<f64> {
+        self.most_common
+            .binary_search_by(|(v, _)| v.as_slice().cmp(values))
+            .ok()
+            .map(|at| self.most_common[at].1)
+    }
+
+    /// [`Self::frequency_of`] for borrowed values.
+    pub fn frequency_of_refs(&self, values: &[&Value]) -> Option<f64> {
+        self.most_common
+            .binary_search_by(|(v, _)| v.iter().cmp(values.iter().copied()))
+            .ok()
+            .map(|at| self.most_common[at].1)
+    }
 }
 
 /// One table's statistics.
@@ -136,6 +174,10 @@ pub enum StatsFault {
     /// A field group's distinct count is negative or not finite.
     #[error("a prefix distinct count out of range")]
     PrefixDistinct,
+    /// A field group's most-common combinations are out of range, of the wrong width, or not
+    /// sorted.
+    #[error("a field group's most-common combinations out of range or order")]
+    PrefixCommon,
     /// A statistics builder's sketches disagree with each other.
     #[error("a sketch's parts disagree with each other")]
     BuilderParts,
@@ -274,6 +316,18 @@ impl TableStats {
         }
         if self.prefixes.iter().any(|p| !count(p.distinct)) {
             return Err(StatsFault::PrefixDistinct);
+        }
+        for p in &self.prefixes {
+            let sum: f64 = p.most_common.iter().map(|(_, f)| f).sum();
+            let bad = p
+                .most_common
+                .iter()
+                .any(|(v, f)| !fraction(*f) || v.len() != p.fields.len())
+                || sum > 1.0 + 1e-9
+                || !p.most_common.windows(2).all(|w| w[0].0 < w[1].0);
+            if bad {
+                return Err(StatsFault::PrefixCommon);
+            }
         }
         Ok(())
     }
@@ -440,6 +494,11 @@ pub struct TableStatsBuilder {
     bytes: u64,
     columns: BTreeMap<String, ColumnBuilder>,
     prefixes: Vec<(Vec<String>, HyperLogLog)>,
+    /// Each prefix's combinations counted (keyed by their composite encoding), for its
+    /// most-common list. A prefix without one (a builder stored before they were kept, or
+    /// merged with such a one) gets no list.
+    #[serde(default)]
+    prefix_common: Vec<(Vec<String>, HeavyHitters)>,
     /// Heavy-hitter counters and sample rows of each column added.
     #[serde(default = "default_limits")]
     limits: (usize, usize),
@@ -478,6 +537,7 @@ impl TableStatsBuilder {
             bytes: 0,
             columns: BTreeMap::new(),
             prefixes: Vec::new(),
+            prefix_common: Vec::new(),
             limits: (
                 counters.clamp(1, MAX_SKETCH_CAPACITY),
                 sample.min(MAX_SKETCH_CAPACITY),
@@ -490,9 +550,19 @@ impl TableStatsBuilder {
         for prefix in prefixes.iter().filter(|p| p.len() >= 2) {
             if !builder.prefixes.iter().any(|(f, _)| f == prefix) {
                 builder.prefixes.push((prefix.clone(), HyperLogLog::new()));
+                let counters = HeavyHitters::new(builder.limits.0);
+                builder.prefix_common.push((prefix.clone(), counters));
             }
         }
         builder
+    }
+
+    /// This builder without counting its prefixes' combinations: no most-common list of
+    /// combinations (a table file's sketch, summed at every flush, skips that cost; `analyze`
+    /// keeps them).
+    pub fn without_group_counts(mut self) -> Self {
+        self.prefix_common.clear();
+        self
     }
 
     /// Starts keeping statistics for `field` unless it has them already or `limit` columns
@@ -531,6 +601,11 @@ impl TableStatsBuilder {
                 .prefixes
                 .iter()
                 .all(|(fields, hll)| fields.len() >= 2 && hll.is_valid())
+            && self.prefix_common.iter().all(|(fields, common)| {
+                common.is_valid()
+                    && common.seen() <= self.rows
+                    && self.prefixes.iter().any(|(f, _)| f == fields)
+            })
     }
 
     /// The stored form: `{"version": 1, "builder": …}` as JSON.
@@ -568,7 +643,7 @@ impl TableStatsBuilder {
             builder.add(field(name));
         }
         let buf = &mut self.scratch;
-        'prefix: for (fields, hll) in &mut self.prefixes {
+        'prefix: for (at, (fields, hll)) in self.prefixes.iter_mut().enumerate() {
             buf.clear();
             for name in fields.iter() {
                 match field(name) {
@@ -577,6 +652,22 @@ impl TableStatsBuilder {
                 }
             }
             hll.add_hash(crate::value::hash_bytes(buf));
+            // Usually at the same place as its prefix; the key borrows the buffer.
+            let common = match self.prefix_common.get_mut(at) {
+                Some((f, common)) if f == fields => Some(common),
+                _ => self
+                    .prefix_common
+                    .iter_mut()
+                    .find(|(f, _)| f == fields)
+                    .map(|(_, common)| common),
+            };
+            if let Some(common) = common {
+                let key = Value::Bytes(std::mem::take(buf));
+                common.add(&key);
+                if let Value::Bytes(bytes) = key {
+                    *buf = bytes;
+                }
+            }
         }
     }
 
@@ -591,6 +682,22 @@ impl TableStatsBuilder {
             match other.columns.get(name) {
                 Some(theirs) => mine.merge(theirs),
                 None => mine.add_missing(other.rows),
+            }
+        }
+        // A group's combinations are counted only where both sides counted them: a list
+        // missing one side's rows would misstate every frequency.
+        let empty = self.rows == 0;
+        self.prefix_common.retain(|(fields, _)| {
+            other.prefix_common.iter().any(|(f, _)| f == fields)
+                || !other.prefixes.iter().any(|(f, _)| f == fields)
+        });
+        for (fields, theirs) in &other.prefix_common {
+            match self.prefix_common.iter_mut().find(|(f, _)| f == fields) {
+                Some((_, mine)) => mine.merge(theirs),
+                None if empty || !self.prefixes.iter().any(|(f, _)| f == fields) => {
+                    self.prefix_common.push((fields.clone(), theirs.clone()));
+                }
+                None => {}
             }
         }
         self.rows += other.rows;
@@ -620,14 +727,87 @@ impl TableStatsBuilder {
             prefixes: self
                 .prefixes
                 .iter()
-                .map(|(fields, hll)| PrefixStats {
-                    fields: fields.clone(),
-                    distinct: hll.estimate().min(self.rows as f64),
+                .map(|(fields, hll)| {
+                    let distinct = hll.estimate().min(self.rows as f64);
+                    let common = self.prefix_common.iter().find(|(f, _)| f == fields);
+                    let (most_common, complete) = match common {
+                        Some((_, common)) => group_common(common, self.rows, distinct),
+                        None => (Vec::new(), false),
+                    };
+                    PrefixStats {
+                        fields: fields.clone(),
+                        distinct,
+                        most_common,
+                        complete,
+                    }
                 })
                 .collect(),
             collected_rows: 0,
         }
     }
+}
+
+/// A field group's most-common combinations from its counters: every one, with `complete`,
+/// when the counters never had to drop one (their counts are exact and whole); otherwise
+/// those PostgreSQL's rule keeps for a column ([`ColumnBuilder::finish`]), up to
+/// [`DEFAULT_MCV_LIMIT`]. Sorted by combination.
+fn group_common(common: &HeavyHitters, rows: u64, distinct: f64) -> (Vec<(Vec<Value>, f64)>, bool) {
+    let all = rows.max(1) as f64;
+    let complete = common.max_error() == 0;
+    let average = common.seen() as f64 / distinct.max(1.0);
+    let floor = (2 * common.max_error()).max(2) as f64;
+    let mut kept: Vec<(Vec<Value>, f64)> = common
+        .top()
+        .into_iter()
+        .filter(|(_, count)| complete || (*count as f64 >= floor && *count as f64 > 1.25 * average))
+        .take(if complete {
+            usize::MAX
+        } else {
+            DEFAULT_MCV_LIMIT
+        })
+        .filter_map(|(key, count)| match key {
+            Value::Bytes(bytes) => Some((decode_group(&bytes)?, count as f64 / all)),
+            _ => None,
+        })
+        .collect();
+    kept.sort_by(|a, b| a.0.cmp(&b.0));
+    kept.dedup_by(|a, b| a.0 == b.0);
+    (kept, complete)
+}
+
+/// The values of a composite encoding ([`Value::hash_into`] of each, concatenated).
+fn decode_group(mut bytes: &[u8]) -> Option<Vec<Value>> {
+    let mut values = Vec::new();
+    let take = |n: usize, bytes: &mut &[u8]| -> Option<Vec<u8>> {
+        let (head, rest) = bytes.split_at_checked(n)?;
+        *bytes = rest;
+        Some(head.to_vec())
+    };
+    while let Some((&tag, rest)) = bytes.split_first() {
+        bytes = rest;
+        let word = |bytes: &mut &[u8]| -> Option<[u8; 8]> {
+            let (head, rest) = bytes.split_at_checked(8)?;
+            *bytes = rest;
+            head.try_into().ok()
+        };
+        values.push(match tag {
+            0 => Value::Null,
+            1 => Value::Bool(take(1, &mut bytes)?[0] != 0),
+            2 => Value::Int(i64::from_le_bytes(word(&mut bytes)?)),
+            3 => Value::Float(f64::from_bits(u64::from_le_bytes(word(&mut bytes)?))),
+            4 | 5 => {
+                let len = usize::try_from(u64::from_le_bytes(word(&mut bytes)?)).ok()?;
+                let payload = take(len, &mut bytes)?;
+                if tag == 4 {
+                    Value::Str(String::from_utf8(payload).ok()?)
+                } else {
+                    Value::Bytes(payload)
+                }
+            }
+            _ => return None,
+        });
+    }
+    Some(values)
 }
 
 #[cfg(test)]
@@ -680,6 +860,101 @@ mod tests {
         );
         assert_eq!(stats.row_count, 100_000);
         assert!((stats.avg_row_bytes - 50.0).abs() < 1e-9);
+    }
+
+    /// `(airport, airline)`: each airport served by two airlines of its own (a correlated
+    /// pair), 90 % by the first.
+    fn flights(rows: i64) -> TableStats {
+        build((0..rows).map(|i| {
+            let airport = i % 100;
+            let airline = airport * 10 + i64::from((i / 100) % 10 == 0);
+            (Value::Int(airport), Value::Int(airline))
+        }))
+    }
+
+    #[test]
+    fn a_group_lists_its_combinations_whole_when_the_counters_hold_them() {
+        let stats = flights(100_000);
+        let group = &stats.prefixes[0];
+        assert!(group.complete, "200 combinations, 1,000 counters");
+        assert_eq!(group.most_common.len(), 200);
+        let at = |a: i64, b: i64| group.frequency_of(&[Value::Int(a), Value::Int(b)]);
+        assert_eq!(at(7, 70), Some(0.009));
+        assert_eq!(at(7, 71), Some(0.001));
+        assert_eq!(at(7, 72), None, "a pair that never occurs is not listed");
+        assert!(
+            group.most_common.windows(2).all(|w| w[0].0 < w[1].0),
+            "sorted"
+        );
+        let bytes = stats.encode().expect("encode");
+        assert_eq!(TableStats::decode(&bytes), Ok(stats));
+    }
+
+    #[test]
+    fn a_group_with_more_combinations_than_counters_lists_the_frequent_ones() {
+        // 5,000 pairs: the counters overflow; only the heavy pairs qualify.
+        let stats = build((0..100_000i64).map(|i| {
+            let pair = if i % 2 == 0 { 0 } else { i % 5_000 };
+            (Value::Int(pair % 50), Value::Int(pair))
+        }));
+        let group = &stats.prefixes[0];
+        assert!(!group.complete);
+        let heavy = group.frequency_of(&[Value::Int(0), Value::Int(0)]);
+        assert!(heavy.is_some_and(|f| (f - 0.5).abs() < 0.01), "{heavy:?}");
+        assert!(group.most_common.len() <= DEFAULT_MCV_LIMIT);
+    }
+
+    #[test]
+    fn merging_with_a_builder_that_kept_no_group_counts_drops_the_list() {
+        let fields = ["status".to_string(), "zip".to_string()];
+        let mut a = TableStatsBuilder::new(&fields, &[fields.to_vec()]);
+        let mut b = a.clone();
+        let (x, y) = (Value::Int(1), Value::Int(2));
+        for builder in [&mut a, &mut b] {
+            builder.add_row(|f| Some(if f == "status" { &x } else { &y }), 10);
+        }
+        let mut both = a.clone();
+        both.merge(&b);
+        assert_eq!(both.finish().prefixes[0].most_common.len(), 1);
+        // `b` as a builder stored before group counts existed.
+        b.prefix_common.clear();
+        assert!(b.is_valid());
+        a.merge(&b);
+        let merged = a.finish();
+        assert!(merged.prefixes[0].most_common.is_empty() && !merged.prefixes[0].complete);
+        assert_eq!(merged.row_count, 2);
+    }
+
+    #[test]
+    fn group_encodings_decode_to_their_values() {
+        let values = vec![
+            Value::Null,
+            Value::Bool(true),
+            Value::Int(-7),
+            Value::Float(2.5),
+            Value::from("Fürth"),
+            Value::Bytes(vec![0, 255]),
+        ];
+        let mut bytes = Vec::new();
+        for v in &values {
+            v.hash_into(&mut bytes);
+        }
+        assert_eq!(decode_group(&bytes), Some(values));
+        assert_eq!(decode_group(&bytes[..bytes.len() - 1]), None, "truncated");
+        assert_eq!(decode_group(&[9]), None, "unknown tag");
+    }
+
+    #[test]
+    fn unsorted_or_out_of_range_group_lists_are_refused() {
+        let mut stats = flights(1_000);
+        stats.prefixes[0].most_common.swap(0, 1);
+        assert_eq!(stats.validate(), Err(StatsFault::PrefixCommon));
+        let mut stats = flights(1_000);
+        stats.prefixes[0].most_common[0].1 = 1.5;
+        assert_eq!(stats.validate(), Err(StatsFault::PrefixCommon));
+        let mut stats = flights(1_000);
+        stats.prefixes[0].most_common[0].0.pop();
+        assert_eq!(stats.validate(), Err(StatsFault::PrefixCommon));
     }
 
     #[test]

@@ -159,10 +159,9 @@ fn case5_a_town_that_determines_its_zip_is_not_counted_twice() {
         ..ColumnStats::default()
     };
     let mut stats = stats_with(vec![("town", town), ("zip", zip)], 120.0);
-    stats.prefixes.push(PrefixStats {
-        fields: vec!["town".into(), "zip".into()],
-        distinct: 1_000.0,
-    });
+    stats
+        .prefixes
+        .push(PrefixStats::new(vec!["town".into(), "zip".into()], 1_000.0));
     let table = TableInfo::new(
         "customers",
         &["id"],

@@ -206,7 +206,8 @@ impl CollectorFactory for SketchFactory {
                 &prefixes,
                 FILE_COUNTERS,
                 FILE_SAMPLE_ROWS,
-            ),
+            )
+            .without_group_counts(),
         }))
     }
 }
