@@ -91,6 +91,17 @@ pub fn check(data: &[u8]) {
             left -= f;
             most_common.push((input.value(), f));
         }
+        // Frequent values past the list: sorted by value and within what is left, or not
+        // (`validate` refuses what the estimates cannot use).
+        let mut frequent = Vec::new();
+        for _ in 0..input.byte() % 4 {
+            let f = input.fraction() * left;
+            left -= f;
+            frequent.push((input.value(), f));
+        }
+        if input.byte().is_multiple_of(2) {
+            frequent.sort_by(|a, b| a.0.cmp(&b.0));
+        }
         let bounds: Vec<Value> = (0..input.byte() % 5).map(|_| input.value()).collect();
         let mut sorted = bounds.clone();
         sorted.sort();
@@ -100,6 +111,7 @@ pub fn check(data: &[u8]) {
                 null_fraction,
                 distinct: f64::from(input.byte()) * 10.0,
                 most_common,
+                frequent,
                 histogram: strata_planner::sketch::Histogram::from_bounds(sorted)
                     .unwrap_or_default(),
                 min: Some(input.value()),

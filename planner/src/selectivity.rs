@@ -218,16 +218,13 @@ impl<'a> Estimator<'a> {
         let Some(c) = self.column(field) else {
             return DEFAULT_EQ_SEL;
         };
-        if let Some(frequency) = c.frequency_of(value) {
+        if let Some(frequency) = c
+            .frequency_of(value)
+            .or_else(|| c.frequent_frequency_of(value))
+        {
             return clamp01(frequency);
         }
-        let rest = 1.0 - c.most_common_fraction() - c.null_fraction;
-        let others = (c.distinct - c.most_common.len() as f64).max(1.0);
-        let mut sel = rest / others;
-        if let Some(least) = c.most_common.iter().map(|(_, f)| *f).reduce(f64::min) {
-            sel = sel.min(least);
-        }
-        clamp01(sel)
+        self.unlisted_equal(c)
     }
 
     /// `field IN (values)`: the sum of the distinct values' equality selectivities.
@@ -285,7 +282,46 @@ impl<'a> Estimator<'a> {
             } else {
                 DEFAULT_INEQ_SEL
             });
-        clamp01((common + rest * fraction).min(1.0 - c.null_fraction))
+        // An included end that is not a most-common value (those are in `common`) holds at
+        // least what an equality on it keeps: `x BETWEEN 7 AND 7` is `x = 7`, where the
+        // histogram's share of a zero-width range is nothing (the regret bench's one-value
+        // ranges were estimated at 0 rows and returned 7 and 13). Monotone as the range
+        // widens: an end that becomes a most-common value adds at least as much to `common`
+        // as it takes from this floor (a non-listed value is never estimated above the least
+        // listed one).
+        let mut ends = 0;
+        for (at, bound) in [lower, upper].into_iter().enumerate() {
+            if let Bound::Included(v) = bound
+                && inside(v)
+                && c.frequency_of(v).is_none()
+                && !(at == 1 && lower == Bound::Included(v))
+            {
+                ends += 1;
+            }
+        }
+        let floor = (f64::from(ends) * self.unlisted_equal(c)).min(rest);
+        clamp01((common + (rest * fraction).max(floor)).min(1.0 - c.null_fraction))
+    }
+
+    /// What `field = v` keeps for a value `v` on neither of the field's lists: the rows
+    /// outside them shared among the values outside them, at most the least listed value's
+    /// frequency.
+    fn unlisted_equal(&self, c: &ColumnStats) -> f64 {
+        let frequent: f64 = c.frequent.iter().map(|(_, f)| f).sum();
+        let rest = 1.0 - c.most_common_fraction() - frequent - c.null_fraction;
+        let listed = (c.most_common.len() + c.frequent.len()) as f64;
+        let others = (c.distinct - listed).max(1.0);
+        let mut sel = rest / others;
+        let least = c
+            .most_common
+            .iter()
+            .chain(&c.frequent)
+            .map(|(_, f)| *f)
+            .reduce(f64::min);
+        if let Some(least) = least {
+            sel = sel.min(least);
+        }
+        clamp01(sel)
     }
 
     /// One field's constraint.
@@ -719,5 +755,28 @@ mod tests {
             chain > 0.0005,
             "about 98 rows of 100,000 for a pair that never occurs: {chain}"
         );
+    }
+
+    #[test]
+    fn a_one_value_range_is_estimated_as_the_value() {
+        let fields = ["uni".to_string()];
+        let mut b = crate::stats::TableStatsBuilder::new(&fields, &[]);
+        for i in 0..100_000i64 {
+            let v = Value::Int(i % 10_000);
+            b.add_row(|_| Some(&v), 10);
+        }
+        let stats = b.finish();
+        let e = Estimator::new(&stats);
+        let seven = Value::Int(3_202);
+        let point = e.range("uni", Bound::Included(&seven), Bound::Included(&seven));
+        let equal = e.equal("uni", &seven);
+        assert!((point - equal).abs() < 1e-12, "{point} against {equal}");
+        assert!(
+            (point * 100_000.0 - 10.0).abs() < 1.0,
+            "about 10 rows: {point}"
+        );
+        // Excluded ends hold nothing of their own: the histogram's share alone.
+        let open = e.range("uni", Bound::Excluded(&seven), Bound::Excluded(&seven));
+        assert!(open < 1e-9);
     }
 }

@@ -220,3 +220,43 @@ proptest! {
         prop_assert!(below.iter().chain(&above).all(|s| s.is_finite() && (0.0..=1.0).contains(s)));
     }
 }
+
+fn bound(v: i64, included: bool) -> std::ops::Bound<Value> {
+    if included {
+        std::ops::Bound::Included(Value::Int(v))
+    } else {
+        std::ops::Bound::Excluded(Value::Int(v))
+    }
+}
+
+fn as_ref(b: &std::ops::Bound<Value>) -> std::ops::Bound<&Value> {
+    b.as_ref()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Widening a range never lowers its estimate: ends moved out, or an excluded end
+    /// included (a one-value range `[x, x]` is estimated as `x` itself, and every wider range
+    /// at least as much).
+    #[test]
+    fn a_wider_range_is_never_estimated_below_a_narrower_one(
+        rows in rows(),
+        (a, b) in (-2i64..22, -2i64..22),
+        (grow_a, grow_b) in (0i64..4, 0i64..4),
+        (inc_a, inc_b, widen_a, widen_b) in (any::<bool>(), any::<bool>(), any::<bool>(), any::<bool>()),
+    ) {
+        let stats = stats_of(&rows);
+        let e = Estimator::new(&stats);
+        let narrow = (bound(a, inc_a), bound(b, inc_b));
+        let wide = (
+            bound(a - grow_a, inc_a || widen_a),
+            bound(b + grow_b, inc_b || widen_b),
+        );
+        for field in FIELDS {
+            let n = e.range(field, as_ref(&narrow.0), as_ref(&narrow.1));
+            let w = e.range(field, as_ref(&wide.0), as_ref(&wide.1));
+            prop_assert!(n <= w + 1e-12, "{field}: {narrow:?} {n} > {wide:?} {w}");
+        }
+    }
+}
