@@ -1,0 +1,371 @@
+//! Table and column statistics: what the selectivity estimates read.
+//!
+//! [`ColumnStats`] and [`TableStats`] are plain, serializable values — the catalog stores
+//! them ([`TableStats::encode`], versioned) and tests write them by hand. The builders feed
+//! rows through the sketches and can be merged (per shard, per table file) before
+//! [`TableStatsBuilder::finish`] turns them into statistics.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::sketch::Histogram;
+use crate::value::Value;
+
+/// The version [`TableStats::encode`] writes and [`TableStats::decode`] reads.
+pub const STATS_VERSION: u32 = 1;
+
+/// Most-common values kept per column (PostgreSQL's default statistics target).
+pub const DEFAULT_MCV_LIMIT: usize = 100;
+/// Histogram buckets per column (the same default).
+pub const DEFAULT_BUCKETS: usize = 100;
+/// Rows sampled per column for histograms (PostgreSQL: 300 × the statistics target).
+pub const DEFAULT_SAMPLE_ROWS: usize = 30_000;
+/// Heavy-hitter counters per column: ten per most-common slot, so a count is at most
+/// n / 1001 low.
+pub const DEFAULT_COUNTERS: usize = DEFAULT_MCV_LIMIT * 10;
+/// Most counters or sample rows a builder may have (a decoded one is refused above it).
+pub const MAX_SKETCH_CAPACITY: usize = 1 << 20;
+
+/// One column's statistics. Frequencies are fractions of all rows, nulls included.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ColumnStats {
+    /// Fraction of rows where the field is NULL or missing.
+    pub null_fraction: f64,
+    /// Distinct non-null values (estimated).
+    pub distinct: f64,
+    /// The most common values with their frequencies, most common first.
+    pub most_common: Vec<(Value, f64)>,
+    /// Values past the most-common list that the sample shows often, with their frequencies
+    /// (estimated from the sample), sorted by value: a long tail's next values (ranks 100
+    /// to 1,000 of a slowly falling distribution), which the most-common list's counters
+    /// cannot count and the average of the rest underestimates several times. Empty in
+    /// statistics written before it, and where no such value exists.
+    #[serde(default)]
+    pub frequent: Vec<(Value, f64)>,
+    /// Equi-depth histogram over the non-null values that are not most-common.
+    pub histogram: Histogram,
+    /// Smallest non-null value seen.
+    pub min: Option<Value>,
+    /// Largest non-null value seen.
+    pub max: Option<Value>,
+    /// Average encoded width of a non-null value, in bytes.
+    pub avg_width: f64,
+    /// How closely the column's order follows the primary key's: Pearson's correlation
+    /// between a row's place in key order and its value's rank, from −1 to 1 (PostgreSQL's
+    /// `pg_stats.correlation`). Near ±1 the rows an index range names lie together in the
+    /// table (a date in a table that grows in time order), so fetching them walks the table
+    /// like a scan; near 0 they are scattered. 0 where nothing measured it (`analyze` does,
+    /// for the leading field of each index; table-file sketches do not). Stored from
+    /// statistics version 1 on as an optional field: statistics written without it read as 0.
+    #[serde(default)]
+    pub correlation: f64,
+}
+
+impl ColumnStats {
+    /// The summed frequency of the most common values.
+    pub fn most_common_fraction(&self) -> f64 {
+        self.most_common.iter().map(|(_, f)| f).sum()
+    }
+
+    /// The frequency of `value` if it is a most-common value.
+    pub fn frequency_of(&self, value: &Value) -> Option<f64> {
+        self.most_common
+            .iter()
+            .find(|(v, _)| v == value)
+            .map(|(_, f)| *f)
+    }
+
+    /// The frequency of `value` if it is on the frequent list.
+    pub fn frequent_frequency_of(&self, value: &Value) -> Option<f64> {
+        self.frequent
+            .binary_search_by(|(v, _)| v.cmp(value))
+            .ok()
+            .map(|at| self.frequent[at].1)
+    }
+}
+
+/// A field group's statistics: a composite index prefix, e.g. `(town, last_name)`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PrefixStats {
+    /// The fields, in index order.
+    pub fields: Vec<String>,
+    /// Distinct combinations of them (rows where any is NULL excluded).
+    pub distinct: f64,
+    /// The most common combinations with their frequencies (fractions of all rows), sorted
+    /// by combination: PostgreSQL's multi-column MCV list (extended statistics). Correlated
+    /// fields (an airport and the airlines that serve it) are estimated from it instead of
+    /// from the fields' own frequencies multiplied. Empty in statistics written before it.
+    #[serde(default)]
+    pub most_common: Vec<(Vec<Value>, f64)>,
+    /// Every combination the rows hold is in `most_common`, with its exact frequency: a
+    /// combination that is not there does not occur.
+    #[serde(default)]
+    pub complete: bool,
+}
+
+impl PrefixStats {
+    /// A group's statistics with its distinct count only.
+    pub fn new(fields: Vec<String>, distinct: f64) -> Self {
+        PrefixStats {
+            fields,
+            distinct,
+            most_common: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// The frequency of a combination of the group's values, if it is a most-common one.
+    pub fn frequency_of(&self, values: &[Value]) -> Option<f64> {
+        self.most_common
+            .binary_search_by(|(v, _)| v.as_slice().cmp(values))
+            .ok()
+            .map(|at| self.most_common[at].1)
+    }
+
+    /// [`Self::frequency_of`] for borrowed values.
+    pub fn frequency_of_refs(&self, values: &[&Value]) -> Option<f64> {
+        self.most_common
+            .binary_search_by(|(v, _)| v.iter().cmp(values.iter().copied()))
+            .ok()
+            .map(|at| self.most_common[at].1)
+    }
+}
+
+/// One table's statistics.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableStats {
+    /// Rows in the table.
+    pub row_count: u64,
+    /// Average encoded record size in bytes.
+    pub avg_row_bytes: f64,
+    /// Per field.
+    pub columns: BTreeMap<String, ColumnStats>,
+    /// Per composite index prefix (two fields or more).
+    pub prefixes: Vec<PrefixStats>,
+    /// How many rows the distributions were collected from, when `row_count` has been
+    /// brought up to date since (0: the same as `row_count`). Rows beyond it are the ones
+    /// the statistics have not seen, which is what the ascending-key estimate needs.
+    #[serde(default)]
+    pub collected_rows: u64,
+}
+
+/// Encoding or decoding failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatsError {
+    /// Not a statistics record, or one whose values cannot be.
+    #[error("malformed statistics: {0}")]
+    Malformed(StatsFault),
+    /// Written by a newer version of Strata.
+    #[error("statistics of version {0}; this build reads version {STATS_VERSION}")]
+    UnknownVersion(u32),
+    /// Written by a build that stored a non-finite float (NaN, ±inf) as JSON `null`, so the
+    /// value is lost: the statistics are unknown and the table must be analysed again.
+    #[error("statistics written by an earlier build hold a non-finite float as null")]
+    LostFloat,
+    /// The statistics could not be encoded (nothing was stored).
+    #[error("statistics do not encode: {0}")]
+    Encode(JsonFault),
+}
+
+/// What is wrong with stored statistics.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StatsFault {
+    /// The bytes are not JSON of the stored shape.
+    #[error("{0}")]
+    Json(JsonFault),
+    /// The average row size is negative or not finite.
+    #[error("average row size")]
+    AverageRowSize,
+    /// A field's null fraction, distinct count, width, most-common frequencies or
+    /// correlation is out of its range.
+    #[error("column {field}: a fraction or count out of range")]
+    Column {
+        /// The field.
+        field: String,
+    },
+    /// A field group's distinct count is negative or not finite.
+    #[error("a prefix distinct count out of range")]
+    PrefixDistinct,
+    /// A field group's most-common combinations are out of range, of the wrong width, or not
+    /// sorted.
+    #[error("a field group's most-common combinations out of range or order")]
+    PrefixCommon,
+    /// A statistics builder's sketches disagree with each other.
+    #[error("a sketch's parts disagree with each other")]
+    BuilderParts,
+}
+
+/// Where JSON failed to parse, or why a value failed to encode (from `serde_json`'s error,
+/// kept as values so that the error stays comparable and cloneable).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{kind:?} error at line {line}, column {column}")]
+pub struct JsonFault {
+    /// What kind of failure.
+    pub kind: JsonFaultKind,
+    /// The line (1-based; 0 when not parsing).
+    pub line: usize,
+    /// The column (1-based; 0 when not parsing).
+    pub column: usize,
+}
+
+/// The kinds of JSON failure (`serde_json::error::Category`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JsonFaultKind {
+    /// Not syntactically JSON.
+    Syntax,
+    /// JSON of the wrong shape or values (a missing field, a wrong type).
+    Data,
+    /// The input ended too early.
+    Eof,
+    /// Reading or writing failed.
+    Io,
+}
+
+impl From<&serde_json::Error> for JsonFault {
+    fn from(error: &serde_json::Error) -> Self {
+        use serde_json::error::Category;
+        let kind = match error.classify() {
+            Category::Syntax => JsonFaultKind::Syntax,
+            Category::Data => JsonFaultKind::Data,
+            Category::Eof => JsonFaultKind::Eof,
+            Category::Io => JsonFaultKind::Io,
+        };
+        JsonFault {
+            kind,
+            line: error.line(),
+            column: error.column(),
+        }
+    }
+}
+
+fn malformed_json(error: serde_json::Error) -> StatsError {
+    StatsError::Malformed(StatsFault::Json(JsonFault::from(&error)))
+}
+
+fn encode_failed(error: serde_json::Error) -> StatsError {
+    StatsError::Encode(JsonFault::from(&error))
+}
+
+/// Whether `json` holds `{"Float": null}` anywhere: what builds before non-finite floats
+/// were stored by their bits wrote for NaN and ±inf.
+fn holds_lost_float(json: &serde_json::Value) -> bool {
+    match json {
+        serde_json::Value::Object(map) => map.iter().any(|(key, value)| {
+            (key == "Float" && map.len() == 1 && value.is_null()) || holds_lost_float(value)
+        }),
+        serde_json::Value::Array(items) => items.iter().any(holds_lost_float),
+        _ => false,
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    version: u32,
+    stats: serde_json::Value,
+}
+
+impl TableStats {
+    /// The distinct count recorded for exactly these fields in this order, if any.
+    pub fn prefix_distinct(&self, fields: &[String]) -> Option<f64> {
+        if let [field] = fields {
+            return self.columns.get(field).map(|c| c.distinct);
+        }
+        self.prefixes
+            .iter()
+            .find(|p| p.fields == fields)
+            .map(|p| p.distinct)
+    }
+
+    /// The bytes the catalog stores: `{"version": 1, "stats": …}` as JSON. Every value
+    /// round-trips exactly, non-finite floats included.
+    pub fn encode(&self) -> Result<Vec<u8>, StatsError> {
+        let stats = serde_json::to_value(self).map_err(encode_failed)?;
+        let stored = Stored {
+            version: STATS_VERSION,
+            stats,
+        };
+        serde_json::to_vec(&stored).map_err(encode_failed)
+    }
+
+    /// Reads what [`Self::encode`] wrote; refuses other versions and anything malformed,
+    /// including frequencies or counts that cannot be (negative, not finite, above 1).
+    /// Statistics an earlier build wrote with a non-finite float as `null` are
+    /// [`StatsError::LostFloat`]: the caller treats them as unknown and analyses again.
+    pub fn decode(bytes: &[u8]) -> Result<TableStats, StatsError> {
+        let stored: Stored = serde_json::from_slice(bytes).map_err(malformed_json)?;
+        if stored.version != STATS_VERSION {
+            return Err(StatsError::UnknownVersion(stored.version));
+        }
+        if holds_lost_float(&stored.stats) {
+            return Err(StatsError::LostFloat);
+        }
+        let stats: TableStats = serde_json::from_value(stored.stats).map_err(malformed_json)?;
+        stats.validate().map_err(StatsError::Malformed)?;
+        Ok(stats)
+    }
+
+    /// Checks the invariants the estimates rely on.
+    pub fn validate(&self) -> Result<(), StatsFault> {
+        let fraction = |x: f64| x.is_finite() && (0.0..=1.0).contains(&x);
+        let count = |x: f64| x.is_finite() && x >= 0.0;
+        let correlation = |x: f64| x.is_finite() && (-1.0..=1.0).contains(&x);
+        if !count(self.avg_row_bytes) {
+            return Err(StatsFault::AverageRowSize);
+        }
+        for (name, c) in &self.columns {
+            let bad = !fraction(c.null_fraction)
+                || !count(c.distinct)
+                || !count(c.avg_width)
+                || c.most_common.iter().any(|(_, f)| !fraction(*f))
+                || c.null_fraction + c.most_common_fraction() > 1.0 + 1e-9
+                || c.frequent.iter().any(|(_, f)| !fraction(*f))
+                || !c.frequent.windows(2).all(|w| w[0].0 < w[1].0)
+                || c.null_fraction
+                    + c.most_common_fraction()
+                    + c.frequent.iter().map(|(_, f)| f).sum::<f64>()
+                    > 1.0 + 1e-6
+                || !correlation(c.correlation);
+            if bad {
+                return Err(StatsFault::Column {
+                    field: name.clone(),
+                });
+            }
+        }
+        if self.prefixes.iter().any(|p| !count(p.distinct)) {
+            return Err(StatsFault::PrefixDistinct);
+        }
+        for p in &self.prefixes {
+            let sum: f64 = p.most_common.iter().map(|(_, f)| f).sum();
+            let bad = p
+                .most_common
+                .iter()
+                .any(|(v, f)| !fraction(*f) || v.len() != p.fields.len())
+                || sum > 1.0 + 1e-9
+                || !p.most_common.windows(2).all(|w| w[0].0 < w[1].0);
+            if bad {
+                return Err(StatsFault::PrefixCommon);
+            }
+        }
+        Ok(())
+    }
+
+    /// The rows the distributions were collected from.
+    pub fn collected_rows(&self) -> u64 {
+        if self.collected_rows == 0 {
+            self.row_count
+        } else {
+            self.collected_rows
+        }
+    }
+}
+
+mod builder;
+
+pub use builder::{ColumnBuilder, FREQUENT_LIMIT, FREQUENT_MIN_SAMPLED, TableStatsBuilder};
+
+#[cfg(test)]
+mod tests;
