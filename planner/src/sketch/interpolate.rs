@@ -208,21 +208,22 @@ fn strings(lo: &[u8], hi: &[u8], value: &[u8]) -> Option<f64> {
     }
     let base = f64::from(high - low) + 1.0;
     let place = |s: &[u8]| {
-        let mut sat = Saturated::No;
+        // Once a byte is above the range, it and every later one count at their most.
+        let mut above = false;
         let mut x = 0.0;
         let mut scale = 1.0;
         for k in 0..STRING_BYTES {
             scale /= base;
-            let digit = match (sat, s.get(k)) {
-                // Below the range: this byte and every later one at their least.
-                (Saturated::Low, _) | (Saturated::No, None) => break,
-                (Saturated::No, Some(&c)) if c < low => break,
-                (Saturated::High, _) => high,
-                (Saturated::No, Some(&c)) if c > high => {
-                    sat = Saturated::High;
+            let digit = match s.get(k) {
+                _ if above => high,
+                // Ended, or below the range: this byte and every later one at their least.
+                None => break,
+                Some(&c) if c < low => break,
+                Some(&c) if c > high => {
+                    above = true;
                     high
                 }
-                (Saturated::No, Some(&c)) => c,
+                Some(&c) => c,
             };
             x += f64::from(digit - low) * scale;
         }
