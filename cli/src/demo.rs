@@ -418,7 +418,12 @@ fn show(
         .projection
         .as_ref()
         .map_or("*".to_owned(), |f| f.join(", "));
-    let conditions: Vec<String> = query.predicates.iter().map(ToString::to_string).collect();
+    let conditions: Vec<String> = query
+        .predicates
+        .iter()
+        .map(ToString::to_string)
+        .chain(query.conditions.iter().map(|c| format!("({c})")))
+        .collect();
     writeln!(out, "{title}")?;
     writeln!(
         out,
@@ -442,6 +447,7 @@ fn show(
                 "then fetch each row"
             }
         ),
+        Access::Union { parts } => format!("a union of {} index or key reads", parts.len()),
     };
     writeln!(
         out,

@@ -112,9 +112,9 @@ pub const MAX_KEY_BYTES: usize = strata_lsm::MAX_KEY_BYTES;
 #[deprecated(since = "0.2.0", note = "use strata::lsm::MAX_VALUE_BYTES")]
 pub const MAX_VALUE_BYTES: usize = strata_lsm::MAX_VALUE_BYTES;
 pub use strata_planner::{
-    Access, Candidate, Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState, Observations,
-    Op, Order, Plan, Predicate, Projection, Query, RowCount, Scope, SqlLiteral, TableStats, Value,
-    ValueKind, WrongKind,
+    Access, Candidate, Condition, Consistency, CostModel, DIVE_LIMIT, Dive, Hint, IndexState,
+    Observations, Op, Order, PartEstimate, Plan, Predicate, Projection, Query, RowCount, Scope,
+    SqlLiteral, TableStats, UnionPart, Value, ValueKind, WrongKind,
 };
 pub use table::{
     Analysis, BulkLoad, Change, Checkpoint, Db, DbSnapshot, ExecStats, Feed, FeedInfo, FeedOptions,

@@ -8,6 +8,7 @@
 //! - [`sketch`]: HyperLogLog, heavy hitters, reservoir sample, equi-depth histogram —
 //!   mergeable, so per-shard or per-table-file statistics combine.
 //! - [`stats`]: `TableStats` and `ColumnStats`, their builders, and their stored form.
+//! - [`pattern`]: `LIKE` patterns: matching, their literal prefix as a key range.
 //! - [`selectivity`]: the fraction of rows a predicate or conjunction keeps.
 //! - [`field_map`]: what the planner knows of each field a query names.
 //! - [`cost`]: the cost model, formulas written out beside the constants.
@@ -36,6 +37,7 @@ pub mod cost;
 pub mod field_map;
 mod formula;
 pub mod observe;
+pub mod pattern;
 pub mod plan;
 pub mod query;
 pub mod selectivity;
@@ -48,12 +50,12 @@ pub use field_map::FieldMap;
 pub use formula::RowCount;
 pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted};
 pub use plan::{
-    Access, Candidate, Fetch, Formula, Plan, PlanError, choose, choose_observed, choose_to_run,
-    explain,
+    Access, Candidate, Fetch, Formula, PartEstimate, Plan, PlanError, UnionPart, choose,
+    choose_observed, choose_to_run, explain,
 };
 pub use query::{
-    Consistency, FieldList, Hint, IndexInfo, IndexState, Op, Order, Predicate, Projection, Query,
-    Scope, TableInfo,
+    Condition, Consistency, FieldList, Hint, IndexInfo, IndexState, Op, Order, Predicate,
+    Projection, Query, Scope, TableInfo,
 };
 pub use selectivity::Estimator;
 pub use stats::{

@@ -24,7 +24,9 @@ use crate::field_map::FieldMap;
 pub use crate::formula::Formula;
 use crate::formula::RowCount;
 use crate::observe::{Dive, Observations, bound_fields, with_extremes};
-use crate::query::{Hint, IndexInfo, IndexState, Projection, Query, Scope, TableInfo};
+use crate::query::{
+    Condition, Hint, IndexInfo, IndexState, Predicate, Projection, Query, Scope, TableInfo,
+};
 use crate::selectivity::{Constraints, Estimator, constraints};
 use crate::stats::TableStats;
 
@@ -55,6 +57,42 @@ pub enum Access {
         /// How records are fetched when not covering.
         fetch: Fetch,
     },
+    /// The rows of each member of an `OR`, read by the cheapest path for it, one member
+    /// after another: a row is returned by the first member it satisfies (each part skips
+    /// the rows of the parts before it), so none twice. Several parts may read one index
+    /// (several key ranges of it).
+    Union {
+        /// The parts, in the order they are read.
+        parts: Vec<UnionPart>,
+    },
+}
+
+/// One member of an `OR` read on its own ([`Access::Union`]).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UnionPart {
+    /// The member: the rows this part returns satisfy it.
+    pub condition: Condition,
+    /// The predicates its access path binds: the query's predicates and the member's.
+    pub predicates: Vec<Predicate>,
+    /// How it reaches them (a primary-key or index path).
+    pub access: Box<Access>,
+    /// The index, for an index path.
+    pub index: Option<String>,
+    /// Rows or entries it reads.
+    pub rows_read: f64,
+    /// Rows of the query it returns (before the parts before it take theirs).
+    pub estimated_rows: f64,
+    /// Its estimated cost in microseconds.
+    pub cost: f64,
+}
+
+/// What one part of a query's `WHERE` keeps, alone.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PartEstimate {
+    /// The part: the predicates on one field, or a condition with `OR`.
+    pub part: String,
+    /// The rows it keeps out of the table's.
+    pub rows: f64,
 }
 
 /// How an index plan fetches records.
@@ -102,6 +140,9 @@ pub struct Plan {
     pub reason: String,
     /// What was read from the indexes to sharpen the estimates (dives, true extremes).
     pub observed: Observations,
+    /// What each part of the `WHERE` keeps alone (empty for a plan made only to run).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub estimates: Vec<PartEstimate>,
 }
 
 /// The planner could not plan the query.
@@ -114,6 +155,12 @@ pub enum PlanError {
     /// A hint names an index that is not `Ready`.
     #[error("index {0:?} is not ready (still being built)")]
     IndexNotReady(String),
+    /// A union hint on a query with no `OR` whose every member binds the primary key or an
+    /// index.
+    #[error(
+        "no union to force: the query has no OR whose every member binds the primary key or a ready index"
+    )]
+    NoUnion,
     /// The cost constants are negative or not finite.
     #[error("cost constants must be finite and non-negative")]
     InvalidCostModel,
@@ -206,10 +253,19 @@ fn plan_with(
         let hinted = forced.as_deref() == Some(index.name.as_str());
         candidates.extend(planner.index(index, hinted));
     }
+    if matches!(query.hint, None | Some(Hint::Union)) {
+        candidates.extend(planner.unions());
+    }
     candidates.sort_by(|a, b| a.cost.total_cmp(&b.cost));
 
     let pick = match (&query.hint, &forced) {
         (Some(Hint::Scan), _) => candidates.iter().position(|c| c.plan == "scan"),
+        (Some(Hint::Union), _) => Some(
+            candidates
+                .iter()
+                .position(|c| c.plan == "union")
+                .ok_or(PlanError::NoUnion)?,
+        ),
         (_, Some(name)) => candidates
             .iter()
             .position(|c| c.index.as_deref() == Some(name.as_str())),
@@ -238,11 +294,17 @@ fn plan_with(
             None => format!("{} is the only candidate", describe(&chosen)),
         }
     };
+    let estimates = if reasoned {
+        planner.estimates()
+    } else {
+        Vec::new()
+    };
     Ok(Plan {
         chosen,
         candidates,
         reason,
         observed: observed.clone(),
+        estimates,
     })
 }
 
@@ -257,9 +319,17 @@ pub fn explain(
 }
 
 fn describe(c: &Candidate) -> String {
-    match &c.index {
+    match (&c.index, &c.access) {
+        (Some(index), _) => format!("index {index}"),
+        (None, Access::Union { parts }) => format!("union of {} parts", parts.len()),
+        (None, _) => c.plan.replace('_', " "),
+    }
+}
+
+fn describe_part(p: &UnionPart) -> String {
+    match &p.index {
         Some(index) => format!("index {index}"),
-        None => c.plan.replace('_', " "),
+        None => "primary key".to_owned(),
     }
 }
 
@@ -272,6 +342,9 @@ impl std::fmt::Display for Plan {
             RowCount(self.chosen.estimated_rows)
         )?;
         writeln!(f, "why: {}", self.reason)?;
+        for e in &self.estimates {
+            writeln!(f, "estimate: {} keeps {} rows", e.part, RowCount(e.rows))?;
+        }
         for (index, dive) in &self.observed.dives {
             let how = if dive.complete { "all" } else { "at least" };
             writeln!(
@@ -302,6 +375,20 @@ impl std::fmt::Display for Plan {
                 }
             )?;
             writeln!(f, "     {}", c.formula)?;
+            if let Access::Union { parts } = &c.access {
+                for (i, p) in parts.iter().enumerate() {
+                    writeln!(
+                        f,
+                        "     part {}: {} by {}: reads {}, keeps {}, cost {:.1} µs",
+                        i + 1,
+                        p.condition,
+                        describe_part(p),
+                        RowCount(p.rows_read),
+                        RowCount(p.estimated_rows),
+                        p.cost
+                    )?;
+                }
+            }
         }
         Ok(())
     }
@@ -346,7 +433,12 @@ impl<'a> Planner<'a> {
         let by_field = constraints(&query.predicates);
         let rows = rows as f64;
         let single = estimator.singles(&by_field);
-        let result = rows * estimator.combine(&by_field, &single);
+        let conditions: f64 = query
+            .conditions
+            .iter()
+            .map(|c| estimator.condition(c))
+            .product();
+        let result = rows * estimator.combine(&by_field, &single) * conditions;
         Planner {
             query,
             table,
@@ -532,9 +624,25 @@ impl<'a> Planner<'a> {
 
     fn scan_row_cost(&self) -> f64 {
         let m = self.model;
-        m.scan_row_us
-            + self.row_bytes * m.scan_byte_us
-            + self.query.predicates.len() as f64 * m.filter_us
+        m.scan_row_us + self.row_bytes * m.scan_byte_us + self.tests() * m.filter_us
+    }
+
+    /// How many predicates a row is tested on: the query's, and those of its conditions.
+    fn tests(&self) -> f64 {
+        let mut n = self.query.predicates.len();
+        for c in &self.query.conditions {
+            c.each_predicate(&mut |_| n += 1);
+        }
+        n as f64
+    }
+
+    /// Whether the query's `ORDER BY` is one `fields` provide (not only the absence of one).
+    fn ordered_by(&self, fields: &[String]) -> bool {
+        self.query
+            .order
+            .as_ref()
+            .is_some_and(|o| !o.fields.is_empty())
+            && self.provides_order(fields)
     }
 
     fn full_scan(&self) -> Candidate {
@@ -675,7 +783,9 @@ impl<'a> Planner<'a> {
 
     fn index(&self, index: &IndexInfo, hinted: bool) -> Option<Candidate> {
         let (bound, seeks, _) = self.bound_prefix(&index.fields);
-        if bound.is_empty() && !hinted {
+        // An index no predicate binds is read whole when it gives the query's order (read
+        // in order, filtered, stopped at the LIMIT), or when a hint names it.
+        if bound.is_empty() && !hinted && !self.ordered_by(&index.fields) {
             return None;
         }
         let m = self.model;
@@ -713,7 +823,8 @@ impl<'a> Planner<'a> {
                         .projection
                         .iter()
                         .flatten()
-                        .chain(self.query.predicates.iter().map(|p| &p.field))
+                        .map(String::as_str)
+                        .chain(self.query.tested_fields())
                         .all(|f| fields.clone().any(|c| c == f))
             }
         };
@@ -722,7 +833,8 @@ impl<'a> Planner<'a> {
             .predicates
             .iter()
             .filter(|p| !bound.contains(&p.field))
-            .count() as f64;
+            .count() as f64
+            + (self.tests() - self.query.predicates.len() as f64);
         let setup = seeks * m.seek_us;
         let ordered = self.provides_order(&index.fields);
         // In index order (covering, or fetching as the entries come), backwards for a
@@ -805,4 +917,122 @@ impl<'a> Planner<'a> {
                 .then(tail),
         })
     }
+
+    /// The unions: for each `OR` among the query's conditions (the first
+    /// [`MAX_UNIONS`]), its members each read by their cheapest primary-key or index path,
+    /// when every member has one.
+    fn unions(&self) -> Vec<Candidate> {
+        self.query
+            .conditions
+            .iter()
+            .take(MAX_UNIONS)
+            .filter_map(|c| match c {
+                Condition::Any(members) if (1..=MAX_UNION_PARTS).contains(&members.len()) => {
+                    self.union(members)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn union(&self, members: &[Condition]) -> Option<Candidate> {
+        let m = self.model;
+        let rows = self.rows as u64;
+        let mut parts = Vec::with_capacity(members.len());
+        let (mut run, mut read) = (0.0, 0.0);
+        for member in members {
+            let predicates: Vec<Predicate> = self
+                .query
+                .predicates
+                .iter()
+                .chain(member.conjuncts())
+                .cloned()
+                .collect();
+            // The part's path, costed as a query of its own: the query's predicates and the
+            // member's, testing the conditions as the query does.
+            let sub = Query {
+                predicates,
+                conditions: self.query.conditions.clone(),
+                projection: self.query.projection.clone(),
+                ..Query::default()
+            };
+            let planner = Planner::new(&sub, self.table, self.stats, rows, m, self.reasoned);
+            let best = planner
+                .primary_key()
+                .into_iter()
+                .chain(
+                    self.table
+                        .indexes
+                        .iter()
+                        .filter(|i| i.state == IndexState::Ready)
+                        .filter_map(|i| planner.index(i, false)),
+                )
+                .min_by(|a, b| a.cost.total_cmp(&b.cost))?;
+            // Its rows are counted out once, by the union.
+            let cost = sane(best.cost - planner.result * m.row_us);
+            let kept = Condition::All(
+                self.query
+                    .predicates
+                    .iter()
+                    .cloned()
+                    .map(Condition::Is)
+                    .chain([member.clone()])
+                    .collect(),
+            );
+            run += cost;
+            read += best.rows_read;
+            parts.push(UnionPart {
+                condition: member.clone(),
+                predicates: sub.predicates.clone(),
+                access: Box::new(best.access),
+                index: best.index,
+                rows_read: best.rows_read,
+                estimated_rows: sane(self.rows * self.estimator.condition(&kept)),
+                cost,
+            });
+        }
+        let ordered = self.query.order.is_none();
+        let (cost, stops_early, tail) = self.finish(0.0, run, ordered, true);
+        Some(Candidate {
+            plan: "union",
+            index: None,
+            access: Access::Union { parts },
+            rows_read: read,
+            estimated_rows: self.result,
+            cost,
+            stops_early,
+            formula: self.formula().text("parts ").number(run, 1).then(tail),
+        })
+    }
+
+    /// What each part of the `WHERE` keeps alone: the predicates on each field, and each
+    /// condition.
+    fn estimates(&self) -> Vec<PartEstimate> {
+        let mut out = Vec::new();
+        for (field, sel) in self.single.iter() {
+            let part: Vec<String> = self
+                .query
+                .predicates
+                .iter()
+                .filter(|p| p.field == field)
+                .map(ToString::to_string)
+                .collect();
+            out.push(PartEstimate {
+                part: part.join(" AND "),
+                rows: sane(self.rows * sel),
+            });
+        }
+        for c in &self.query.conditions {
+            out.push(PartEstimate {
+                part: format!("({c})"),
+                rows: sane(self.rows * self.estimator.condition(c)),
+            });
+        }
+        out
+    }
 }
+
+/// The most `OR`s of one query costed as unions.
+const MAX_UNIONS: usize = 4;
+/// The most members an `OR` read as a union may have (each is planned as a query).
+const MAX_UNION_PARTS: usize = 64;

@@ -22,7 +22,8 @@
 use std::ops::Bound;
 
 use crate::field_map::FieldMap;
-use crate::query::{Op, Predicate};
+use crate::pattern;
+use crate::query::{Condition, Op, Predicate};
 use crate::stats::{ColumnStats, PrefixStats, TableStats};
 use crate::value::Value;
 
@@ -35,6 +36,14 @@ pub const DEFAULT_INEQ_SEL: f64 = 1.0 / 3.0;
 /// A two-sided range on a field without statistics.
 /// TUNING: PostgreSQL's `DEFAULT_RANGE_INEQ_SEL` (selfuncs.h).
 pub const DEFAULT_RANGE_SEL: f64 = 0.005;
+/// `LIKE` on a field without statistics.
+/// TUNING: PostgreSQL's `DEFAULT_MATCH_SEL` (selfuncs.h).
+pub const DEFAULT_MATCH_SEL: f64 = 0.005;
+/// A histogram with this many bounds answers a pattern alone from the share of its bounds
+/// that match; with fewer, that share is blended with [`pattern::rest_selectivity`] by the
+/// bounds' count over it.
+/// TUNING: PostgreSQL's `patternsel_common` trusts `histogram_selectivity` from 100 entries.
+pub const PATTERN_BOUNDS: usize = 100;
 /// IS NULL on a field without statistics.
 /// TUNING: PostgreSQL's `DEFAULT_UNK_SEL` (selfuncs.h).
 pub const DEFAULT_NULL_SEL: f64 = 0.005;
@@ -52,8 +61,12 @@ pub struct Constraint {
     pub is_null: bool,
     /// `IS NOT NULL` was asked.
     pub not_null: bool,
-    /// Values the field must not equal (`!=`), sorted, without NULL. They bind no index.
+    /// Values the field must not equal (`!=`, `NOT IN`), sorted (NULL among them: a `NOT IN`
+    /// list with NULL, which nothing passes). They bind no index.
     pub excluded: Vec<Value>,
+    /// `LIKE` patterns (`false`) and `NOT LIKE` patterns (`true`) on the field. A `LIKE`'s
+    /// literal prefix is also part of the range (the whole literal, of the values).
+    pub patterns: Vec<(String, bool)>,
 }
 
 impl Constraint {
@@ -65,6 +78,7 @@ impl Constraint {
             is_null: false,
             not_null: false,
             excluded: Vec::new(),
+            patterns: Vec::new(),
         }
     }
 
@@ -87,7 +101,8 @@ impl Constraint {
         let only_null = !self.not_null
             && self.values.is_none()
             && !self.has_range()
-            && self.excluded.is_empty();
+            && self.excluded.is_empty()
+            && self.patterns.is_empty();
         only_null.then_some(&NULL_ONLY[..])
     }
 
@@ -139,6 +154,25 @@ impl Constraint {
                 self.excluded.sort();
                 self.excluded.dedup();
             }
+            Op::NotIn(vs) => {
+                self.excluded.extend(vs.iter().cloned());
+                self.excluded.sort();
+                self.excluded.dedup();
+            }
+            Op::Like(pattern) => {
+                let start = crate::pattern::prefix(pattern);
+                if start.whole {
+                    restrict(vec![Value::Str(start.text)]);
+                } else if !start.text.is_empty() {
+                    let upper = crate::pattern::successor(&start.text);
+                    self.tighten_lower(Bound::Included(Value::Str(start.text)));
+                    if let Some(upper) = upper {
+                        self.tighten_upper(Bound::Excluded(Value::Str(upper)));
+                    }
+                }
+                self.patterns.push((pattern.clone(), false));
+            }
+            Op::NotLike(pattern) => self.patterns.push((pattern.clone(), true)),
             Op::IsNull => self.is_null = true,
             Op::IsNotNull => self.not_null = true,
         }
@@ -326,13 +360,135 @@ impl<'a> Estimator<'a> {
 
     /// One field's constraint.
     pub fn constraint(&self, field: &str, constraint: &Constraint) -> f64 {
+        let base = self.constraint_without_patterns(field, constraint);
+        if constraint.patterns.is_empty() {
+            return base;
+        }
+        // A pattern tests text: NULL passes neither LIKE nor NOT LIKE.
+        let non_null = 1.0 - self.column(field).map_or(0.0, |c| clamp01(c.null_fraction));
+        let mut sel = base.min(non_null);
+        for (p, negated) in &constraint.patterns {
+            let matched = self.like(field, p);
+            sel = if *negated {
+                // The rows the rest keeps, less the pattern's share of the non-NULL ones.
+                sel * clamp01(1.0 - matched / non_null.max(f64::MIN_POSITIVE))
+            } else {
+                // The pattern's prefix is in the range already: the pattern alone, at most.
+                sel.min(matched)
+            };
+        }
+        clamp01(sel)
+    }
+
+    /// `field LIKE pattern` (PostgreSQL's `patternsel`): the most-common and frequent
+    /// values that match, exactly, plus the other rows times the share of text the pattern
+    /// keeps among them. That share is the histogram's: for a literal prefix, the prefix's
+    /// range (interpolated like any range) times the share of the bounds inside it that
+    /// match the whole pattern; for a pattern that starts with a wildcard, the share of all
+    /// bounds that match. Few bounds to judge by are blended with PostgreSQL's per-character
+    /// heuristic ([`pattern::rest_selectivity`]), and a share of none or all is kept half a
+    /// bound inside (0 matching bounds out of 100 is not proof that nothing matches).
+    pub fn like(&self, field: &str, p: &str) -> f64 {
+        let start = pattern::prefix(p);
+        if start.whole {
+            return self.equal(field, &Value::Str(start.text));
+        }
+        let Some(c) = self.column(field) else {
+            return DEFAULT_MATCH_SEL;
+        };
+        let matches = |v: &Value| v.as_str().is_some_and(|s| pattern::like(p, s));
+        let listed = c.most_common.iter().chain(&c.frequent);
+        let matched: f64 = listed
+            .clone()
+            .filter(|(v, _)| matches(v))
+            .map(|(_, f)| f)
+            .sum();
+        let listed: f64 = listed.map(|(_, f)| f).sum();
+        let rest = (1.0 - listed - c.null_fraction).max(0.0);
+        let heuristic = pattern::rest_selectivity(p);
+        let (lower, upper) = if start.text.is_empty() {
+            (Bound::Unbounded, Bound::Unbounded)
+        } else {
+            let upper = pattern::successor(&start.text).map(Value::Str);
+            (
+                Bound::Included(Value::Str(start.text.clone())),
+                upper.map_or(Bound::Unbounded, Bound::Excluded),
+            )
+        };
+        let (lower, upper) = (as_ref(&lower), as_ref(&upper));
+        let prefixed = if start.text.is_empty() {
+            1.0
+        } else {
+            c.histogram
+                .fraction_between(lower, upper)
+                .or_else(|| min_max_fraction(c, lower, upper))
+                .unwrap_or(DEFAULT_RANGE_SEL)
+        };
+        let inside: Vec<&Value> = c
+            .histogram
+            .bounds()
+            .iter()
+            .filter(|v| {
+                let above = match lower {
+                    Bound::Included(l) => *v >= l,
+                    _ => true,
+                };
+                let below = match upper {
+                    Bound::Excluded(u) => *v < u,
+                    _ => true,
+                };
+                above && below && v.as_str().is_some()
+            })
+            .collect();
+        let share = if inside.is_empty() {
+            heuristic
+        } else {
+            let n = inside.len() as f64;
+            let hits = inside.iter().filter(|v| matches(v)).count() as f64;
+            let seen = ((hits / n).max(0.5 / n)).min(1.0 - 0.5 / n).max(0.0);
+            let weight = (n / PATTERN_BOUNDS as f64).min(1.0);
+            weight * seen + (1.0 - weight) * heuristic
+        };
+        clamp01((matched + rest * prefixed * share).min(1.0 - c.null_fraction))
+    }
+
+    /// A condition with `AND` and `OR` (PostgreSQL's `clauselist_selectivity` and
+    /// `clauselist_selectivity_or`): the predicates ANDed at one level estimated together
+    /// as a conjunction (correlations and all), times each nested condition's; an `OR` as
+    /// independent events, `1 − Π (1 − sᵢ)`. (An `OR` of `=` and `IN` on one field is an
+    /// `IN` by then: [`crate::Query::filter_where`].)
+    pub fn condition(&self, condition: &Condition) -> f64 {
+        match condition {
+            Condition::Is(p) => self.conjunction([p]),
+            Condition::All(cs) => {
+                let leaves = cs.iter().filter_map(|c| match c {
+                    Condition::Is(p) => Some(p),
+                    _ => None,
+                });
+                let nested: f64 = cs
+                    .iter()
+                    .filter(|c| !matches!(c, Condition::Is(_)))
+                    .map(|c| self.condition(c))
+                    .product();
+                clamp01(self.conjunction(leaves) * nested)
+            }
+            Condition::Any(cs) => {
+                let none: f64 = cs.iter().map(|c| 1.0 - self.condition(c)).product();
+                clamp01(1.0 - none)
+            }
+        }
+    }
+
+    /// [`Estimator::constraint`] without its patterns.
+    fn constraint_without_patterns(&self, field: &str, constraint: &Constraint) -> f64 {
         let excluded = &constraint.excluded;
         if constraint.is_null {
             // NULL satisfies no comparison, nor IS NOT NULL.
             let compared = constraint.values.is_some()
                 || constraint.has_range()
                 || constraint.not_null
-                || !excluded.is_empty();
+                || !excluded.is_empty()
+                || !constraint.patterns.is_empty();
             return if compared { 0.0 } else { self.is_null(field) };
         }
         if excluded.iter().any(Value::is_null) {

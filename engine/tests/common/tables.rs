@@ -11,7 +11,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use strata::{
-    Db, Op, Predicate, Projection, Query, Record, TableBatch, Value, WriteOptions, record,
+    Condition, Db, Op, Predicate, Projection, Query, Record, TableBatch, Value, WriteOptions,
+    record,
 };
 
 use super::Rng;
@@ -72,7 +73,11 @@ pub fn random_predicate(rng: &mut Rng) -> Predicate {
         "sub" => Value::Int(rng.below(3) as i64),
         f => value(rng, f),
     };
-    let op = match rng.below(11) {
+    let patterns = [
+        "a%", "%b", "_", "a_", "%", "rare%", "c%n", "\\%", "ab", "", "%a%",
+    ];
+    let pattern = |rng: &mut Rng| patterns[rng.below(patterns.len() as u64) as usize].to_owned();
+    let op = match rng.below(14) {
         0 | 1 => Op::Eq(v(rng)),
         2 => Op::In((0..1 + rng.below(3)).map(|_| v(rng)).collect()),
         3 => Op::Lt(v(rng)),
@@ -85,9 +90,49 @@ pub fn random_predicate(rng: &mut Rng) -> Predicate {
         }
         8 => Op::Ne(v(rng)),
         9 => Op::IsNotNull,
+        10 => Op::NotIn((0..1 + rng.below(3)).map(|_| v(rng)).collect()),
+        11 => Op::Like(pattern(rng)),
+        12 => Op::NotLike(pattern(rng)),
         _ => Op::IsNull,
     };
     Predicate::new(field, op)
+}
+
+/// An `OR` of two or three members, each a predicate, two ANDed, or (rarely) an `OR` of two
+/// nested in an `AND`.
+pub fn random_condition(rng: &mut Rng) -> Condition {
+    let member = |rng: &mut Rng| match rng.below(6) {
+        0..=2 => Condition::Is(random_predicate(rng)),
+        3 | 4 => Condition::all([random_predicate(rng), random_predicate(rng)]),
+        _ => Condition::All(vec![
+            Condition::Is(random_predicate(rng)),
+            Condition::any([random_predicate(rng), random_predicate(rng)]),
+        ]),
+    };
+    Condition::Any((0..2 + rng.below(2)).map(|_| member(rng)).collect())
+}
+
+/// Whether the record passes `condition`, by [`satisfies`].
+pub fn holds(condition: &Condition, r: &Record) -> bool {
+    match condition {
+        Condition::Is(p) => satisfies(&p.op, r.value(&p.field)),
+        Condition::All(cs) => cs.iter().all(|c| holds(c, r)),
+        Condition::Any(cs) => cs.iter().any(|c| holds(c, r)),
+    }
+}
+
+/// SQL's `LIKE`, as documented: `%` any run, `_` one character, `\` escapes; by character,
+/// case-sensitive. A plain recursion over characters (not the executor's matcher).
+pub fn like(pattern: &[char], text: &[char]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some(('%', rest)) => (0..=text.len()).any(|i| like(rest, &text[i..])),
+        Some(('_', rest)) => !text.is_empty() && like(rest, &text[1..]),
+        Some(('\\', rest)) if !rest.is_empty() => {
+            text.first() == Some(&rest[0]) && like(&rest[1..], &text[1..])
+        }
+        Some((c, rest)) => text.first() == Some(c) && like(rest, &text[1..]),
+    }
 }
 
 pub fn brute_force(all: &BTreeMap<(i64, i64), Record>, q: &Query) -> Vec<Record> {
@@ -96,6 +141,7 @@ pub fn brute_force(all: &BTreeMap<(i64, i64), Record>, q: &Query) -> Vec<Record>
             q.predicates
                 .iter()
                 .all(|p| satisfies(&p.op, r.value(&p.field)))
+                && q.conditions.iter().all(|c| holds(c, r))
         })
         .map(|r| match &q.projection {
             Some(fields) => r.project(fields),
@@ -189,6 +235,15 @@ pub fn satisfies(op: &Op, value: &Value) -> bool {
         Op::Between(low, high) => {
             compare(low).is_some_and(Ordering::is_ge) && compare(high).is_some_and(Ordering::is_le)
         }
+        Op::NotIn(xs) => xs.iter().all(|x| compare(x).is_some_and(Ordering::is_ne)),
+        Op::Like(p) | Op::NotLike(p) => match value {
+            Value::Str(text) => {
+                let p: Vec<char> = p.chars().collect();
+                let text: Vec<char> = text.chars().collect();
+                like(&p, &text) == matches!(op, Op::Like(_))
+            }
+            _ => false,
+        },
     }
 }
 

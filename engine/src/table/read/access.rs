@@ -22,7 +22,7 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 
-use strata_planner::selectivity::{Constraint, Constraints};
+use strata_planner::selectivity::{Constraint, Constraints, constraints};
 use strata_planner::{Access, Consistency, Fetch, Op, Predicate, Query, Scope, Value};
 
 use crate::error::Result;
@@ -33,7 +33,7 @@ use crate::table::codec::key::{KeyFormat, prefix_successor};
 use crate::table::codec::row_reader::RowReader;
 use crate::table::db::{Db, Table, leading_value};
 use crate::table::read::stream::{
-    FIRST_FETCH_BATCH, KeyRanges, Mode, Source, Stream, merge_pending,
+    FIRST_FETCH_BATCH, KeyRanges, Mode, RowFilter, Source, Stream, merge_pending,
 };
 
 /// Most point lookups or ranges a query's `=`/`IN` lists expand to; beyond it the executor
@@ -58,6 +58,8 @@ pub(crate) fn access_order(table: &Table, access: &Access) -> Result<Option<Vec<
         Access::FullScan | Access::PrimaryKeyLookup { .. } | Access::PrimaryKeyRange { .. } => {
             Some(def.primary_key.clone())
         }
+        // One part after another: no order across them.
+        Access::Union { .. } => None,
         Access::Index { index, fetch, .. } => {
             let (_, ixdef) = table.index(index)?;
             (*fetch != Fetch::SortedByKey).then(|| {
@@ -133,6 +135,8 @@ pub(crate) struct StreamKit<'q> {
     pub(crate) by_field: &'q Constraints<'q>,
     pub(crate) timed: bool,
     pub(crate) reverse: bool,
+    /// What every stream tests on its records besides its predicates (`None`: nothing).
+    pub(crate) filter: Option<Arc<RowFilter>>,
 }
 
 impl StreamKit<'_> {
@@ -152,6 +156,34 @@ impl StreamKit<'_> {
                 covering,
                 fetch,
             } => self.index(db, index, bound_fields, *covering, *fetch, floors)?,
+            Access::Union { parts } => {
+                // Each part reads its own path for the query's predicates and its member's,
+                // and returns the rows that satisfy the member and no member before it.
+                let mut streams = Vec::new();
+                for (i, part) in parts.iter().enumerate() {
+                    let query = Arc::new(Query {
+                        predicates: part.predicates.clone(),
+                        ..Query::clone(self.query)
+                    });
+                    let by_field = constraints(&query.predicates);
+                    let filter = RowFilter {
+                        all: (self.query.conditions.iter())
+                            .chain([&part.condition])
+                            .cloned()
+                            .collect(),
+                        none: parts[..i].iter().map(|p| p.condition.clone()).collect(),
+                    };
+                    let kit = StreamKit {
+                        query: &query,
+                        by_field: &by_field,
+                        reverse: false,
+                        filter: Some(Arc::new(filter)),
+                        ..*self
+                    };
+                    streams.extend(kit.streams(db, &part.access, floors)?);
+                }
+                streams
+            }
         })
     }
 
@@ -204,6 +236,7 @@ impl StreamKit<'_> {
             stats: Default::default(),
             timed: self.timed,
             reverse: self.reverse,
+            filter: self.filter.clone(),
             done: false,
         }
     }
@@ -454,6 +487,8 @@ pub(crate) fn residual(
             Op::Eq(v) | Op::Ne(v) | Op::Lt(v) | Op::Le(v) | Op::Gt(v) | Op::Ge(v) => v.is_null(),
             Op::Between(a, b) => a.is_null() || b.is_null(),
             Op::In(vs) => vs.iter().any(Value::is_null),
+            // Never answered by a range: tested whatever binds their field.
+            Op::NotIn(_) | Op::Like(_) | Op::NotLike(_) => return false,
             Op::IsNull | Op::IsNotNull => false,
         };
         if with_null {
@@ -511,6 +546,8 @@ fn point_keys(
 /// index's entry must be re-derived from the row).
 fn row_reader(query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader {
     let tested: Vec<&str> = predicates.iter().map(|p| p.field.as_str()).collect();
+    // The conditions are tested on the built record: their fields are built too.
+    let conditioned = query.conditions.iter().flat_map(|c| c.fields());
     let recheck = matches!(
         mode,
         Mode::Index {
@@ -522,6 +559,7 @@ fn row_reader(query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader 
         Some(fields) if !recheck => {
             let mut kept = fields.clone();
             kept.extend(query.order.iter().flat_map(|o| o.fields.iter().cloned()));
+            kept.extend(conditioned.map(str::to_owned));
             Some(kept)
         }
         _ => None,

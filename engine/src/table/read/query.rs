@@ -404,5 +404,6 @@ fn lookup_plan(t: &Table, query: &Query, model: &CostModel) -> Option<Plan> {
         candidates: Vec::new(),
         reason: String::new(),
         observed: Observations::default(),
+        estimates: Vec::new(),
     })
 }

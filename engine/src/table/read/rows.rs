@@ -16,6 +16,7 @@ use crate::table::commit::resolver::ReadRange;
 use crate::table::db::{Db, Table};
 use crate::table::read::access::{Direction, StreamKit, access_order, direction};
 use crate::table::read::snapshot::DbSnapshot;
+use crate::table::read::stream::RowFilter;
 use crate::table::read::stream::{Mode, Source, Stream};
 
 /// What a query's execution did, for `explain_analyze`.
@@ -219,6 +220,12 @@ impl<'a> Rows<'a> {
             by_field: &by_field,
             timed,
             reverse: direction == Direction::Reverse,
+            filter: (!query.conditions.is_empty()).then(|| {
+                Arc::new(RowFilter {
+                    all: query.conditions.clone(),
+                    none: Vec::new(),
+                })
+            }),
         };
         let streams = kit.streams(&db, access, &floors)?;
         let read_ranges = if reading.record {

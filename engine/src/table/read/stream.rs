@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use strata_lsm::coding::compare_keys;
-use strata_planner::{Fetch, Predicate};
+use strata_planner::{Condition, Fetch, Predicate};
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
@@ -168,7 +168,27 @@ pub(crate) struct Stream {
     /// Read the source from its end backwards: the last range first, each from its upper
     /// bound down (a descending ORDER BY that the key or index order provides).
     pub(crate) reverse: bool,
+    /// What its records are tested on besides its predicates.
+    pub(crate) filter: Option<Arc<RowFilter>>,
     pub(crate) done: bool,
+}
+
+/// What a stream tests on each record besides its predicates: the query's conditions
+/// (`OR`s), and, for a part of a union, its member (`all`) and the members of the parts
+/// before it (`none`: a row one of those returned is not returned again).
+#[derive(Debug)]
+pub(crate) struct RowFilter {
+    pub(crate) all: Vec<Condition>,
+    pub(crate) none: Vec<Condition>,
+}
+
+impl RowFilter {
+    /// Whether `record` passes.
+    pub(crate) fn admits(&self, record: &Record) -> bool {
+        let value_of = |f: &str| record.value(f);
+        self.all.iter().all(|c| c.matches(&value_of))
+            && !self.none.iter().any(|c| c.matches(&value_of))
+    }
 }
 
 fn matches(record: &Record, predicates: &[Predicate]) -> bool {
@@ -230,10 +250,16 @@ impl Stream {
         if self.done {
             return Ok(None);
         }
-        let found = if self.timed {
-            self.pull_timed()?
-        } else {
-            self.pull()?
+        let found = loop {
+            let found = if self.timed {
+                self.pull_timed()?
+            } else {
+                self.pull()?
+            };
+            match (&found, &self.filter) {
+                (Some(record), Some(filter)) if !filter.admits(record) => continue,
+                _ => break found,
+            }
         };
         match &found {
             Some(_) => self.stats.rows_matched += 1,

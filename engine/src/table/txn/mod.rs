@@ -274,12 +274,7 @@ impl<'db> Transaction<'db> {
         whole.limit = None;
         let mut stored = Db::query_with(self.db.clone(), table, &whole, reading)?;
         self.reads.extend(stored.take_read_ranges());
-        let matches = |r: &Record| {
-            query
-                .predicates
-                .iter()
-                .all(|p| p.matches(r.value(&p.field)))
-        };
+        let matches = |r: &Record| query.admits(&|f| r.value(f));
         let mut out = Vec::new();
         for row in stored.by_ref() {
             let row = row?;
