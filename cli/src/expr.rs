@@ -1,11 +1,14 @@
 //! The `--where` language and literals.
 //!
 //! ```text
-//! expr      := condition (AND condition)*
+//! expr      := term (OR term)*
+//! term      := factor (AND factor)*
+//! factor    := NOT factor | ( expr ) | condition
 //! condition := field op literal            op: = != <> < <= > >=
-//!            | field IN ( literal, … )
-//!            | field BETWEEN literal AND literal
-//!            | field IS NULL
+//!            | field [NOT] IN ( literal, … )
+//!            | field [NOT] BETWEEN literal AND literal
+//!            | field [NOT] LIKE 'pattern'  % any run, _ one character, \ escapes
+//!            | field IS [NOT] NULL
 //! field     := a bare word (letters, digits, '_', '.'; not starting with a digit)
 //!            | `any text` in backquotes (a backquote inside is doubled)
 //! literal   := a number: -12, 3.5, 1e6 (integers are 64-bit; with '.' or an exponent, float)
@@ -13,12 +16,19 @@
 //!            | TRUE | FALSE
 //! ```
 //!
+//! `AND` binds tighter than `OR`, as in SQL; `NOT` is pushed down to the conditions
+//! (`NOT (a = 1 OR b < 2)` is `a != 1 AND b >= 2`), which keeps SQL's NULL rules: a NULL
+//! passes neither a condition nor its negation. Parentheses nest at most [`MAX_DEPTH`] deep.
+//!
 //! Keywords are case-insensitive. An unquoted word where a literal belongs is an error that
 //! says how to quote it, rather than a guess: `town = Seattle` might be a typo of a field.
 
 use std::fmt;
 
-use strata::{Op, Predicate, Value};
+use strata::{Condition, Op, Order, Predicate, Value};
+
+/// The deepest nesting of parentheses and `NOT`s an expression may have.
+pub const MAX_DEPTH: usize = 64;
 
 /// Why an expression does not parse: what was expected, and where (a 1-based character
 /// column of the expression).
@@ -220,6 +230,7 @@ pub fn number(text: &str) -> Option<Value> {
 struct Parser {
     tokens: Vec<(Tok, usize)>,
     at: usize,
+    depth: usize,
 }
 
 impl Parser {
@@ -259,7 +270,7 @@ impl Parser {
         match self.next() {
             (Tok::Field(f), _) => Ok(f),
             (Tok::Word(w), column) => {
-                if ["and", "in", "between", "is", "null", "not"]
+                if ["and", "or", "in", "between", "is", "null", "not", "like"]
                     .iter()
                     .any(|k| w.eq_ignore_ascii_case(k))
                 {
@@ -300,9 +311,22 @@ impl Parser {
         }
     }
 
-    fn condition(&mut self) -> Result<Predicate, ExprError> {
+    fn condition(&mut self) -> Result<Condition, ExprError> {
         let field = self.field()?;
         let column = self.column();
+        let negated = self.keyword("not");
+        if negated {
+            self.next();
+            if !(self.keyword("in") || self.keyword("between") || self.keyword("like")) {
+                return Err(error(
+                    self.column(),
+                    format!(
+                        "expected IN, BETWEEN or LIKE after NOT, found {}",
+                        self.peek()
+                    ),
+                ));
+            }
+        }
         let op = match self.next() {
             (Tok::Op(op), _) => {
                 let v = self.literal()?;
@@ -336,12 +360,29 @@ impl Parser {
                         }
                     }
                 }
-                Op::In(values)
+                if negated {
+                    Op::NotIn(values)
+                } else {
+                    Op::In(values)
+                }
             }
+            (Tok::Word(w), _) if w.eq_ignore_ascii_case("like") => match self.next() {
+                (Tok::Str(pattern), _) if negated => Op::NotLike(pattern),
+                (Tok::Str(pattern), _) => Op::Like(pattern),
+                (tok, column) => {
+                    return Err(error(
+                        column,
+                        format!("expected a quoted pattern after LIKE, found {tok}"),
+                    ));
+                }
+            },
             (Tok::Word(w), _) if w.eq_ignore_ascii_case("between") => {
                 let low = self.literal()?;
                 self.expect_keyword("AND")?;
                 let high = self.literal()?;
+                if negated {
+                    return Ok(Predicate::new(&field, Op::Between(low, high)).negate());
+                }
                 Op::Between(low, high)
             }
             (Tok::Word(w), _) if w.eq_ignore_ascii_case("is") => {
@@ -356,36 +397,144 @@ impl Parser {
                 return Err(error(
                     column,
                     format!(
-                        "expected an operator (= != < <= > >= IN BETWEEN IS NULL, IS NOT NULL) after {field}, \
-                         found {tok}"
+                        "expected an operator (= != < <= > >= IN BETWEEN LIKE IS NULL, IS NOT NULL) \
+                         after {field}, found {tok}"
                     ),
                 ));
             }
         };
-        Ok(Predicate::new(&field, op))
+        Ok(Condition::Is(Predicate::new(&field, op)))
+    }
+
+    /// `term (OR term)*`.
+    fn expr(&mut self) -> Result<Condition, ExprError> {
+        let mut members = vec![self.term()?];
+        while self.keyword("or") {
+            self.next();
+            members.push(self.term()?);
+        }
+        Ok(if members.len() == 1 {
+            members.pop().unwrap_or(Condition::Any(Vec::new()))
+        } else {
+            Condition::Any(members)
+        })
+    }
+
+    /// `factor (AND factor)*`.
+    fn term(&mut self) -> Result<Condition, ExprError> {
+        let mut members = vec![self.factor()?];
+        while self.keyword("and") {
+            self.next();
+            members.push(self.factor()?);
+        }
+        Ok(if members.len() == 1 {
+            members.pop().unwrap_or(Condition::All(Vec::new()))
+        } else {
+            Condition::All(members)
+        })
+    }
+
+    /// `NOT factor | ( expr ) | condition`.
+    fn factor(&mut self) -> Result<Condition, ExprError> {
+        if self.depth >= MAX_DEPTH {
+            return Err(error(
+                self.column(),
+                format!("parentheses and NOTs nest more than {MAX_DEPTH} deep"),
+            ));
+        }
+        if self.keyword("not") {
+            self.next();
+            self.depth += 1;
+            let inner = self.factor()?;
+            self.depth -= 1;
+            return Ok(inner.negate());
+        }
+        if *self.peek() == Tok::Open {
+            self.next();
+            self.depth += 1;
+            let inner = self.expr()?;
+            self.depth -= 1;
+            return match self.next() {
+                (Tok::Close, _) => Ok(inner),
+                (tok, column) => Err(error(column, format!("expected ')', found {tok}"))),
+            };
+        }
+        self.condition()
     }
 }
 
-/// Parses a `--where` expression into the predicates it joins with `AND`.
-pub fn parse_where(text: &str) -> Result<Vec<Predicate>, ExprError> {
+/// Parses a `--where` expression into its condition (`Query::filter_where` splits it into
+/// the query's predicates and conditions).
+pub fn parse_where(text: &str) -> Result<Condition, ExprError> {
     let mut parser = Parser {
         tokens: tokens(text)?,
         at: 0,
+        depth: 0,
     };
     if *parser.peek() == Tok::End {
         return Err(error(1, "the expression is empty"));
     }
-    let mut predicates = vec![parser.condition()?];
-    loop {
-        if *parser.peek() == Tok::End {
-            return Ok(predicates);
-        }
-        if parser.keyword("or") {
-            return Err(error(parser.column(), "OR is not supported; only AND"));
-        }
-        parser.expect_keyword("AND")?;
-        predicates.push(parser.condition()?);
+    let condition = parser.expr()?;
+    match parser.peek() {
+        Tok::End => Ok(condition),
+        Tok::Close => Err(error(parser.column(), "')' without its '('")),
+        tok => Err(error(
+            parser.column(),
+            format!("expected AND, OR or the end, found {tok}"),
+        )),
     }
+}
+
+/// Parses an `--order-by` argument as SQL writes it: `field [ASC|DESC]`, or several fields
+/// separated by commas going the same way (`year DESC, title DESC`; Strata orders every field
+/// of one query in one direction).
+pub fn parse_order_by(text: &str) -> Result<Order, ExprError> {
+    let mut parser = Parser {
+        tokens: tokens(text)?,
+        at: 0,
+        depth: 0,
+    };
+    if *parser.peek() == Tok::End {
+        return Err(error(1, "the order is empty"));
+    }
+    let mut fields = Vec::new();
+    let mut direction: Option<(bool, usize)> = None;
+    loop {
+        fields.push(parser.field()?);
+        let column = parser.column();
+        let descending = if parser.keyword("desc") {
+            parser.next();
+            true
+        } else {
+            if parser.keyword("asc") {
+                parser.next();
+            }
+            false
+        };
+        match direction {
+            Some((before, _)) if before != descending => {
+                return Err(error(
+                    column,
+                    "every field goes the same way: all ascending or all descending",
+                ));
+            }
+            _ => direction = Some((descending, column)),
+        }
+        match parser.next() {
+            (Tok::Comma, _) => continue,
+            (Tok::End, _) => break,
+            (tok, column) => {
+                return Err(error(
+                    column,
+                    format!("expected ASC, DESC, ',' or the end, found {tok}"),
+                ));
+            }
+        }
+    }
+    Ok(Order {
+        fields,
+        descending: direction.is_some_and(|(d, _)| d),
+    })
 }
 
 /// A key value given on the command line: a number is a number, a quoted string is the
@@ -412,10 +561,13 @@ mod tests {
     use super::*;
 
     fn parsed(text: &str) -> Vec<String> {
-        parse_where(text)
-            .unwrap_or_else(|e| panic!("{text}: {e}"))
+        let condition = parse_where(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        let query = strata::Query::default().filter_where(condition);
+        query
+            .predicates
             .iter()
             .map(ToString::to_string)
+            .chain(query.conditions.iter().map(|c| format!("({c})")))
             .collect()
     }
 
@@ -462,8 +614,48 @@ mod tests {
     }
 
     #[test]
+    fn or_parentheses_not_like_and_not_in_parse() {
+        assert_eq!(
+            parsed("a = 1 OR b = 2 AND c = 3"),
+            ["(a = 1 OR (b = 2 AND c = 3))"]
+        );
+        assert_eq!(
+            parsed("(a = 1 OR b = 2) AND c = 3"),
+            ["c = 3", "(a = 1 OR b = 2)"]
+        );
+        // An OR of equalities on one field is an IN.
+        assert_eq!(
+            parsed("origin = 'JFK' or origin = 'EWR' OR origin IN ('LGA')"),
+            ["origin IN ('JFK', 'EWR', 'LGA')"]
+        );
+        assert_eq!(
+            parsed("name LIKE 'Sea%' AND code NOT LIKE '\\_x' AND k NOT IN (1, 2)"),
+            [
+                "name LIKE 'Sea%'",
+                "code NOT LIKE '\\_x'",
+                "k NOT IN (1, 2)"
+            ]
+        );
+        // NOT goes down to the conditions.
+        assert_eq!(
+            parsed("NOT (a = 1 OR b < 2) AND NOT c IS NULL"),
+            ["a != 1", "b >= 2", "c IS NOT NULL"]
+        );
+        assert_eq!(
+            parsed("NOT (a = 1 AND b NOT LIKE 'x%')"),
+            ["(a != 1 OR b LIKE 'x%')"]
+        );
+        assert_eq!(
+            parsed("a NOT BETWEEN 1 AND 5 AND b = 2"),
+            ["b = 2", "(a < 1 OR a > 5)"]
+        );
+        assert_eq!(parsed("`or` = 1"), ["or = 1"]);
+    }
+
+    #[test]
     fn literals_keep_their_types() {
-        let p = parse_where("a = 7 AND b = '7' AND c = 7.0 AND d = 9223372036854775807").unwrap();
+        let c = parse_where("a = 7 AND b = '7' AND c = 7.0 AND d = 9223372036854775807").unwrap();
+        let p = strata::Query::default().filter_where(c).predicates;
         let values: Vec<&Op> = p.iter().map(|p| &p.op).collect();
         assert_eq!(
             values,
@@ -485,14 +677,33 @@ mod tests {
         );
         assert_eq!(failure("town = 'Seattle"), "at column 8: unclosed '");
         assert_eq!(
-            failure("age >= 30 OR age < 5"),
-            "at column 11: OR is not supported; only AND"
+            failure("age >= 30 age < 5"),
+            "at column 11: expected AND, OR or the end, found 'age'"
         );
+        assert_eq!(
+            failure("(a = 1"),
+            "at column 7: expected ')', found the end"
+        );
+        assert_eq!(failure("a = 1)"), "at column 6: ')' without its '('");
+        assert_eq!(
+            failure("a NOT = 1"),
+            "at column 7: expected IN, BETWEEN or LIKE after NOT, found '='"
+        );
+        assert_eq!(
+            failure("a LIKE 5"),
+            "at column 8: expected a quoted pattern after LIKE, found the number 5"
+        );
+        let deep = format!("{}a = 1{}", "(".repeat(100), ")".repeat(100));
+        assert_eq!(
+            failure(&deep),
+            "at column 65: parentheses and NOTs nest more than 64 deep"
+        );
+        assert!(failure(&"NOT ".repeat(10_000)).contains("nest more than 64 deep"));
         assert_eq!(failure(""), "at column 1: the expression is empty");
         assert_eq!(
             failure("age 30"),
-            "at column 5: expected an operator (= != < <= > >= IN BETWEEN IS NULL, IS NOT NULL) after age, \
-             found the number 30"
+            "at column 5: expected an operator (= != < <= > >= IN BETWEEN LIKE IS NULL, IS NOT NULL) \
+             after age, found the number 30"
         );
         assert_eq!(
             failure("a IN (1, 2"),
@@ -533,6 +744,7 @@ mod tests {
             "é = 'ü' AND 日本 != \"語\"",
             "a<=>b",
             "((((",
+            "NOT (a = 1 OR (b LIKE 'x%' AND c NOT IN (1, 'y'))) OR d NOT BETWEEN 1 AND 2",
             "- . + e",
         ];
         for s in samples {
@@ -542,6 +754,47 @@ mod tests {
                 let _ = parse_where(&prefix);
             }
         }
+    }
+
+    #[test]
+    fn an_order_is_fields_and_one_direction() {
+        let order = |text: &str| parse_order_by(text).unwrap_or_else(|e| panic!("{text}: {e}"));
+        assert_eq!(
+            order("distance desc"),
+            Order {
+                fields: vec!["distance".into()],
+                descending: true
+            }
+        );
+        assert_eq!(
+            order("o_orderdate"),
+            Order {
+                fields: vec!["o_orderdate".into()],
+                descending: false
+            }
+        );
+        assert_eq!(
+            order("year DESC, `the title` DESC"),
+            Order {
+                fields: vec!["year".into(), "the title".into()],
+                descending: true
+            }
+        );
+        assert_eq!(order("a ASC, b").fields, ["a", "b"]);
+        let failure = |text: &str| parse_order_by(text).unwrap_err().to_string();
+        assert_eq!(
+            failure("a DESC, b"),
+            "at column 10: every field goes the same way: all ascending or all descending"
+        );
+        assert_eq!(failure(""), "at column 1: the order is empty");
+        assert_eq!(
+            failure("a b"),
+            "at column 3: expected ASC, DESC, ',' or the end, found 'b'"
+        );
+        assert_eq!(
+            failure("a,"),
+            "at column 3: expected a field, found the end"
+        );
     }
 
     #[test]

@@ -13,7 +13,7 @@ use strata::{
     Db, Hint, IndexOptions, Maintenance, Options, Projection, Query, Record, Scope, StoreOptions,
     TableDef,
 };
-use strata_cli::expr::{key_literal, parse_where};
+use strata_cli::expr::{key_literal, parse_order_by, parse_where};
 use strata_cli::import::{self, ImportOptions};
 use strata_cli::output;
 use strata_cli::{demo, ops, wal};
@@ -287,10 +287,16 @@ enum IndexCommand {
 struct QueryArgs {
     /// The table.
     table: String,
-    /// Conditions joined by AND: `field op literal` with op one of = != < <= > >=,
-    /// `field IN (…)`, `field BETWEEN a AND b`, `field IS NULL`; strings in quotes.
+    /// Conditions joined by AND and OR, in parentheses, negated by NOT: `field op literal`
+    /// with op one of = != < <= > >=, `field [NOT] IN (…)`, `field [NOT] BETWEEN a AND b`,
+    /// `field [NOT] LIKE 'pattern'` (% any run, _ one character), `field IS [NOT] NULL`;
+    /// strings in quotes.
     #[arg(long = "where", value_name = "EXPR")]
     condition: Option<String>,
+    /// The order of the rows, as SQL writes it: `field`, `field DESC`, or several fields
+    /// going one way (`year DESC, title DESC`).
+    #[arg(long = "order-by", value_name = "ORDER")]
+    order_by: Option<String>,
     /// The fields to return (default: the whole record).
     #[arg(long, value_delimiter = ',')]
     select: Vec<String>,
@@ -310,8 +316,11 @@ struct QueryArgs {
     #[arg(long, value_name = "INDEX", conflicts_with = "scan")]
     use_index: Option<String>,
     /// Force a full scan.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "union")]
     scan: bool,
+    /// Force reading each member of an OR by its own key or index path.
+    #[arg(long, conflicts_with = "use_index")]
+    union: bool,
 }
 
 #[derive(Subcommand)]
@@ -816,7 +825,10 @@ fn run_query(db: &Db, args: &QueryArgs) -> Outcome {
     let def = db.table(&args.table).map_err(|e| e.to_string())?;
     let mut query = Query::default();
     if let Some(text) = &args.condition {
-        query.predicates = parse_where(text).map_err(|e| format!("--where: {e}"))?;
+        query.add_condition(parse_where(text).map_err(|e| format!("--where: {e}"))?);
+    }
+    if let Some(text) = &args.order_by {
+        query.order = Some(parse_order_by(text).map_err(|e| format!("--order-by: {e}"))?);
     }
     if !args.select.is_empty() {
         for field in &args.select {
@@ -829,6 +841,8 @@ fn run_query(db: &Db, args: &QueryArgs) -> Outcome {
         query.hint = Some(Hint::Index(index.clone()));
     } else if args.scan {
         query.hint = Some(Hint::Scan);
+    } else if args.union {
+        query.hint = Some(Hint::Union);
     }
     let json = matches!(args.format, OutputFormat::Json);
     if args.explain {

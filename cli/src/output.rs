@@ -250,13 +250,16 @@ struct PlanJson<'p> {
     estimated_rows: f64,
     cost: f64,
     reason: &'p str,
+    /// What each part of the `WHERE` keeps alone.
+    estimates: &'p [strata::PartEstimate],
     candidates: Vec<CandidateJson<'p>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     actual: Option<serde_json::Value>,
 }
 
-/// A plan as one JSON object: the chosen plan's `plan` (`scan`, `index` or `primary_key`),
-/// `index`, `estimated_rows` and `cost`, the `reason`, and every candidate with the same
+/// A plan as one JSON object: the chosen plan's `plan` (`scan`, `index`, `primary_key` or
+/// `union`), `index`, `estimated_rows` and `cost`, the `reason`, what each part of the
+/// `WHERE` keeps alone (`estimates`: `part` and `rows`), and every candidate with the same
 /// fields (and how it reads), cheapest first; with `analysis`, also what running it did
 /// (`actual`: counts, and times in milliseconds).
 pub fn plan_json(plan: &Plan, analysis: Option<&Analysis>) -> String {
@@ -266,6 +269,7 @@ pub fn plan_json(plan: &Plan, analysis: Option<&Analysis>) -> String {
         estimated_rows: plan.chosen.estimated_rows,
         cost: plan.chosen.cost,
         reason: &plan.reason,
+        estimates: &plan.estimates,
         candidates: plan.candidates.iter().map(CandidateJson::new).collect(),
         actual: analysis.map(actual_json),
     };

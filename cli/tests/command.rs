@@ -307,6 +307,90 @@ fn explain_prints_the_plan_and_every_candidate() {
 }
 
 #[test]
+fn or_like_not_in_and_order_by_from_the_command_line() {
+    let db = Db::new();
+    people(&db);
+    db.ok(&["index", "create", "people", "by_age", "--on", "age"]);
+    db.ok(&["analyze"]);
+    let ids = |args: &[&str]| -> Vec<i64> {
+        db.rows("people", args)
+            .iter()
+            .map(|r| r["id"].as_i64().expect("an id"))
+            .collect()
+    };
+    let or = "town = 'Ely' OR age < 40";
+    assert_eq!(ids(&["--where", or, "--order-by", "id"]), [1, 4]);
+    // Every way of reading it returns the same rows.
+    for forced in ["--scan", "--union"] {
+        assert_eq!(
+            ids(&["--where", or, "--order-by", "id desc", forced]),
+            [4, 1]
+        );
+    }
+    assert_eq!(
+        ids(&[
+            "--where",
+            "(town = 'Seattle' OR town = 'Ely') AND NOT name LIKE 'G%'"
+        ]),
+        [2, 4]
+    );
+    assert_eq!(
+        ids(&["--where", "name LIKE '_d%'", "--order-by", "id"]),
+        [1, 4]
+    );
+    assert_eq!(
+        ids(&["--where", "id NOT IN (1, 2)", "--order-by", "id"]),
+        [3, 4]
+    );
+    assert_eq!(
+        ids(&[
+            "--order-by",
+            "age DESC",
+            "--limit",
+            "2",
+            "--select",
+            "id,age"
+        ]),
+        [4, 2]
+    );
+    // The union's parts and each part of the WHERE show their estimates.
+    let text = db.ok(&["query", "people", "--where", or, "--union", "--explain"]);
+    assert!(text.starts_with("plan: union of 2 parts"), "{text}");
+    assert!(
+        text.contains("part 1: town = 'Ely' by index by_town"),
+        "{text}"
+    );
+    assert!(text.contains("part 2: age < 40 by index by_age"), "{text}");
+    assert!(
+        text.contains("estimate: (town = 'Ely' OR age < 40) keeps"),
+        "{text}"
+    );
+    let json: Json = serde_json::from_str(
+        db.ok(&[
+            "query",
+            "people",
+            "--where",
+            or,
+            "--union",
+            "--explain",
+            "--format",
+            "json",
+        ])
+        .trim(),
+    )
+    .expect("one JSON object");
+    assert_eq!(json["plan"], "union");
+    let union = json["candidates"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["plan"] == "union"))
+        .expect("the union among the candidates");
+    let parts = union["access"]["parts"].as_array().expect("parts");
+    assert_eq!(parts.len(), 2, "{json}");
+    assert!(parts[0]["estimated_rows"].as_f64().is_some(), "{json}");
+    assert!(json["estimates"][0]["rows"].as_f64().is_some(), "{json}");
+}
+
+#[test]
 fn a_malformed_line_is_reported_and_nothing_is_written() {
     let db = Db::new();
     db.ok(&["table", "create", "t", "--key", "id"]);
@@ -640,8 +724,16 @@ fn every_mistake_is_one_line_and_a_failure() {
             "--where: at column 8: expected a number or a quoted string, found Ely",
         ),
         (
-            &["query", "people", "--where", "town = 'Ely' OR id = 1"],
-            "OR is not supported",
+            &["query", "people", "--where", "town = 'Ely' OR"],
+            "--where: at column 16: expected a field, found the end",
+        ),
+        (
+            &["query", "people", "--order-by", "age desc, id"],
+            "--order-by: at column 13: every field goes the same way",
+        ),
+        (
+            &["query", "people", "--where", "id = 1", "--union"],
+            "no union to force",
         ),
         (
             &["query", "people", "--use-index", "nope"],
