@@ -11,8 +11,13 @@
 //!    (exponential). A keys-only index on each, one composite `(corr_a, corr_b)` index, and
 //!    `uni` also with an `Include(pad)` index. The table is analysed at three quarters loaded; the last
 //!    quarter's timestamps lie past what the statistics saw (the ascending-key case).
-//! 2. About 300 queries from a fixed seed: equalities on common and rare values, ranges of
-//!    widths from 0.01 % to 30 % of the rows, conjunctions, and some with `LIMIT`.
+//! 2. About 500 queries from a fixed seed: equalities on common and rare values, ranges of
+//!    widths from 0.01 % to 30 % of the rows, conjunctions, and some with `LIMIT`; and issue
+//!    48's query shapes: `OR`s (of two indexed fields, rare or common; of two ranges of one
+//!    index; with an unindexable member), `LIKE` (a month or ten days of the text date by
+//!    prefix, a year, a day of every year by a leading wildcard), `NOT IN` and `!=`, and
+//!    `ORDER BY … LIMIT` with a filter on another field (common or rare, ascending or
+//!    descending).
 //! 3. For each query, every candidate the planner lists is forced with its hint and timed:
 //!    one untimed run, then `REGRET_RUNS` runs (default 3) back to back, in the planner's
 //!    order and again in reverse; the fastest run is kept (what the plan costs when the
@@ -30,7 +35,10 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use strata::{Db, Hint, Options, Predicate, Projection, Query, Record, TableBatch, WriteOptions};
+use strata::{
+    Condition, Db, Hint, Options, Predicate, Projection, Query, Record, TableBatch, Value,
+    WriteOptions,
+};
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -274,6 +282,90 @@ fn queries(rows: i64) -> Vec<(&'static str, Query)> {
         let at = 100.0 * (10f64.powf(1.0 + 2.0 * i as f64 / 19.0)).ln();
         out.push(("float tail >", q().filter(Predicate::gt("amount", at))));
     }
+    for i in 0..30 {
+        let (a, b): (Predicate, Predicate) = match i % 5 {
+            // Two rare values of two indexed fields: a union of two index reads.
+            0 => (
+                Predicate::eq("uni", rng.below(VALUES as u64) as i64),
+                Predicate::eq("zipf", 1_000 + rng.below(9_000) as i64),
+            ),
+            // A common value with a rare one: the scan.
+            1 => (
+                Predicate::eq("half", "a"),
+                Predicate::eq("uni", rng.below(VALUES as u64) as i64),
+            ),
+            // Two ranges of one index.
+            2 => {
+                let low = rng.below((VALUES / 2) as u64) as i64;
+                let high = VALUES / 2 + rng.below((VALUES / 2 - 100) as u64) as i64;
+                let width = 1 + i as i64 * 3;
+                (
+                    Predicate::between("uni", low, low + width),
+                    Predicate::between("uni", high, high + width),
+                )
+            }
+            // A text date and a long-tailed value.
+            3 => (
+                Predicate::eq("day", text_date(rng.below(DAYS as u64) as i64)),
+                Predicate::eq("tail", 100 + rng.below(2_000) as i64),
+            ),
+            // The rare side of 90/10 or a correlated pair.
+            _ => (
+                Predicate::eq("ninety", "rare"),
+                Predicate::eq("corr_a", rng.below(100) as i64),
+            ),
+        };
+        out.push(("or", q().filter_where(Condition::any([a, b]))));
+    }
+    for i in 0..20 {
+        let start = rng.below((DAYS - 400) as u64) as i64;
+        let date = text_date(start);
+        let pattern = match i % 4 {
+            0 => format!("{}%", &date[..7]), // a month
+            1 => format!("{}%", &date[..9]), // ten days
+            2 => format!("{}%", &date[..4]), // a year
+            _ => format!("%{}", &date[4..]), // that day of every year
+        };
+        out.push(("like", q().filter(Predicate::like("day", &pattern))));
+    }
+    for i in 0..10 {
+        let query = match i % 3 {
+            0 => q().filter(Predicate::not_in("ninety", [Value::from("common")])),
+            1 => q()
+                .filter(Predicate::ne("half", "a"))
+                .filter(Predicate::eq("zipf", 1 + rng.below(50) as i64)),
+            _ => q().filter(Predicate::not_in(
+                "tail",
+                (0..5).map(|r| Value::Int(r + 1)).collect::<Vec<_>>(),
+            )),
+        };
+        out.push(("not in / !=", query));
+    }
+    for i in 0..20 {
+        let (filter, order, descending) = match i % 4 {
+            // A common filter: read the order's index and stop at the limit.
+            0 => (Predicate::eq("half", "a"), "ts", false),
+            // A rare filter: read its index and sort the few rows.
+            1 => (
+                Predicate::eq("zipf", 2_000 + rng.below(8_000) as i64),
+                "ts",
+                true,
+            ),
+            2 => (Predicate::eq("ninety", "rare"), "amount", true),
+            _ => {
+                let low = rng.below((VALUES - 20) as u64) as i64;
+                (
+                    Predicate::between("uni", low, low + 1 + i as i64),
+                    "day",
+                    false,
+                )
+            }
+        };
+        out.push((
+            "order by limit",
+            q().filter(filter).order_by([order], descending).limit(10),
+        ));
+    }
     for _ in 0..20 {
         let low = rng.below((VALUES - 50) as u64) as i64;
         out.push((
@@ -326,9 +418,10 @@ fn pass(db: &Db, name: &str, queries: &[(&'static str, Query)], runs: usize) -> 
                 let hint = match (&c.index, c.plan) {
                     (Some(ix), _) => Hint::Index(ix.clone()),
                     (None, "scan") => Hint::Scan,
+                    (None, "union") => Hint::Union,
                     _ => return None,
                 };
-                let label = c.index.clone().unwrap_or_else(|| "scan".into());
+                let label = c.index.clone().unwrap_or_else(|| c.plan.into());
                 Some((label, q.clone().hint(hint)))
             })
             .collect();
@@ -360,7 +453,7 @@ fn pass(db: &Db, name: &str, queries: &[(&'static str, Query)], runs: usize) -> 
             .into_iter()
             .map(|t| t.into_iter().fold(f64::INFINITY, f64::min))
             .collect();
-        let chosen_label = plan.chosen.index.clone().unwrap_or_else(|| "scan".into());
+        let chosen_label = (plan.chosen.index.clone()).unwrap_or_else(|| plan.chosen.plan.into());
         let Some(chosen) = forced.iter().position(|(l, _)| *l == chosen_label) else {
             continue;
         };
@@ -380,9 +473,18 @@ fn pass(db: &Db, name: &str, queries: &[(&'static str, Query)], runs: usize) -> 
                 .then(|| q_error(plan.chosen.estimated_rows, counts[chosen])),
         };
         csv.push_str(&format!(
-            "{},\"{:?}\",{},{},{:.1},{:.1},{:.3},{:.1},{},{:.2}\n",
+            "{},\"{}\",{},{},{:.1},{:.1},{:.3},{:.1},{},{:.2}\n",
             outcome.distribution,
-            q.predicates,
+            format!(
+                "{}{}",
+                q.condition(),
+                q.order.as_ref().map_or(String::new(), |o| format!(
+                    " ORDER BY {}{}",
+                    o.fields.join(", "),
+                    if o.descending { " DESC" } else { "" }
+                ))
+            )
+            .replace('"', "'"),
             outcome.chosen,
             outcome.best,
             outcome.chosen_us,

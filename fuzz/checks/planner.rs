@@ -1,6 +1,11 @@
-//! Checks for the `planner` fuzz target: arbitrary bytes become statistics, a table and a
-//! query, and `choose` must hold its promises — no panic, estimates within the table, finite
-//! non-negative costs, the cheapest candidate chosen. Bytes starting with `{` are fed to
+//! Checks for the `planner` fuzz target: arbitrary bytes become statistics, a table, a few
+//! rows and a query (with `OR`s nesting `AND`s, `LIKE`, `NOT IN`, `!=`, `ORDER BY`), and
+//! `choose` must hold its promises — no panic, estimates (of candidates, union parts and
+//! each part of the `WHERE`) finite and within the table, finite non-negative costs, the
+//! cheapest candidate chosen — and every candidate must return the rows a scan returns: the
+//! rows its access path reads (those whose values lie in the key ranges its bound fields
+//! give, as the executor builds them; for a union, each part's less the parts' before it)
+//! that pass the query. Bytes starting with `{` are fed to
 //! `TableStats::decode` instead, which must refuse or accept them without panicking and
 //! accept only statistics that validate. Values include NaN of both signs, ±inf and -0.0,
 //! and the statistics made from them must round-trip through their stored form exactly.
@@ -62,6 +67,113 @@ impl Bytes<'_> {
 }
 
 const FIELDS: [&str; 4] = ["a", "b", "c", "d"];
+
+/// A `LIKE` pattern of a few pieces: letters, wildcards, an escape, a date's digits.
+fn pattern(input: &mut Bytes<'_>) -> String {
+    let pieces = ["a", "b", "%", "_", "\\", "2", "-", "0"];
+    (0..input.byte() % 5)
+        .map(|_| pieces[usize::from(input.byte()) % pieces.len()])
+        .collect()
+}
+
+fn predicate(input: &mut Bytes<'_>) -> Predicate {
+    let field = FIELDS[usize::from(input.byte()) % 4];
+    let op = match input.byte() % 13 {
+        0 => Op::Eq(input.value()),
+        1 => Op::In((0..input.byte() % 5).map(|_| input.value()).collect()),
+        2 => Op::Lt(input.value()),
+        3 => Op::Le(input.value()),
+        4 => Op::Gt(input.value()),
+        5 => Op::Ge(input.value()),
+        6 => Op::Between(input.value(), input.value()),
+        7 => Op::Ne(input.value()),
+        8 => Op::IsNotNull,
+        9 => Op::NotIn((0..input.byte() % 4).map(|_| input.value()).collect()),
+        10 => Op::Like(pattern(input)),
+        11 => Op::NotLike(pattern(input)),
+        _ => Op::IsNull,
+    };
+    Predicate::new(field, op)
+}
+
+/// A condition nesting `AND` and `OR` up to `depth` deep.
+fn condition(input: &mut Bytes<'_>, depth: u8) -> Condition {
+    match input.byte() % 4 {
+        0 | 1 if depth > 0 => {
+            let members = (0..1 + input.byte() % 3)
+                .map(|_| condition(input, depth - 1))
+                .collect();
+            if input.byte().is_multiple_of(2) {
+                Condition::Any(members)
+            } else {
+                Condition::All(members)
+            }
+        }
+        _ => Condition::Is(predicate(input)),
+    }
+}
+
+/// Whether the executor reads `row` along the ranges `bound` gives (`docs/formats/keys.md`:
+/// the key code is order-preserving, so a range holds exactly the values between its ends):
+/// each field bound to values holds one of them, the range field after them lies in the
+/// range (never NULL: a comparison's range starts after it).
+fn read(row: &[Value], bound: &[String], by_field: &selectivity::Constraints<'_>) -> bool {
+    for field in bound {
+        let v = &row[FIELDS
+            .iter()
+            .position(|f| f == field)
+            .expect("a known field")];
+        let Some(c) = by_field.get(field) else {
+            return true;
+        };
+        match c.key_values() {
+            Some(values) => {
+                if !values.iter().any(|x| x.cmp(v).is_eq()) {
+                    return false;
+                }
+            }
+            None => return !v.is_null() && c.in_range(v),
+        }
+    }
+    true
+}
+
+/// The rows (by place) a candidate's `access` returns for `query`.
+fn run(access: &Access, query: &Query, table: &TableInfo, rows: &[Vec<Value>]) -> Vec<usize> {
+    let passes = |row: &Vec<Value>, q: &Query| {
+        q.admits(&|f: &str| &row[FIELDS.iter().position(|x| *x == f).unwrap_or(0)])
+    };
+    let by_field = selectivity::constraints(&query.predicates);
+    let bound: &[String] = match access {
+        Access::FullScan => &[],
+        Access::PrimaryKeyLookup { .. } => &table.primary_key,
+        Access::PrimaryKeyRange { bound_fields } | Access::Index { bound_fields, .. } => {
+            bound_fields
+        }
+        Access::Union { parts } => {
+            let mut out = Vec::new();
+            for (i, part) in parts.iter().enumerate() {
+                let sub = Query {
+                    predicates: part.predicates.clone(),
+                    ..query.clone()
+                };
+                for r in run(&part.access, &sub, table, rows) {
+                    let value_of =
+                        |f: &str| &rows[r][FIELDS.iter().position(|x| *x == f).unwrap_or(0)];
+                    let earlier = parts[..i].iter().any(|p| p.condition.matches(&value_of));
+                    if part.condition.matches(&value_of) && !earlier {
+                        out.push(r);
+                    }
+                }
+            }
+            out.sort_unstable();
+            return out;
+        }
+    };
+    (0..rows.len())
+        .filter(|&r| read(&rows[r], bound, &by_field) && passes(&rows[r], query))
+        .collect()
+}
 
 pub fn check(data: &[u8]) {
     if data.first() == Some(&b'{') {
@@ -160,20 +272,14 @@ pub fn check(data: &[u8]) {
     table.shards = u32::from(input.byte() % 8) + 1;
     let mut query = Query::default();
     for _ in 0..input.byte() % 6 {
+        query.predicates.push(predicate(&mut input));
+    }
+    for _ in 0..input.byte() % 3 {
+        query.add_condition(condition(&mut input, 3));
+    }
+    if input.byte().is_multiple_of(3) {
         let field = FIELDS[usize::from(input.byte()) % 4];
-        let op = match input.byte() % 10 {
-            0 => Op::Eq(input.value()),
-            1 => Op::In((0..input.byte() % 5).map(|_| input.value()).collect()),
-            2 => Op::Lt(input.value()),
-            3 => Op::Le(input.value()),
-            4 => Op::Gt(input.value()),
-            5 => Op::Ge(input.value()),
-            6 => Op::Between(input.value(), input.value()),
-            7 => Op::Ne(input.value()),
-            8 => Op::IsNotNull,
-            _ => Op::IsNull,
-        };
-        query.predicates.push(Predicate::new(field, op));
+        query = query.order_by([field], input.byte().is_multiple_of(2));
     }
     if input.byte().is_multiple_of(2) {
         query.limit = Some(u64::from(input.byte()));
@@ -186,11 +292,30 @@ pub fn check(data: &[u8]) {
         Err(e) => panic!("an unhinted query must plan: {e}"),
     };
     let rows = stats.row_count as f64;
+    let within = |x: f64| x.is_finite() && x >= 0.0 && x <= rows + 1e-6;
     for c in &plan.candidates {
         assert!(c.cost.is_finite() && c.cost >= 0.0, "{c:?}");
-        assert!(
-            c.estimated_rows >= 0.0 && c.estimated_rows <= rows + 1e-6,
-            "{c:?}"
+        assert!(within(c.estimated_rows), "{c:?}");
+        if let Access::Union { parts } = &c.access {
+            for p in parts {
+                assert!(within(p.estimated_rows), "{p:?}");
+                assert!(p.cost.is_finite() && p.cost >= 0.0, "{p:?}");
+            }
+        }
+    }
+    for e in &plan.estimates {
+        assert!(within(e.rows), "{e:?}");
+    }
+    // Every candidate returns the scan's rows, on rows the statistics need not describe.
+    let table_rows: Vec<Vec<Value>> = (0..input.byte() % 24)
+        .map(|_| FIELDS.iter().map(|_| input.value()).collect())
+        .collect();
+    let scanned = run(&Access::FullScan, &query, &table, &table_rows);
+    for c in &plan.candidates {
+        assert_eq!(
+            run(&c.access, &query, &table, &table_rows),
+            scanned,
+            "{c:?} on {table_rows:?} for {query:?}"
         );
     }
     let least = plan

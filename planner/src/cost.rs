@@ -115,6 +115,20 @@ impl CostModel {
         self.sort_row_us * rows * rows.log2()
     }
 
+    /// Sorting `rows` for the first `limit` of them (`None`: all): [`CostModel::sort`] when
+    /// the limit keeps them all, else a selection of the first `limit` (about two
+    /// comparisons a row) and a sort of those, `sort_row · (2n + k · log2(k))`, as the
+    /// executor does.
+    pub fn top(&self, rows: f64, limit: Option<u64>) -> f64 {
+        match limit.map(|l| l as f64) {
+            Some(k) if k < rows => {
+                let sorted = if k > 1.0 { k * k.log2() } else { 0.0 };
+                self.sort_row_us * (2.0 * rows + sorted)
+            }
+            _ => self.sort(rows),
+        }
+    }
+
     /// Whether every constant is finite and non-negative (what `choose` requires).
     pub fn is_valid(&self) -> bool {
         [

@@ -590,7 +590,7 @@ impl<'a> Planner<'a> {
         can_stop: bool,
     ) -> (f64, bool, Formula) {
         if !ordered {
-            let sort = self.model.sort(self.result);
+            let sort = self.model.top(self.result, self.query.limit);
             return (
                 sane(setup + run + sort),
                 false,

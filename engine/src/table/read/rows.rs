@@ -285,10 +285,23 @@ impl<'a> Rows<'a> {
         }
         let start = timed.then(Instant::now);
         if let Some(order) = &self.query.order {
-            all.sort_by(|a, b| {
+            let by = |a: &Record, b: &Record| {
                 let ord = compare_by(&order.fields, a, b);
                 if order.descending { ord.reverse() } else { ord }
-            });
+            };
+            // With a LIMIT, only the first rows are sorted: the rest are set aside by a
+            // selection, in linear time (the planner's `CostModel::top`).
+            let limit = self.query.limit.and_then(|l| usize::try_from(l).ok());
+            if let Some(limit) = limit.filter(|&l| l < all.len()) {
+                match limit.checked_sub(1) {
+                    Some(last) => {
+                        all.select_nth_unstable_by(last, by);
+                        all.truncate(limit);
+                    }
+                    None => all.clear(),
+                }
+            }
+            all.sort_by(by);
         }
         if let Some(start) = start {
             self.stats_mut().sort_time += start.elapsed();
