@@ -154,7 +154,13 @@ impl RowReader {
     /// A reader for rows tested on the fields of the query's predicates (`tested`, in the
     /// predicates' order), keeping `kept` (`None`: all).
     pub(crate) fn new(tested: &[&str], kept: Option<Vec<String>>) -> RowReader {
-        let mut sorted: Vec<String> = tested.iter().map(|f| f.to_string()).collect();
+        RowReader::testing(tested, &[], kept)
+    }
+
+    /// [`RowReader::new`], also reading the fields `also` when a row is tested (a query's
+    /// conditions test them: [`RowReader::value_of`] gives their values).
+    pub(crate) fn testing(tested: &[&str], also: &[&str], kept: Option<Vec<String>>) -> RowReader {
+        let mut sorted: Vec<String> = tested.iter().chain(also).map(|f| f.to_string()).collect();
         sorted.sort();
         sorted.dedup();
         let predicate_slots = tested

@@ -546,8 +546,9 @@ fn point_keys(
 /// index's entry must be re-derived from the row).
 fn row_reader(query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader {
     let tested: Vec<&str> = predicates.iter().map(|p| p.field.as_str()).collect();
-    // The conditions are tested on the built record: their fields are built too.
-    let conditioned = query.conditions.iter().flat_map(|c| c.fields());
+    // The conditions are tested on a row's values before it is built, and on the record of
+    // a row built first: their fields are read and built too.
+    let conditioned: Vec<&str> = query.conditions.iter().flat_map(|c| c.fields()).collect();
     let recheck = matches!(
         mode,
         Mode::Index {
@@ -559,12 +560,12 @@ fn row_reader(query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader 
         Some(fields) if !recheck => {
             let mut kept = fields.clone();
             kept.extend(query.order.iter().flat_map(|o| o.fields.iter().cloned()));
-            kept.extend(conditioned.map(str::to_owned));
+            kept.extend(conditioned.iter().map(|f| f.to_string()));
             Some(kept)
         }
         _ => None,
     };
-    RowReader::new(&tested, kept)
+    RowReader::testing(&tested, &conditioned, kept)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use strata_lsm::coding::compare_keys;
-use strata_planner::{Condition, Fetch, Predicate};
+use strata_planner::{Condition, Fetch, Predicate, Value};
 
 use crate::error::{Corruption, Error, Result};
 use crate::lsm::{ColumnFamily, Cursor, ReadOptions, Snapshot};
@@ -185,9 +185,13 @@ pub(crate) struct RowFilter {
 impl RowFilter {
     /// Whether `record` passes.
     pub(crate) fn admits(&self, record: &Record) -> bool {
-        let value_of = |f: &str| record.value(f);
-        self.all.iter().all(|c| c.matches(&value_of))
-            && !self.none.iter().any(|c| c.matches(&value_of))
+        self.admits_values(&|f: &str| record.value(f))
+    }
+
+    /// Whether the row whose field values `value_of` gives passes.
+    pub(crate) fn admits_values<'v>(&self, value_of: &impl Fn(&str) -> &'v Value) -> bool {
+        self.all.iter().all(|c| c.matches(value_of))
+            && !self.none.iter().any(|c| c.matches(value_of))
     }
 }
 
@@ -305,7 +309,7 @@ impl Stream {
             self.share_layout();
             return Ok(passes.then_some(record));
         }
-        if !self.passes_row(shard, key, bytes)? {
+        if !self.passes_row(shard, key, bytes)? || !self.passes_filter(shard, key, bytes)? {
             return Ok(None);
         }
         self.build_row(shard, key, bytes).map(Some)
@@ -320,6 +324,27 @@ impl Stream {
             .reader
             .test_passes(bytes, &self.predicates)
             .map_err(|e| self.corrupt_row(shard, key, e))?;
+        if let Some(start) = start {
+            self.stats.filter_time += start.elapsed();
+        }
+        Ok(passes)
+    }
+
+    /// Whether the stored row `bytes` (at `key` of fact shard `shard`), which passed its
+    /// predicates, passes the stream's filter too, its fields read alone: a row the
+    /// conditions reject is never built (building every row a scan with an `OR` read cost it
+    /// a third of its time against a union on the regret bench).
+    #[inline(always)]
+    fn passes_filter(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<bool> {
+        let Some(filter) = &self.filter else {
+            return Ok(true);
+        };
+        let start = self.timed.then(Instant::now);
+        self.reader
+            .test(bytes)
+            .map_err(|e| self.corrupt_row(shard, key, e))?;
+        let reader = &self.reader;
+        let passes = filter.admits_values(&|f: &str| reader.value_of(f));
         if let Some(start) = start {
             self.stats.filter_time += start.elapsed();
         }
