@@ -246,6 +246,22 @@ enum TableCommand {
         /// The table.
         name: String,
     },
+    /// Set what `analyze` gathers beyond its defaults (replacing what was set), or show it:
+    /// field groups estimated together, and per-field most-common list lengths.
+    Statistics {
+        /// The table.
+        name: String,
+        /// A field group whose combinations are counted (`origin,carrier`); repeatable.
+        #[arg(long = "group", value_name = "FIELDS")]
+        groups: Vec<String>,
+        /// A field's statistics target (`tailnum=1000`: a most-common list of up to 1,000
+        /// values; 1 to 10,000, default 100); repeatable.
+        #[arg(long = "target", value_name = "FIELD=N")]
+        targets: Vec<String>,
+        /// Remove every group and target.
+        #[arg(long, conflicts_with_all = ["groups", "targets"])]
+        clear: bool,
+    },
 }
 
 #[derive(Subcommand)]
@@ -537,7 +553,7 @@ fn feed_command(db: &Db, command: FeedCommand) -> Outcome {
     }
 }
 
-/// `strata table create | list | drop`.
+/// `strata table create | list | drop | statistics`.
 fn table_command(db: &Db, command: TableCommand) -> Outcome {
     match command {
         TableCommand::Create { name, key, shards } => {
@@ -563,6 +579,44 @@ fn table_command(db: &Db, command: TableCommand) -> Outcome {
         TableCommand::Drop { name } => {
             db.drop_table(&name).map_err(|e| e.to_string())?;
             out(format_args!("dropped table {name}"))
+        }
+        TableCommand::Statistics {
+            name,
+            groups,
+            targets,
+            clear,
+        } => {
+            if clear || !groups.is_empty() || !targets.is_empty() {
+                let mut options = strata::StatisticsOptions::default();
+                for group in &groups {
+                    let fields: Vec<&str> = group.split(',').map(str::trim).collect();
+                    options = options.group(fields);
+                }
+                for target in &targets {
+                    let (field, n) = target
+                        .split_once('=')
+                        .ok_or_else(|| format!("--target: expected FIELD=N, got {target:?}"))?;
+                    let n: usize = n
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("--target: {:?} is not a whole number", n.trim()))?;
+                    options = options.target(field.trim(), n);
+                }
+                db.set_statistics(&name, options)
+                    .map_err(|e| e.to_string())?;
+            }
+            let def = db.table(&name).map_err(|e| e.to_string())?;
+            let s = &def.statistics;
+            if s.is_empty() {
+                return out(format_args!("table {name}: default statistics"));
+            }
+            for group in &s.groups {
+                out(format_args!("table {name}: group ({})", group.join(", ")))?;
+            }
+            for (field, n) in &s.targets {
+                out(format_args!("table {name}: target {field} = {n}"))?;
+            }
+            Ok(())
         }
     }
 }

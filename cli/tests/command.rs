@@ -391,6 +391,40 @@ fn or_like_not_in_and_order_by_from_the_command_line() {
 }
 
 #[test]
+fn statistics_options_are_set_shown_and_cleared() {
+    let db = Db::new();
+    people(&db);
+    assert_eq!(
+        db.ok(&["table", "statistics", "people"]).trim(),
+        "table people: default statistics"
+    );
+    let set = db.ok(&[
+        "table",
+        "statistics",
+        "people",
+        "--group",
+        "town,zip",
+        "--target",
+        "name=500",
+    ]);
+    assert!(set.contains("table people: group (town, zip)"), "{set}");
+    assert!(set.contains("table people: target name = 500"), "{set}");
+    assert!(
+        db.fails(&["table", "statistics", "people", "--target", "name=0"])
+            .contains("statistics target is 1 to 10000")
+    );
+    assert!(
+        db.fails(&["table", "statistics", "people", "--target", "name"])
+            .contains("expected FIELD=N")
+    );
+    db.ok(&["analyze"]);
+    assert_eq!(
+        db.ok(&["table", "statistics", "people", "--clear"]).trim(),
+        "table people: default statistics"
+    );
+}
+
+#[test]
 fn a_malformed_line_is_reported_and_nothing_is_written() {
     let db = Db::new();
     db.ok(&["table", "create", "t", "--key", "id"]);

@@ -119,6 +119,6 @@ pub use strata_planner::{
 pub use table::{
     Analysis, BulkLoad, Change, Checkpoint, Db, DbSnapshot, ExecStats, Feed, FeedInfo, FeedOptions,
     FeedState, FieldNames, IndexDef, IndexLag, IndexOptions, Maintenance, Mutation, OnLag, Options,
-    OwnedRows, OwnedTransaction, Position, ProblemKind, Record, Rows, TableBatch, TableDef,
-    TableOptions, Transaction, TxRows, VerifyReport,
+    OwnedRows, OwnedTransaction, Position, ProblemKind, Record, Rows, StatisticsOptions,
+    TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
 };

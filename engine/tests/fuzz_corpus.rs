@@ -328,6 +328,7 @@ fn write_table_seed_corpora() {
             shards: 1,
             indexes: vec![index],
             keys: KeyFormat::NEWEST.number(),
+            statistics: Default::default(),
         };
         std::fs::write(
             records.join(format!("seed-table-{i}")),

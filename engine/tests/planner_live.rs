@@ -320,3 +320,73 @@ fn the_advisor_reports_indexes_that_do_not_pay_for_themselves() {
         assert!(a.usage.maintenance > std::time::Duration::ZERO);
     }
 }
+
+/// Declared statistics: a field group's combinations are counted as an index's fields' are,
+/// so a conjunction of two correlated fields is estimated together; a field's target
+/// lengthens its most-common list; both survive a reopen, and empty options go back to
+/// the defaults.
+#[test]
+fn declared_groups_and_targets_are_gathered_by_analyze() {
+    let dir = tempfile::tempdir().unwrap();
+    let open = || Db::open(dir.path(), memtable_only()).unwrap();
+    let db = open();
+    db.create_table("f", ["id"], strata::TableOptions::default())
+        .unwrap();
+    let mut batch = TableBatch::new();
+    for id in 0..20_000i64 {
+        // Each airport is served by two of the 40 airlines, which serve nothing else;
+        // `tail` has 400 values falling off slowly.
+        let origin = id % 20;
+        let carrier = origin * 2 + (id / 20) % 2;
+        let tail = ((id * 7919) % 400) * ((id * 104_729) % 400) / 400;
+        batch.insert(
+            record! { "id" => id, "origin" => origin, "carrier" => carrier, "tail" => tail },
+        );
+    }
+    db.write("f", batch, WriteOptions::default()).unwrap();
+    let q = Query::default()
+        .filter(Predicate::eq("origin", 3))
+        .filter(Predicate::eq("carrier", 7));
+    db.analyze("f").unwrap();
+    // Independent: 1/20 · 1/40 of the rows; the truth is 1/40.
+    let independent = db.explain("f", &q).unwrap().chosen.estimated_rows;
+    assert!(independent < 100.0, "{independent}");
+    let defaults = db.planning_statistics("f").unwrap();
+    assert!(defaults.columns["tail"].most_common.len() <= 100);
+
+    db.set_statistics(
+        "f",
+        strata::StatisticsOptions::default()
+            .group(["origin", "carrier"])
+            .target("tail", 1_000),
+    )
+    .unwrap();
+    drop(db);
+    let db = open();
+    assert_eq!(
+        db.table("f").unwrap().statistics.groups,
+        [vec!["origin".to_string(), "carrier".to_string()]]
+    );
+    db.analyze("f").unwrap();
+    let together = db.explain("f", &q).unwrap().chosen.estimated_rows;
+    assert!((400.0..=600.0).contains(&together), "{together}");
+    let stats = db.planning_statistics("f").unwrap();
+    assert!(
+        stats.columns["tail"].most_common.len() > 100,
+        "{}",
+        stats.columns["tail"].most_common.len()
+    );
+
+    assert!(matches!(
+        db.set_statistics("f", strata::StatisticsOptions::default().target("tail", 0)),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        db.set_statistics("nope", strata::StatisticsOptions::default()),
+        Err(e) if e.is_not_found()
+    ));
+    db.set_statistics("f", strata::StatisticsOptions::default())
+        .unwrap();
+    drop(db);
+    assert!(open().table("f").unwrap().statistics.is_empty());
+}

@@ -57,6 +57,7 @@ pub fn check(data: &[u8]) {
         shards: 1,
         indexes: Vec::new(),
         keys: 2,
+        statistics: Default::default(),
     };
     let (key, value) = data.split_at(data.len() / 2);
     for projection in [

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     ColumnStats, DEFAULT_BUCKETS, DEFAULT_COUNTERS, DEFAULT_MCV_LIMIT, DEFAULT_SAMPLE_ROWS,
-    MAX_SKETCH_CAPACITY, PrefixStats, STATS_VERSION, StatsError, StatsFault, TableStats,
-    encode_failed, malformed_json,
+    MAX_SKETCH_CAPACITY, MAX_STATISTICS_TARGET, PrefixStats, STATS_VERSION, StatsError, StatsFault,
+    TableStats, encode_failed, malformed_json,
 };
 use crate::sketch::{HeavyHitters, Histogram, HyperLogLog, Reservoir};
 use crate::value::Value;
@@ -213,6 +213,11 @@ pub struct TableStatsBuilder {
     /// The bytes of a row's composite prefix, hashed (one buffer for every row).
     #[serde(skip)]
     scratch: Vec<u8>,
+    /// The most-common list's length of each field given a statistics target
+    /// ([`TableStatsBuilder::with_targets`]); the others get [`DEFAULT_MCV_LIMIT`]. Set by
+    /// `analyze` for one run, never stored.
+    #[serde(skip)]
+    mcv_limits: BTreeMap<String, usize>,
 }
 
 fn default_limits() -> (usize, usize) {
@@ -251,6 +256,7 @@ impl TableStatsBuilder {
                 sample.min(MAX_SKETCH_CAPACITY),
             ),
             scratch: Vec::new(),
+            mcv_limits: BTreeMap::new(),
         };
         for name in columns {
             builder.track(name, usize::MAX);
@@ -263,6 +269,29 @@ impl TableStatsBuilder {
             }
         }
         builder
+    }
+
+    /// This builder with a statistics target for some of its fields, before any row is added
+    /// (PostgreSQL's `ALTER TABLE … ALTER COLUMN … SET STATISTICS`): a field with target `t`
+    /// (1 to [`MAX_STATISTICS_TARGET`]) keeps a most-common list of up to `t` values, counted
+    /// by `10 · t` heavy-hitter counters (at least the default), and samples `300 · t` rows (at
+    /// least the default) for its histogram and frequent list — PostgreSQL's 300 rows per
+    /// unit of target. Fields it does not track are ignored.
+    pub fn with_targets(mut self, targets: &BTreeMap<String, usize>) -> Self {
+        for (field, &target) in targets {
+            let target = target.clamp(1, MAX_STATISTICS_TARGET);
+            let Some(column) = self.columns.get_mut(field) else {
+                continue;
+            };
+            let seed = 0x7A26_E700 + self.mcv_limits.len() as u64;
+            let counters = (target * 10).max(self.limits.0);
+            let sample = (target * 300).max(self.limits.1);
+            let mut fresh = ColumnBuilder::with_limits(seed, counters, sample);
+            fresh.add_missing(self.rows);
+            *column = fresh;
+            self.mcv_limits.insert(field.clone(), target);
+        }
+        self
     }
 
     /// This builder without counting its prefixes' combinations: no most-common list of
@@ -430,7 +459,13 @@ impl TableStatsBuilder {
             columns: self
                 .columns
                 .iter()
-                .map(|(name, b)| (name.clone(), b.finish(DEFAULT_MCV_LIMIT, DEFAULT_BUCKETS)))
+                .map(|(name, b)| {
+                    let limit = self.mcv_limits.get(name).copied();
+                    (
+                        name.clone(),
+                        b.finish(limit.unwrap_or(DEFAULT_MCV_LIMIT), DEFAULT_BUCKETS),
+                    )
+                })
                 .collect(),
             prefixes: self
                 .prefixes

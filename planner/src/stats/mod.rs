@@ -26,6 +26,9 @@ pub const DEFAULT_SAMPLE_ROWS: usize = 30_000;
 pub const DEFAULT_COUNTERS: usize = DEFAULT_MCV_LIMIT * 10;
 /// Most counters or sample rows a builder may have (a decoded one is refused above it).
 pub const MAX_SKETCH_CAPACITY: usize = 1 << 20;
+/// The largest statistics target a field may be given (PostgreSQL's limit too): a
+/// most-common list of up to this many values.
+pub const MAX_STATISTICS_TARGET: usize = 10_000;
 
 /// One column's statistics. Frequencies are fractions of all rows, nulls included.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

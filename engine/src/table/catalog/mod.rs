@@ -22,8 +22,11 @@ pub mod entry;
 
 pub use crate::table::codec::field_names::validate_field;
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
-use strata_planner::{IndexInfo, IndexState, JsonFault, Projection, Scope, TableInfo};
+use strata_planner::stats::MAX_STATISTICS_TARGET;
+use strata_planner::{FieldList, IndexInfo, IndexState, JsonFault, Projection, Scope, TableInfo};
 
 use crate::error::{CatalogCorruption, DefinitionFault, Encoded, Error, Result};
 use crate::table::codec::format::{
@@ -53,6 +56,89 @@ pub struct TableDef {
     /// table created before key format 2 (absent: 1), fixed for the table's life.
     #[serde(default = "key_format_1")]
     pub keys: u32,
+    /// What `analyze` gathers beyond its defaults (absent: nothing; catalog format 4).
+    #[serde(default, skip_serializing_if = "StatisticsOptions::is_empty")]
+    pub statistics: StatisticsOptions,
+}
+
+/// What `analyze` gathers for a table beyond its defaults: PostgreSQL's `CREATE STATISTICS`
+/// (field groups) and `ALTER COLUMN … SET STATISTICS` (per-field targets).
+///
+/// ```
+/// # use strata::{Db, Options, StatisticsOptions, TableOptions};
+/// # let dir = tempfile::tempdir()?;
+/// # let db = Db::open(dir.path(), Options::default())?;
+/// db.create_table("flights", ["id"], TableOptions::default())?;
+/// db.set_statistics(
+///     "flights",
+///     StatisticsOptions::default().group(["origin", "carrier"]).target("tailnum", 1_000),
+/// )?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StatisticsOptions {
+    /// Field groups (2 to [`MAX_GROUP_FIELDS`] fields) whose distinct counts and most common
+    /// combinations are gathered as an index's fields' are: the planner then estimates `=`
+    /// and `IN` on all of a group's fields together, not as independent events (an airport
+    /// and the airlines that fly from it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<Vec<String>>,
+    /// Fields whose statistics target is not the default 100: the most-common list keeps up
+    /// to this many values (1 to 10,000), from a sample of 300 rows per unit. Raise it for a
+    /// field with thousands of values whose frequencies fall off slowly.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub targets: BTreeMap<String, usize>,
+}
+
+/// The most fields a declared statistics group may have.
+pub const MAX_GROUP_FIELDS: usize = 8;
+/// The most groups a table may declare.
+pub const MAX_GROUPS: usize = 32;
+
+impl StatisticsOptions {
+    /// Whether it asks for nothing beyond the defaults.
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty() && self.targets.is_empty()
+    }
+
+    /// These options, also gathering statistics on the group `fields`.
+    pub fn group(mut self, fields: impl FieldList) -> Self {
+        self.groups.push(fields.into_fields());
+        self
+    }
+
+    /// These options, with statistics target `target` for `field`.
+    pub fn target(mut self, field: &str, target: usize) -> Self {
+        self.targets.insert(field.to_owned(), target);
+        self
+    }
+
+    /// Checks the fields, the groups' sizes and the targets' range.
+    pub fn validate(&self) -> Result<()> {
+        if self.groups.len() > MAX_GROUPS {
+            return Err(Error::InvalidArgument(format!(
+                "a table declares at most {MAX_GROUPS} statistics groups"
+            )));
+        }
+        for group in &self.groups {
+            if !(2..=MAX_GROUP_FIELDS).contains(&group.len()) {
+                return Err(Error::InvalidArgument(format!(
+                    "a statistics group has 2 to {MAX_GROUP_FIELDS} fields, got {}",
+                    group.len()
+                )));
+            }
+            validate_fields("statistics group", group)?;
+        }
+        for (field, &target) in &self.targets {
+            validate_field(field)?;
+            if !(1..=MAX_STATISTICS_TARGET).contains(&target) {
+                return Err(Error::InvalidArgument(format!(
+                    "a statistics target is 1 to {MAX_STATISTICS_TARGET}, got {target} for {field:?}"
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn one_shard() -> u32 {
@@ -271,10 +357,12 @@ impl TableDef {
         }
     }
 
-    /// The oldest catalog format that holds this definition: 3 for keys of format 2, 2 for
-    /// a unique index or a global sync index over shards, else 1.
+    /// The oldest catalog format that holds this definition: 4 with statistics options, 3
+    /// for keys of format 2, 2 for a unique index or a global sync index over shards, else 1.
     pub fn needed_format(&self) -> u32 {
-        if self.keys > 1 {
+        if !self.statistics.is_empty() {
+            4
+        } else if self.keys > 1 {
             3
         } else if self.indexes.iter().any(|ix| ix.needs_format_2(self.shards)) {
             2
@@ -332,6 +420,7 @@ impl TableDef {
     /// Checks names, field lists and limits.
     pub fn validate(&self) -> Result<()> {
         validate_name("table", &self.name)?;
+        self.statistics.validate()?;
         validate_fields("primary key", &self.primary_key)?;
         if !(1..=MAX_SHARDS).contains(&self.shards) {
             return Err(Error::InvalidArgument(format!(
@@ -427,7 +516,7 @@ mod tests {
 
     fn def() -> TableDef {
         TableDef {
-            format: CATALOG_FORMAT,
+            format: 3,
             id: 7,
             name: "customers".into(),
             primary_key: vec!["id".into()],
@@ -443,6 +532,7 @@ mod tests {
                 maintenance: Maintenance::Async,
                 unique: false,
             }],
+            statistics: StatisticsOptions::default(),
         }
     }
 
@@ -515,6 +605,49 @@ mod tests {
         assert_eq!(format(&d), 2);
         let read = TableDef::decode(&d.encode().unwrap()).unwrap();
         assert!(read.indexes[0].unique);
+    }
+
+    /// Statistics options make a definition format 4 (a format-3 build refuses it instead of
+    /// dropping them when it rewrites the definition); one marked older is damage; empty
+    /// options leave the format as it was and are not written.
+    #[test]
+    fn statistics_options_are_written_as_format_4() {
+        let mut d = def();
+        d.statistics = StatisticsOptions::default()
+            .group(["town", "last"])
+            .target("last", 1_000);
+        let stored: serde_json::Value = serde_json::from_slice(&d.encode().unwrap()).unwrap();
+        assert_eq!(stored["format"], 4);
+        assert_eq!(stored["statistics"]["groups"][0][1], "last");
+        assert_eq!(stored["statistics"]["targets"]["last"], 1_000);
+        let read = TableDef::decode(&d.encode().unwrap()).unwrap();
+        assert_eq!(read.statistics, d.statistics);
+        let mut marked = stored.clone();
+        marked["format"] = 3.into();
+        assert!(matches!(
+            TableDef::decode(&serde_json::to_vec(&marked).unwrap()),
+            Err(CatalogCorruption::Definition(
+                DefinitionFault::FormatTooOld {
+                    marked: 3,
+                    needed: 4
+                }
+            ))
+        ));
+        let plain: serde_json::Value = serde_json::from_slice(&def().encode().unwrap()).unwrap();
+        assert_eq!(plain["format"], 3);
+        assert!(plain.get("statistics").is_none());
+        for bad in [
+            StatisticsOptions::default().group(["a"]),
+            StatisticsOptions::default().group(["a", "a"]),
+            StatisticsOptions::default().group(["a", ""]),
+            StatisticsOptions::default().target("a", 0),
+            StatisticsOptions::default().target("a", 10_001),
+        ] {
+            assert!(
+                matches!(bad.validate(), Err(Error::InvalidArgument(_))),
+                "{bad:?}"
+            );
+        }
     }
 
     /// A table of key format 2 is format 3, which a build that would misread its keys (one

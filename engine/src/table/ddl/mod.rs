@@ -12,8 +12,8 @@ use strata_planner::{FieldList, IndexState, Projection};
 use crate::error::{Error, Result};
 use crate::lsm::ColumnFamily;
 use crate::table::catalog::{
-    IndexDef, IndexOptions, TableDef, TableOptions, fact_cf, index_cf, validate_field,
-    validate_name,
+    IndexDef, IndexOptions, StatisticsOptions, TableDef, TableOptions, fact_cf, index_cf,
+    validate_field, validate_name,
 };
 use crate::table::codec::format::{
     CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
@@ -54,6 +54,7 @@ impl Db {
             shards,
             indexes: Vec::new(),
             keys: crate::table::codec::key::KeyFormat::NEWEST.number(),
+            statistics: StatisticsOptions::default(),
         };
         def.format = def.needed_format();
         def.validate()?;
@@ -213,6 +214,27 @@ impl Db {
         )?;
         self.shared.publish(current.with(def, Some(shards)));
         self.backfill(table, name)
+    }
+
+    /// Sets what `analyze` gathers for `table` beyond its defaults ([`StatisticsOptions`]:
+    /// field groups, per-field targets), replacing what was set before; the next `analyze`
+    /// gathers it. Durable, like every catalog change. A table with options is written in
+    /// catalog format 4 (a build that reads format 3 refuses it with a clear error rather
+    /// than drop the options); setting empty options writes it in its old format again.
+    pub fn set_statistics(&self, table: &str, options: StatisticsOptions) -> Result<()> {
+        options.validate()?;
+        let _ddl = lock(&self.shared.ddl);
+        let current = self.shared.handle(table)?;
+        let mut def = current.def.clone();
+        def.statistics = options;
+        def.format = def.needed_format();
+        def.validate()?;
+        self.shared.write_catalog(
+            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
+            &[],
+        )?;
+        self.shared.publish(current.with(def, None));
+        Ok(())
     }
 
     /// Sets index `index`'s state, durably, and publishes it.

@@ -102,6 +102,7 @@ mod tests {
             shards: 1,
             indexes: Vec::new(),
             keys: crate::table::codec::key::KeyFormat::NEWEST.number(),
+            statistics: Default::default(),
         };
         let record = Record::decode(V1).unwrap();
         let layouts = Arc::new(Layouts::from_sections([record.names_section()]).unwrap());

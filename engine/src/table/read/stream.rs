@@ -757,7 +757,10 @@ impl Stream {
                 self.stats.rows_read += 1;
                 let (key, bytes) = (cursor.key(), cursor.value_ref());
                 // Most rows of a scan fail the re-check: that path builds nothing.
-                let found = match self.passes_row(self.shard, key, bytes) {
+                let passes = self
+                    .passes_row(self.shard, key, bytes)
+                    .and_then(|p| Ok(p && self.passes_filter(self.shard, key, bytes)?));
+                let found = match passes {
                     Ok(true) => self.build_row(self.shard, key, bytes).map(Some),
                     Ok(false) => Ok(None),
                     Err(e) => Err(e),

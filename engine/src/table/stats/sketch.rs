@@ -144,6 +144,14 @@ pub(crate) fn statistics_shape(def: &TableDef) -> Shape {
             prefixes.insert(ix.fields[..n].to_vec());
         }
     }
+    // Declared groups, as an index's fields; fields given a target.
+    for group in &def.statistics.groups {
+        group.iter().for_each(&mut add);
+        for n in 2..=group.len() {
+            prefixes.insert(group[..n].to_vec());
+        }
+    }
+    def.statistics.targets.keys().for_each(&mut add);
     (columns, prefixes.into_iter().collect())
 }
 

@@ -127,7 +127,8 @@ impl Shared {
                 add(&f.to_owned(), &mut columns);
             }
         }
-        let mut builder = TableStatsBuilder::new(&columns, &prefixes);
+        let mut builder =
+            TableStatsBuilder::new(&columns, &prefixes).with_targets(&t.def.statistics.targets);
         // Each row's analysed fields are read where they lie, not built into a record.
         let analysed: Vec<&str> = columns.iter().map(String::as_str).collect();
         let mut reader = RowReader::new(&analysed, Some(Vec::new())).with_layouts(&t.layouts);
