@@ -48,7 +48,7 @@ pub mod value;
 pub use cost::CostModel;
 pub use field_map::FieldMap;
 pub use formula::RowCount;
-pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted};
+pub use observe::{DIVE_LIMIT, Dive, Observations, Wanted, wanted, wanted_with_rows};
 pub use plan::{
     Access, Candidate, Fetch, Formula, PartEstimate, Plan, PlanError, UnionPart, choose,
     choose_observed, choose_to_run, explain,

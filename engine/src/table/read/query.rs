@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use strata_planner::selectivity::constraints;
 use strata_planner::{
     Access, Candidate, CostModel, DIVE_LIMIT, Dive, Formula, Observations, Op, Plan, Predicate,
-    Query, TableStats, Value, Wanted, choose_observed, choose_to_run, wanted,
+    Query, TableStats, Value, Wanted, choose_observed, choose_to_run, wanted_with_rows,
 };
 
 use crate::error::{Error, Result};
@@ -154,7 +154,7 @@ impl Db {
         }
         let (stats, live) = self.planning_stats(t)?;
         let info = &t.planning().info;
-        let wanted = wanted(query, info, &stats);
+        let wanted = wanted_with_rows(query, info, &stats, live);
         let mut observed = if wanted.is_empty() {
             Observations::default()
         } else {
