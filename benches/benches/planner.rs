@@ -71,6 +71,21 @@ fn planning(c: &mut Criterion) {
     c.bench_function("planner/choose_10_indexes_5_predicates", |b| {
         b.iter(|| choose(&query, &table, &stats, &model).expect("plans"))
     });
+    // An OR of three members each binding an index, with a LIKE and a NOT IN beside it, in
+    // an ORDER BY … LIMIT: the union planned member by member against every index.
+    let or = Query::default()
+        .filter(Predicate::not_in("f5", [Value::Int(1), Value::Int(2)]))
+        .filter(Predicate::like("f6", "a%"))
+        .filter_where(Condition::any([
+            Predicate::eq("f0", 3i64),
+            Predicate::between("f1", 10i64, 20i64),
+            Predicate::eq("f2", 0i64),
+        ]))
+        .order_by(["f3"], true)
+        .limit(10);
+    c.bench_function("planner/choose_10_indexes_or_of_3", |b| {
+        b.iter(|| choose(&or, &table, &stats, &model).expect("plans"))
+    });
 }
 
 criterion_group!(benches, planning);

@@ -37,41 +37,58 @@ fn pieces(pattern: &str) -> Vec<Piece> {
     out
 }
 
-/// Whether `text` matches `pattern`. Linear in the text for each run (`%`) the pattern
-/// holds: the classic matcher that remembers the last run and where it resumed, so no input
-/// makes it backtrack exponentially.
-pub fn like(pattern: &str, text: &str) -> bool {
-    let pieces = pieces(pattern);
-    let text: Vec<char> = text.chars().collect();
-    let (mut p, mut t) = (0usize, 0usize);
-    // The piece after the last run seen, and the text position that run resumes from.
-    let mut resume: Option<(usize, usize)> = None;
-    while t < text.len() {
-        match pieces.get(p) {
-            Some(Piece::Run) => {
-                resume = Some((p + 1, t));
-                p += 1;
-            }
-            Some(Piece::One) => {
-                p += 1;
-                t += 1;
-            }
-            Some(Piece::Char(c)) if *c == text[t] => {
-                p += 1;
-                t += 1;
-            }
-            _ => match resume {
-                // Let the last run take one more character, and try again after it.
-                Some((after, from)) => {
-                    resume = Some((after, from + 1));
-                    p = after;
-                    t = from + 1;
-                }
-                None => return false,
-            },
-        }
+/// A parsed pattern, for matching many texts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pattern(Vec<Piece>);
+
+impl Pattern {
+    /// `pattern`, parsed.
+    pub fn new(pattern: &str) -> Self {
+        Pattern(pieces(pattern))
     }
-    pieces[p..].iter().all(|piece| *piece == Piece::Run)
+
+    /// Whether `text` matches. Linear in the text for each run (`%`) the pattern holds: the
+    /// classic matcher that remembers the last run and where it resumed, so no input makes
+    /// it backtrack exponentially. It walks the text by character, in place.
+    pub fn matches(&self, text: &str) -> bool {
+        let pieces = &self.0;
+        let next_char = |at: usize| text[at..].chars().next();
+        let (mut p, mut t) = (0usize, 0usize);
+        // The piece after the last run seen, and the text position that run resumes from.
+        let mut resume: Option<(usize, usize)> = None;
+        while let Some(c) = next_char(t) {
+            match pieces.get(p) {
+                Some(Piece::Run) => {
+                    resume = Some((p + 1, t));
+                    p += 1;
+                }
+                Some(Piece::One) => {
+                    p += 1;
+                    t += c.len_utf8();
+                }
+                Some(Piece::Char(x)) if *x == c => {
+                    p += 1;
+                    t += c.len_utf8();
+                }
+                _ => match resume {
+                    // Let the last run take one more character, and try again after it.
+                    Some((after, from)) => {
+                        let skipped = next_char(from).map_or(1, char::len_utf8);
+                        resume = Some((after, from + skipped));
+                        p = after;
+                        t = from + skipped;
+                    }
+                    None => return false,
+                },
+            }
+        }
+        pieces[p..].iter().all(|piece| *piece == Piece::Run)
+    }
+}
+
+/// Whether `text` matches `pattern` ([`Pattern::matches`]).
+pub fn like(pattern: &str, text: &str) -> bool {
+    Pattern::new(pattern).matches(text)
 }
 
 /// What a pattern fixes at its start.

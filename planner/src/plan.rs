@@ -413,6 +413,8 @@ struct Planner<'a> {
     dives: BTreeMap<String, Dive>,
     /// Whether candidates record their cost formulas (a plan that is shown).
     reasoned: bool,
+    /// What each of the query's conditions keeps (empty for a union's part).
+    each_condition: Vec<f64>,
 }
 
 /// A finite, non-negative number (statistics written by hand may hold anything).
@@ -430,14 +432,50 @@ impl<'a> Planner<'a> {
         reasoned: bool,
     ) -> Self {
         let estimator = Estimator::new(stats);
-        let by_field = constraints(&query.predicates);
-        let rows = rows as f64;
-        let single = estimator.singles(&by_field);
-        let conditions: f64 = query
+        let each: Vec<f64> = query
             .conditions
             .iter()
             .map(|c| estimator.condition(c))
-            .product();
+            .collect();
+        let mut planner = Planner::with_conditions(
+            query,
+            table,
+            stats,
+            rows,
+            model,
+            reasoned,
+            each.iter().product(),
+        );
+        planner.each_condition = each;
+        planner
+    }
+
+    /// A planner for one part of a union: `query`'s conditions are tested (their fields read,
+    /// their predicates counted) but not estimated again — the part's result is what its
+    /// own predicates keep — and no formula is recorded (a part shows its numbers only).
+    fn part(
+        query: &'a Query,
+        table: &'a TableInfo,
+        stats: &'a TableStats,
+        rows: u64,
+        model: &'a CostModel,
+    ) -> Self {
+        Planner::with_conditions(query, table, stats, rows, model, false, 1.0)
+    }
+
+    fn with_conditions(
+        query: &'a Query,
+        table: &'a TableInfo,
+        stats: &'a TableStats,
+        rows: u64,
+        model: &'a CostModel,
+        reasoned: bool,
+        conditions: f64,
+    ) -> Self {
+        let estimator = Estimator::new(stats);
+        let by_field = constraints(&query.predicates);
+        let rows = rows as f64;
+        let single = estimator.singles(&by_field);
         let result = rows * estimator.combine(&by_field, &single) * conditions;
         Planner {
             query,
@@ -453,6 +491,7 @@ impl<'a> Planner<'a> {
             single,
             dives: BTreeMap::new(),
             reasoned,
+            each_condition: Vec::new(),
         }
     }
 
@@ -956,7 +995,7 @@ impl<'a> Planner<'a> {
                 projection: self.query.projection.clone(),
                 ..Query::default()
             };
-            let planner = Planner::new(&sub, self.table, self.stats, rows, m, self.reasoned);
+            let planner = Planner::part(&sub, self.table, self.stats, rows, m);
             let best = planner
                 .primary_key()
                 .into_iter()
@@ -970,15 +1009,16 @@ impl<'a> Planner<'a> {
                 .min_by(|a, b| a.cost.total_cmp(&b.cost))?;
             // Its rows are counted out once, by the union.
             let cost = sane(best.cost - planner.result * m.row_us);
-            let kept = Condition::All(
-                self.query
-                    .predicates
+            // The part's predicates are the query's and the member's top level: what they
+            // keep, times the member's nested conditions.
+            let nested: f64 = match member {
+                Condition::All(cs) => cs
                     .iter()
-                    .cloned()
-                    .map(Condition::Is)
-                    .chain([member.clone()])
-                    .collect(),
-            );
+                    .filter(|c| !matches!(c, Condition::Is(_)))
+                    .map(|c| self.estimator.condition(c))
+                    .product(),
+                _ => 1.0,
+            };
             run += cost;
             read += best.rows_read;
             parts.push(UnionPart {
@@ -987,7 +1027,7 @@ impl<'a> Planner<'a> {
                 access: Box::new(best.access),
                 index: best.index,
                 rows_read: best.rows_read,
-                estimated_rows: sane(self.rows * self.estimator.condition(&kept)),
+                estimated_rows: sane(planner.result * nested),
                 cost,
             });
         }
@@ -1022,10 +1062,10 @@ impl<'a> Planner<'a> {
                 rows: sane(self.rows * sel),
             });
         }
-        for c in &self.query.conditions {
+        for (c, sel) in self.query.conditions.iter().zip(&self.each_condition) {
             out.push(PartEstimate {
                 part: format!("({c})"),
-                rows: sane(self.rows * self.estimator.condition(c)),
+                rows: sane(self.rows * sel),
             });
         }
         out

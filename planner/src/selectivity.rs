@@ -396,7 +396,8 @@ impl<'a> Estimator<'a> {
         let Some(c) = self.column(field) else {
             return DEFAULT_MATCH_SEL;
         };
-        let matches = |v: &Value| v.as_str().is_some_and(|s| pattern::like(p, s));
+        let parsed = pattern::Pattern::new(p);
+        let matches = |v: &Value| v.as_str().is_some_and(|s| parsed.matches(s));
         let listed = c.most_common.iter().chain(&c.frequent);
         let matched: f64 = listed
             .clone()
