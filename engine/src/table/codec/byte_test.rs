@@ -11,6 +11,7 @@
 //! reader skips, block checksums, `verify` and any full decode cover it (a row that passes is
 //! built, and so decoded, next).
 
+use strata_planner::pattern::Pattern;
 use strata_planner::{Op, Predicate, Value};
 
 use crate::table::codec::format::{VALUE_BYTES, VALUE_FLOAT, VALUE_INT, VALUE_NULL, VALUE_STR};
@@ -41,6 +42,9 @@ pub(crate) enum ByteTest {
         low: Option<(f64, bool)>,
         high: Option<(f64, bool)>,
     },
+    /// `LIKE` (or, `negated`, `NOT LIKE`): a string's bytes matched in place against the
+    /// pattern parsed once; any other type passes neither.
+    Like { pattern: Pattern, negated: bool },
     /// Decoded and compared as a value.
     Decode,
 }
@@ -72,6 +76,14 @@ impl ByteTest {
             Op::Between(Value::Float(a), Value::Float(b)) => {
                 ByteTest::float_range(Some((*a, true)), Some((*b, true)))
             }
+            Op::Like(p) => ByteTest::Like {
+                pattern: Pattern::new(p),
+                negated: false,
+            },
+            Op::NotLike(p) => ByteTest::Like {
+                pattern: Pattern::new(p),
+                negated: true,
+            },
             _ => ByteTest::Decode,
         }
     }
@@ -166,6 +178,22 @@ impl ByteTest {
                 let bits: [u8; 8] = raw.get(1..)?.try_into().ok()?;
                 let v = f64::from_le_bytes(bits);
                 Some(within(low, high, |b| v.total_cmp(b)))
+            }
+            ByteTest::Like { pattern, negated } => {
+                let &tag = raw.first()?;
+                if tag != VALUE_STR {
+                    // Not text: unknown to LIKE and NOT LIKE alike (an unknown tag is decoded,
+                    // which reports it).
+                    return (tag <= VALUE_BYTES).then_some(false);
+                }
+                let mut r = Reader { bytes: raw, at: 1 };
+                let len = r.varint().ok()?;
+                let s = raw.get(r.at..)?;
+                if s.len() as u64 != len {
+                    return None;
+                }
+                let text = std::str::from_utf8(s).ok()?;
+                Some(pattern.matches(text) != *negated)
             }
             ByteTest::Decode => None,
         }
@@ -267,6 +295,10 @@ mod tests {
         }
         predicates.push(Predicate::in_list("f", [Value::Null, Value::from("F")]));
         predicates.push(Predicate::eq("f", Value::Null));
+        for pattern in ["VIP%", "%s", "_", "1995-__-15", "%", "", "O", "\\%"] {
+            predicates.push(Predicate::like("f", pattern));
+            predicates.push(Predicate::not_like("f", pattern));
+        }
         let mut decided = 0;
         for p in &predicates {
             let test = ByteTest::of(p);
