@@ -449,9 +449,14 @@ fn show(
         ),
         Access::Union { parts } => format!("a union of {} index or key reads", parts.len()),
     };
+    // The estimate is of the rows that match; a LIMIT stops the query before them.
+    let limited = match query.limit {
+        Some(limit) => format!(" (matching; LIMIT {limit})"),
+        None => String::new(),
+    };
     writeln!(
         out,
-        "  -> {how}: estimated {} rows, returned {}, in {:.2} ms",
+        "  -> {how}: estimated {} rows{limited}, returned {}, in {:.2} ms",
         strata::RowCount(chosen.estimated_rows),
         a.actual.rows_returned,
         a.total_time.as_secs_f64() * 1e3
