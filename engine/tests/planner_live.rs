@@ -390,3 +390,38 @@ fn declared_groups_and_targets_are_gathered_by_analyze() {
     drop(db);
     assert!(open().table("f").unwrap().statistics.is_empty());
 }
+
+/// A union reads each of its parts' indexes: the advisor counts each as chosen, and an `OR`
+/// query over the people table picks the union over a scan.
+#[test]
+fn a_union_counts_as_choosing_each_of_its_indexes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), no_analyze()).unwrap();
+    people(&db);
+    load_people(&db, 0..20_000);
+    db.analyze("people").unwrap();
+    let q = Query::default().filter_where(strata::Condition::any([
+        Predicate::eq("status", "closed"),
+        Predicate::eq("town", "town7"),
+    ]));
+    let plan = db.explain("people", &q).unwrap();
+    assert_eq!(plan.chosen.plan, "union", "{plan}");
+    let expected = db
+        .query("people", &q.clone().hint(strata::Hint::Scan))
+        .unwrap()
+        .count();
+    for _ in 0..10 {
+        assert_eq!(db.query("people", &q).unwrap().count(), expected);
+    }
+    let advice = db.index_advice().unwrap();
+    let chosen = |name: &str| {
+        advice
+            .iter()
+            .find(|a| a.index == name)
+            .unwrap()
+            .usage
+            .chosen
+    };
+    assert_eq!((chosen("by_status"), chosen("by_town")), (10, 10));
+    assert_eq!(chosen("by_gender"), 0);
+}

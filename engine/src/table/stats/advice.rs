@@ -212,6 +212,15 @@ impl Usage {
                 }
             });
         }
+        // A union reads each of its parts' indexes: each was chosen.
+        if let Access::Union { parts } = &plan.chosen.access {
+            for part in parts {
+                let Some(name) = &part.index else { continue };
+                if let Some(ix) = def.indexes.iter().find(|i| &i.name == name) {
+                    self.with(ix.id, |u| u.chosen += 1);
+                }
+            }
+        }
     }
 }
 
@@ -229,9 +238,10 @@ fn missing_fields(
     };
     let mut out: Vec<String> = projection
         .iter()
-        .chain(query.predicates.iter().map(|p| &p.field))
+        .map(String::as_str)
+        .chain(query.tested_fields())
+        .map(str::to_owned)
         .filter(|f| !carried(f))
-        .cloned()
         .collect();
     out.sort();
     out.dedup();
