@@ -1,0 +1,235 @@
+//! DataFusion's filter expressions as Strata conditions, where both mean the same.
+//!
+//! A filter is pushed down **exactly** (DataFusion drops it and trusts the scan) when it is
+//! built from: a column compared with a literal (`=`, `!=`, `<`, `<=`, `>`, `>=`, either
+//! side), `BETWEEN`, `IN` and `NOT IN` lists of literals, `IS [NOT] NULL`, `LIKE` and `NOT LIKE`
+//! with a literal pattern (case-sensitive, `\` as the escape), and `AND`, `OR`, `NOT` of
+//! those. Everything else stays in DataFusion.
+//!
+//! Only columns of one kind of value take comparisons: integers (`BIGINT`), text, booleans,
+//! bytes. Strata orders values of different kinds by kind and tells `1` from `1.0`, where SQL
+//! would compare a `DOUBLE` column's integers and floats as numbers; and floats (`-0.0`
+//! against `0.0`, NaN) are compared by DataFusion. `IS [NOT] NULL` is pushed on any column:
+//! NULL means the same to both. NULL literals are left to DataFusion. SQL's three-valued logic
+//! is kept: Strata's conditions are false where SQL's are unknown, and `NOT` is pushed down to
+//! the predicates by De Morgan's laws, each negated exactly (`Condition::negate`).
+
+use datafusion::common::ScalarValue;
+use datafusion::logical_expr::expr::InList;
+use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator};
+use strata::{Condition, Op, Predicate, Value};
+
+use crate::schema::{ColumnType, TableSchema};
+
+/// `expr` as a Strata condition, if it means the same there.
+pub fn condition_of(expr: &Expr, schema: &TableSchema) -> Option<Condition> {
+    match expr {
+        Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
+            Operator::And => Some(Condition::All(vec![
+                condition_of(left, schema)?,
+                condition_of(right, schema)?,
+            ])),
+            Operator::Or => Some(Condition::Any(vec![
+                condition_of(left, schema)?,
+                condition_of(right, schema)?,
+            ])),
+            _ => comparison(left, *op, right, schema),
+        },
+        Expr::Not(inner) => Some(condition_of(inner, schema)?.negate()),
+        Expr::IsNull(inner) => Some(Condition::Is(Predicate::is_null(column_any(
+            inner, schema,
+        )?))),
+        Expr::IsNotNull(inner) => Some(Condition::Is(Predicate::is_not_null(column_any(
+            inner, schema,
+        )?))),
+        Expr::Between(Between {
+            expr,
+            negated,
+            low,
+            high,
+        }) => {
+            let (field, kind) = column_compared(expr, schema)?;
+            let p = Predicate::between(field, literal(low, kind)?, literal(high, kind)?);
+            Some(if *negated {
+                p.negate()
+            } else {
+                Condition::Is(p)
+            })
+        }
+        Expr::InList(InList {
+            expr,
+            list,
+            negated,
+        }) => {
+            let (field, kind) = column_compared(expr, schema)?;
+            let values: Option<Vec<Value>> = list.iter().map(|v| literal(v, kind)).collect();
+            let values = values?;
+            Some(Condition::Is(if *negated {
+                Predicate::not_in(field, values)
+            } else {
+                Predicate::in_list(field, values)
+            }))
+        }
+        Expr::Like(Like {
+            negated,
+            expr,
+            pattern,
+            escape_char,
+            case_insensitive,
+        }) => {
+            let (field, kind) = column_compared(expr, schema)?;
+            if kind != ColumnType::Text
+                || *case_insensitive
+                || escape_char.is_some_and(|c| c != '\\')
+            {
+                return None;
+            }
+            let Value::Str(pattern) = literal(pattern, kind)? else {
+                return None;
+            };
+            Some(Condition::Is(if *negated {
+                Predicate::not_like(field, &pattern)
+            } else {
+                Predicate::like(field, &pattern)
+            }))
+        }
+        _ => None,
+    }
+}
+
+/// `left op right` with a column on one side and a literal on the other.
+fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &TableSchema) -> Option<Condition> {
+    let (field, value, op) = match (
+        column_compared(left, schema),
+        column_compared(right, schema),
+    ) {
+        (Some((field, kind)), None) => (field, literal(right, kind)?, op),
+        (None, Some((field, kind))) => (field, literal(left, kind)?, op.swap()?),
+        _ => return None,
+    };
+    let op = match op {
+        Operator::Eq => Op::Eq(value),
+        Operator::NotEq => Op::Ne(value),
+        Operator::Lt => Op::Lt(value),
+        Operator::LtEq => Op::Le(value),
+        Operator::Gt => Op::Gt(value),
+        Operator::GtEq => Op::Ge(value),
+        _ => return None,
+    };
+    Some(Condition::Is(Predicate::new(field, op)))
+}
+
+/// The column `expr` names, if it is a column of this table whose values compare alike in
+/// Strata and in SQL, with its type.
+fn column_compared<'s>(expr: &Expr, schema: &'s TableSchema) -> Option<(&'s str, ColumnType)> {
+    let Expr::Column(c) = expr else { return None };
+    let column = schema.column(&c.name)?;
+    let comparable = !column.mixed && column.kind != ColumnType::Float;
+    comparable.then_some((column.name.as_str(), column.kind))
+}
+
+/// The column `expr` names, of any type (for `IS [NOT] NULL`).
+fn column_any<'s>(expr: &Expr, schema: &'s TableSchema) -> Option<&'s str> {
+    let Expr::Column(c) = expr else { return None };
+    schema.column(&c.name).map(|c| c.name.as_str())
+}
+
+/// The literal `expr` as a Strata value of a column of type `kind`, if it is one (not NULL).
+fn literal(expr: &Expr, kind: ColumnType) -> Option<Value> {
+    let Expr::Literal(v, _) = expr else {
+        return None;
+    };
+    let int = |x: Option<i64>| x.map(Value::Int);
+    let value = match v {
+        ScalarValue::Int8(x) => int(x.map(i64::from)),
+        ScalarValue::Int16(x) => int(x.map(i64::from)),
+        ScalarValue::Int32(x) => int(x.map(i64::from)),
+        ScalarValue::Int64(x) => int(*x),
+        ScalarValue::UInt8(x) => int(x.map(i64::from)),
+        ScalarValue::UInt16(x) => int(x.map(i64::from)),
+        ScalarValue::UInt32(x) => int(x.map(i64::from)),
+        ScalarValue::UInt64(x) => x.and_then(|x| i64::try_from(x).ok()).map(Value::Int),
+        ScalarValue::Utf8(s) | ScalarValue::LargeUtf8(s) | ScalarValue::Utf8View(s) => {
+            s.clone().map(Value::Str)
+        }
+        ScalarValue::Boolean(b) => b.map(Value::Bool),
+        ScalarValue::Binary(b) | ScalarValue::LargeBinary(b) | ScalarValue::BinaryView(b) => {
+            b.clone().map(Value::Bytes)
+        }
+        _ => None,
+    }?;
+    let fits = matches!(
+        (kind, &value),
+        (ColumnType::Int, Value::Int(_))
+            | (ColumnType::Text, Value::Str(_))
+            | (ColumnType::Bool, Value::Bool(_))
+            | (ColumnType::Bytes, Value::Bytes(_))
+    );
+    fits.then_some(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::prelude::{col, lit, not};
+
+    use super::*;
+    use crate::schema::Column;
+
+    fn schema() -> TableSchema {
+        let column = |name: &str, kind, mixed| Column {
+            name: name.into(),
+            kind,
+            mixed,
+        };
+        TableSchema {
+            table: "t".into(),
+            primary_key: vec!["id".into()],
+            columns: vec![
+                column("id", ColumnType::Int, false),
+                column("town", ColumnType::Text, false),
+                column("score", ColumnType::Float, false),
+                column("odd", ColumnType::Text, true),
+            ],
+        }
+    }
+
+    fn pushed(e: Expr) -> Option<String> {
+        condition_of(&e, &schema()).map(|c| c.to_string())
+    }
+
+    #[test]
+    fn what_means_the_same_is_pushed_and_nothing_else() {
+        assert_eq!(pushed(col("id").gt(lit(5i64))).as_deref(), Some("id > 5"));
+        // The literal on the left: the comparison turns round.
+        assert_eq!(pushed(lit(5i32).lt(col("id"))).as_deref(), Some("id > 5"));
+        assert_eq!(
+            pushed(not(col("town")
+                .eq(lit("Ely"))
+                .or(col("id").lt_eq(lit(3i64)))))
+            .as_deref(),
+            Some("town != 'Ely' AND id > 3")
+        );
+        assert_eq!(
+            pushed(col("town").like(lit("E%"))).as_deref(),
+            Some("town LIKE 'E%'")
+        );
+        assert_eq!(
+            pushed(col("score").is_null()).as_deref(),
+            Some("score IS NULL")
+        );
+        // Floats, mixed kinds, case-insensitive patterns, a literal of another type, NULL
+        // literals and expressions of columns stay in DataFusion.
+        for e in [
+            col("score").gt(lit(2.5)),
+            col("odd").eq(lit("x")),
+            col("town").ilike(lit("e%")),
+            col("id").eq(lit("5")),
+            col("id").eq(lit(ScalarValue::Int64(None))),
+            (col("id") + lit(1i64)).gt(lit(5i64)),
+            col("town").eq(col("odd")),
+            col("id").gt(lit(1i64)).and(col("score").gt(lit(2.5))),
+        ] {
+            assert_eq!(pushed(e.clone()), None, "{e}");
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! `strata-sql`: Strata tables as Apache DataFusion tables, so SQL — joins, aggregates,
+//! subqueries — runs over them, while Strata's own planner still chooses each table's access
+//! path (primary key, index or scan) for the conditions DataFusion pushes down.
+//!
+//! - [`schema`]: the columns of a table, inferred from its rows and statistics, and the
+//!   conversion of rows to Arrow record batches.
+//! - [`filter`]: DataFusion expressions as Strata conditions, where their meaning is the same.
+//! - [`scan`]: the execution plan that runs a Strata query and streams its rows.
+//! - [`table`]: [`StrataTable`], the `TableProvider`.
+//! - [`catalog`]: [`StrataCatalog`], every table of a database, live.
+//! - [`session`]: [`SqlSession`], a ready session over one database.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use strata::{Db, Options, TableBatch, TableOptions, record};
+//! use strata_sql::SqlSession;
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = Arc::new(Db::open(dir.path(), Options::default())?);
+//! db.create_table("people", ["id"], TableOptions::default())?;
+//! let mut batch = TableBatch::new();
+//! batch.insert(record! { "id" => 1, "town" => "Ely" });
+//! batch.insert(record! { "id" => 2, "town" => "Rome" });
+//! db.write("people", batch, Default::default())?;
+//!
+//! let session = SqlSession::new(Arc::clone(&db))?;
+//! let batches = session.execute("SELECT id FROM people WHERE town = 'Rome'")?;
+//! assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 1);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+pub mod catalog;
+pub mod filter;
+pub mod scan;
+pub mod schema;
+pub mod session;
+pub mod table;
+
+pub use catalog::StrataCatalog;
+pub use datafusion;
+pub use session::SqlSession;
+pub use table::StrataTable;
+
+/// What can go wrong between SQL and Strata.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The database refused or failed.
+    #[error(transparent)]
+    Strata(#[from] strata::Error),
+    /// DataFusion refused the statement (bad SQL, an unknown table or column, a type error)
+    /// or failed running it.
+    #[error(transparent)]
+    Sql(#[from] datafusion::error::DataFusionError),
+    /// A blocking call was made from inside an async runtime, where it would block the
+    /// runtime's thread: use the async form there.
+    #[error("a blocking SQL call from inside an async runtime: use `SqlSession::sql(..).await`")]
+    InsideRuntime,
+    /// The session's runtime could not be started.
+    #[error("cannot start the SQL runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
