@@ -1,5 +1,6 @@
 //! The execution plan of a Strata table's scan: a Strata query (the conditions DataFusion
-//! pushed down, the columns it reads, its `LIMIT`), planned by Strata when it runs, its rows
+//! pushed down, the columns it reads, its `LIMIT`), planned by Strata when it runs, read at
+//! the statement's snapshot when it has one (`crate::session::StatementSnapshot`), its rows
 //! streamed as record batches of [`crate::schema::BATCH_ROWS`] rows.
 //!
 //! `EXPLAIN` shows the query and the plan Strata chose for it when the scan was planned
@@ -19,7 +20,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream,
 };
-use strata::{Db, OwnedRows, Query};
+use strata::{Db, DbSnapshot, OwnedRows, Query};
 
 use crate::schema::{BATCH_ROWS, Batcher, Column, TableSchema};
 
@@ -29,6 +30,8 @@ pub struct StrataScan {
     table: Arc<TableSchema>,
     columns: Vec<Column>,
     query: Query,
+    /// The statement's snapshot, if it has one.
+    snapshot: Option<DbSnapshot>,
     /// Strata's plan when the scan was planned, for `EXPLAIN`.
     chosen: String,
     properties: Arc<PlanProperties>,
@@ -51,6 +54,7 @@ impl StrataScan {
         table: Arc<TableSchema>,
         columns: Vec<Column>,
         query: Query,
+        snapshot: Option<DbSnapshot>,
     ) -> Result<StrataScan> {
         let plan = db
             .explain(&table.table, &query)
@@ -75,6 +79,7 @@ impl StrataScan {
             table,
             columns,
             query,
+            snapshot,
             chosen,
             properties,
         })
@@ -147,10 +152,11 @@ impl ExecutionPlan for StrataScan {
                 "a Strata scan has one partition, asked for {partition}"
             )));
         }
-        let rows = self
-            .db
-            .query_owned(&self.table.table, &self.query)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let rows = match &self.snapshot {
+            Some(at) => self.db.query_owned_at(at, &self.table.table, &self.query),
+            None => self.db.query_owned(&self.table.table, &self.query),
+        }
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let batcher = Batcher::new(&self.table, self.columns.clone());
         let schema: SchemaRef = batcher.schema();
         let batches = Batches {

@@ -14,6 +14,7 @@ use strata::{Db, Query};
 use crate::filter::condition_of;
 use crate::scan::StrataScan;
 use crate::schema::TableSchema;
+use crate::session::StatementSnapshot;
 
 /// A Strata table as a DataFusion table. Filters Strata evaluates exactly
 /// ([`crate::filter`]) are pushed down, with the columns read and the `LIMIT`; Strata's
@@ -76,7 +77,7 @@ impl TableProvider for StrataTable {
 
     async fn scan(
         &self,
-        _state: &dyn Session,
+        state: &dyn Session,
         projection: Option<&Vec<usize>>,
         filters: &[Expr],
         limit: Option<usize>,
@@ -115,11 +116,18 @@ impl TableProvider for StrataTable {
             query.projection = Some(fields);
         }
         query.limit = limit.map(|l| l as u64);
+        // The statement's snapshot when a `SqlSession` planned it; else the scan's own,
+        // taken when it runs.
+        let snapshot = state
+            .config()
+            .get_extension::<StatementSnapshot>()
+            .and_then(|s| s.of(&self.db).cloned());
         let scan = StrataScan::new(
             Arc::clone(&self.db),
             Arc::clone(&self.schema),
             columns,
             query,
+            snapshot,
         )?;
         Ok(Arc::new(scan))
     }

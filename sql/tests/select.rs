@@ -206,3 +206,39 @@ fn a_value_that_does_not_fit_its_column_is_an_error_naming_the_row() {
         "{text}"
     );
 }
+
+/// A statement reads its database at one snapshot, taken when it is planned: rows written
+/// before its result is collected are not in it, and a self-join's two sides agree.
+#[test]
+fn a_statement_reads_one_snapshot() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
+    people(&db);
+    let session = SqlSession::new(Arc::clone(&db)).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let frame = runtime
+        .block_on(session.dataframe(
+            "SELECT count(*) AS n, count(b.id) AS m FROM people a \
+             LEFT JOIN people b ON a.id = b.id",
+        ))
+        .unwrap();
+    let mut batch = TableBatch::new();
+    for id in 3_000..3_100i64 {
+        let mut r = Record::new();
+        r.set("id", id);
+        r.set("town", "T1");
+        batch.insert(r);
+    }
+    db.write("people", batch, Default::default()).unwrap();
+    let counted = rows(&runtime.block_on(frame.collect()).unwrap());
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&[counted])
+        .unwrap()
+        .to_string();
+    assert!(text.contains("| 3000 | 3000 |"), "{text}");
+    // The next statement sees the new rows.
+    let after = rows(&session.execute("SELECT count(*) FROM people").unwrap());
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&[after])
+        .unwrap()
+        .to_string();
+    assert!(text.contains("3100"), "{text}");
+}

@@ -9,7 +9,7 @@ use crate::lsm::{SeqNo, Snapshot};
 use crate::table::catalog::entry::encode_primary_key;
 use crate::table::codec::record::Record;
 use crate::table::db::{Db, Table};
-use crate::table::read::rows::{DbRef, Reading, Rows};
+use crate::table::read::rows::{DbRef, OwnedRows, Reading, Rows};
 
 /// A point-in-time view of every table and shard of a database: reads through it
 /// ([`Db::get_at`], [`Db::query_at`]) see every write committed before it was taken and none
@@ -68,6 +68,22 @@ impl Db {
             record: false,
         };
         Db::query_with(DbRef::Borrowed(self), table, query, reading)
+    }
+
+    /// [`Db::query_at`] for a database shared behind an [`Arc`]: rows that hold a clone of
+    /// the `Arc`, as [`Db::query_owned`]'s do, read as of `snapshot` (a SQL statement's scans
+    /// all read at the statement's snapshot).
+    pub fn query_owned_at(
+        self: &Arc<Self>,
+        snapshot: &DbSnapshot,
+        table: &str,
+        query: &Query,
+    ) -> Result<OwnedRows> {
+        let reading = Reading {
+            at: Some(snapshot),
+            record: false,
+        };
+        Db::query_with(DbRef::Shared(Arc::clone(self)), table, query, reading)
     }
 
     /// The record at `key` in `t`'s fact family as of `snapshot`.
