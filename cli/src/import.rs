@@ -100,6 +100,17 @@ pub enum ColumnType {
     Text,
 }
 
+impl ColumnType {
+    /// The type a table declares for a column of this type (an empty column: text).
+    pub fn declared(self) -> strata::ColumnType {
+        match self {
+            ColumnType::Integer => strata::ColumnType::Int,
+            ColumnType::Float => strata::ColumnType::Float,
+            ColumnType::Empty | ColumnType::Text => strata::ColumnType::Text,
+        }
+    }
+}
+
 impl fmt::Display for ColumnType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -707,6 +718,16 @@ pub fn import(
     // 1. Check every line and infer the columns' types.
     let mut types = check_pass(&input, &def.primary_key, options, bytes)?;
 
+    // A CSV loaded into an empty table that declares no columns declares the columns and
+    // types inferred from all its lines (SQL sees them; later writes are held to them).
+    let declare = options.format == Format::Csv
+        && def.columns.is_empty()
+        && db
+            .query(table, &strata::Query::default().limit(1))
+            .map_err(|e| fail(None, e.to_string()))?
+            .next()
+            .is_none();
+
     // 2. Load in atomic batches.
     let bar = progress_bar(options.progress, bytes, "importing");
     let batch_rows = options.batch_rows.max(1);
@@ -750,7 +771,7 @@ pub fn import(
     db.write(table, TableBatch::new(), WriteOptions::synced())
         .map_err(|e| loader.error(None, format!("syncing the logs: {e}")))?;
     bar.finish_and_clear();
-    let columns = match options.format {
+    let columns: Vec<(String, ColumnType)> = match options.format {
         Format::Csv => {
             let mut reader = csv::Reader::from_reader(input.open()?);
             let header = input.csv_header(&mut reader)?;
@@ -758,6 +779,21 @@ pub fn import(
         }
         Format::Jsonl => Vec::new(),
     };
+    if declare {
+        let declared = columns
+            .iter()
+            .map(|(name, kind)| {
+                let column = strata::ColumnDef::new(name, kind.declared());
+                if def.primary_key.contains(name) {
+                    column.not_null()
+                } else {
+                    column
+                }
+            })
+            .collect();
+        db.set_columns(table, declared)
+            .map_err(|e| loader.error(None, format!("declaring the columns: {e}")))?;
+    }
     Ok(ImportReport {
         rows: loader.imported,
         bytes,

@@ -117,8 +117,8 @@ pub use strata_planner::{
     SqlLiteral, TableStats, UnionPart, Value, ValueKind, WrongKind,
 };
 pub use table::{
-    Analysis, BulkLoad, Change, Checkpoint, Db, DbSnapshot, ExecStats, Feed, FeedInfo, FeedOptions,
-    FeedState, FieldNames, IndexDef, IndexLag, IndexOptions, Maintenance, Mutation, OnLag, Options,
-    OwnedRows, OwnedTransaction, Position, ProblemKind, Record, Rows, StatisticsOptions,
-    TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
+    Analysis, BulkLoad, Change, Checkpoint, ColumnDef, ColumnType, Db, DbSnapshot, ExecStats, Feed,
+    FeedInfo, FeedOptions, FeedState, FieldNames, IndexDef, IndexLag, IndexOptions, Maintenance,
+    Mutation, OnLag, Options, OwnedRows, OwnedTransaction, Position, ProblemKind, Record, Rows,
+    StatisticsOptions, TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
 };

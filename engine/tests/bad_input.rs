@@ -411,7 +411,7 @@ fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
             .expect("read")
             .expect("t's definition");
         let text = String::from_utf8(original.to_vec()).expect("JSON");
-        let newer = text.replacen("\"format\":3", "\"format\":5", 1);
+        let newer = text.replacen("\"format\":3", "\"format\":6", 1);
         assert_ne!(newer, text, "the definition names its format");
         store
             .put(&catalog, b"table/t", newer.as_bytes())
@@ -426,7 +426,7 @@ fn a_catalog_from_a_newer_version_is_refused_and_left_as_it_was() {
         matches!(
             &e,
             Error::Corruption {
-                what: strata::Corruption::Catalog(CatalogCorruption::NewerFormat { found: 5, .. }),
+                what: strata::Corruption::Catalog(CatalogCorruption::NewerFormat { found: 6, .. }),
                 ..
             }
         ),

@@ -687,3 +687,78 @@ fn close_abandons_an_auto_analysis_rather_than_waiting_for_it() {
     );
     db.close().unwrap();
 }
+
+#[test]
+fn declared_columns_hold_every_write_and_survive_reopen() {
+    use strata::{ColumnDef, ColumnType, TableOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let columns = vec![
+        ColumnDef::new("id", ColumnType::Int).not_null(),
+        ColumnDef::new("price", ColumnType::Float),
+        ColumnDef::new("name", ColumnType::Text),
+    ];
+    {
+        let db = open(dir.path());
+        db.create_table(
+            "items",
+            ["id"],
+            TableOptions::default().columns(columns.clone()),
+        )
+        .unwrap();
+        db.insert(
+            "items",
+            record! { "id" => 1, "price" => 2, "name" => "pen" },
+        )
+        .unwrap();
+        // A text price, an undeclared field: refused, through every write path.
+        let e = db
+            .insert("items", record! { "id" => 2, "price" => "dear" })
+            .unwrap_err();
+        assert!(e.to_string().contains("\"price\" is DOUBLE"), "{e}");
+        let mut tx = db.begin().unwrap();
+        let e = tx
+            .upsert("items", record! { "id" => 3, "colour" => "red" })
+            .unwrap_err();
+        assert!(e.to_string().contains("no column \"colour\""), "{e}");
+        let mut batch = TableBatch::new();
+        batch.insert(record! { "id" => 4, "name" => 4 });
+        assert!(db.write("items", batch, WriteOptions::default()).is_err());
+        let mut load = db.bulk_load("items").unwrap();
+        assert!(load.insert(record! { "id" => 5, "name" => 5.5 }).is_err());
+        drop(load);
+        assert_eq!(rows(&db, "items", &Query::default()).len(), 1);
+    }
+    let db = open(dir.path());
+    let def = db.table("items").unwrap();
+    assert_eq!(def.columns, columns);
+    assert_eq!(def.format, 5);
+    assert!(
+        db.insert("items", record! { "id" => 6, "price" => "x" })
+            .is_err()
+    );
+}
+
+#[test]
+fn columns_declared_later_are_checked_against_the_stored_rows() {
+    use strata::{ColumnDef, ColumnType};
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    customers(&db);
+    let text = |n: &str| ColumnDef::new(n, ColumnType::Text);
+    let mut columns = vec![ColumnDef::new("id", ColumnType::Int)];
+    columns.extend(["first", "last"].map(text));
+    // `town` is missing: the stored rows have it.
+    let e = db.set_columns("customers", columns.clone()).unwrap_err();
+    assert!(e.to_string().contains("no column \"town\""), "{e}");
+    assert!(db.table("customers").unwrap().columns.is_empty());
+    columns.push(text("town"));
+    db.set_columns("customers", columns.clone()).unwrap();
+    assert_eq!(db.table("customers").unwrap().columns, columns);
+    assert!(
+        db.insert("customers", record! { "id" => 9, "age" => 3 })
+            .is_err()
+    );
+    db.set_columns("customers", Vec::new()).unwrap();
+    db.insert("customers", record! { "id" => 9, "age" => 3 })
+        .unwrap();
+}

@@ -58,6 +58,7 @@ pub fn check(data: &[u8]) {
         indexes: Vec::new(),
         keys: 2,
         statistics: Default::default(),
+        columns: Vec::new(),
     };
     let (key, value) = data.split_at(data.len() / 2);
     for projection in [

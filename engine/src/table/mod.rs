@@ -64,7 +64,10 @@ pub use stats::sketch;
 pub use async_index::indexer::IndexLag;
 pub use backup::Checkpoint;
 pub use calibrate::CALIBRATION_ROWS;
-pub use catalog::{IndexDef, IndexOptions, Maintenance, StatisticsOptions, TableDef, TableOptions};
+pub use catalog::{
+    ColumnDef, ColumnType, IndexDef, IndexOptions, Maintenance, StatisticsOptions, TableDef,
+    TableOptions,
+};
 pub use codec::field_names::FieldNames;
 pub use codec::key::{KeyError, KeyFormat};
 pub use codec::record::{Record, RecordError};

@@ -16,9 +16,12 @@
 //! no definition names, which `Db::open` drops.
 
 // Public for the fuzz targets and white-box tests (their formats), not part of the API.
+pub mod columns;
 pub(crate) mod covering;
 #[doc(hidden)]
 pub mod entry;
+
+pub use columns::{ColumnDef, ColumnType};
 
 pub use crate::table::codec::field_names::validate_field;
 
@@ -59,6 +62,10 @@ pub struct TableDef {
     /// What `analyze` gathers beyond its defaults (absent: nothing; catalog format 4).
     #[serde(default, skip_serializing_if = "StatisticsOptions::is_empty")]
     pub statistics: StatisticsOptions,
+    /// Its declared columns ([`columns`]); empty: any fields (absent: none; catalog
+    /// format 5).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<ColumnDef>,
 }
 
 /// What `analyze` gathers for a table beyond its defaults: PostgreSQL's `CREATE STATISTICS`
@@ -172,11 +179,17 @@ pub struct TableOptions {
     /// and each shard is its own store, with its own log, in the database directory's
     /// `shard-<n>` (or where `Options::shard_dirs` says).
     pub shards: u32,
+    /// Declared columns (default none: rows may have any fields): every write is held to
+    /// them ([`columns`]).
+    pub columns: Vec<ColumnDef>,
 }
 
 impl Default for TableOptions {
     fn default() -> Self {
-        TableOptions { shards: 1 }
+        TableOptions {
+            shards: 1,
+            columns: Vec::new(),
+        }
     }
 }
 
@@ -184,6 +197,12 @@ impl TableOptions {
     /// With `shards` shards.
     pub fn shards(mut self, shards: u32) -> Self {
         self.shards = shards;
+        self
+    }
+
+    /// With the declared columns `columns`.
+    pub fn columns(mut self, columns: Vec<ColumnDef>) -> Self {
+        self.columns = columns;
         self
     }
 }
@@ -357,10 +376,13 @@ impl TableDef {
         }
     }
 
-    /// The oldest catalog format that holds this definition: 4 with statistics options, 3
-    /// for keys of format 2, 2 for a unique index or a global sync index over shards, else 1.
+    /// The oldest catalog format that holds this definition: 5 with declared columns, 4 with
+    /// statistics options, 3 for keys of format 2, 2 for a unique index or a global sync index
+    /// over shards, else 1.
     pub fn needed_format(&self) -> u32 {
-        if !self.statistics.is_empty() {
+        if !self.columns.is_empty() {
+            5
+        } else if !self.statistics.is_empty() {
             4
         } else if self.keys > 1 {
             3
@@ -422,6 +444,7 @@ impl TableDef {
         validate_name("table", &self.name)?;
         self.statistics.validate()?;
         validate_fields("primary key", &self.primary_key)?;
+        columns::validate_columns(&self.columns, &self.primary_key)?;
         if !(1..=MAX_SHARDS).contains(&self.shards) {
             return Err(Error::InvalidArgument(format!(
                 "a table has 1 to {MAX_SHARDS} shards, got {}",
@@ -533,6 +556,7 @@ mod tests {
                 unique: false,
             }],
             statistics: StatisticsOptions::default(),
+            columns: Vec::new(),
         }
     }
 

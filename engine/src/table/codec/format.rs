@@ -108,8 +108,9 @@ pub const ENTRY_VERSION: u8 = 1;
 pub const CATALOG_CF: &str = "sys/catalog";
 /// The newest catalog format this build reads (it refuses newer ones). It writes format 3 for
 /// a table whose keys are of key format 2 (every table it creates); a table of key format 1
-/// is written as format 1, or 2 with a unique index or a global sync index over shards.
-pub const CATALOG_FORMAT: u32 = 4;
+/// is written as format 1, or 2 with a unique index or a global sync index over shards; 4
+/// with statistics options, 5 with declared columns.
+pub const CATALOG_FORMAT: u32 = 5;
 /// Catalog keys of table definitions start with this.
 pub const CATALOG_TABLE_PREFIX: &str = "table/";
 /// Catalog keys of table statistics start with this.

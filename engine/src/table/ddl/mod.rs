@@ -11,9 +11,10 @@ use strata_planner::{FieldList, IndexState, Projection};
 
 use crate::error::{Error, Result};
 use crate::lsm::ColumnFamily;
+use crate::table::catalog::columns::check_row;
 use crate::table::catalog::{
-    IndexDef, IndexOptions, StatisticsOptions, TableDef, TableOptions, fact_cf, index_cf,
-    validate_field, validate_name,
+    ColumnDef, IndexDef, IndexOptions, StatisticsOptions, TableDef, TableOptions, fact_cf,
+    index_cf, validate_field, validate_name,
 };
 use crate::table::codec::format::{
     CATALOG_NEXT_ID, CATALOG_STATS_PREFIX, CATALOG_TABLE_PREFIX, MAX_INDEXES,
@@ -55,6 +56,7 @@ impl Db {
             indexes: Vec::new(),
             keys: crate::table::codec::key::KeyFormat::NEWEST.number(),
             statistics: StatisticsOptions::default(),
+            columns: options.columns,
         };
         def.format = def.needed_format();
         def.validate()?;
@@ -229,6 +231,43 @@ impl Db {
         def.statistics = options;
         def.format = def.needed_format();
         def.validate()?;
+        self.shared.write_catalog(
+            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
+            &[],
+        )?;
+        self.shared.publish(current.with(def, None));
+        Ok(())
+    }
+
+    /// Declares `table`'s columns ([`ColumnDef`]; empty: none), replacing what was declared:
+    /// every later write is held to them. The rows already stored are checked first (a
+    /// scan), and a row that does not fit is an error naming its key and changes nothing.
+    /// Rows written by others while the rows are checked are not: declare columns of a table
+    /// no one else is writing (`strata import` does, on the table it loaded). Durable; a
+    /// table with columns is written in catalog format 5.
+    pub fn set_columns(&self, table: &str, columns: Vec<ColumnDef>) -> Result<()> {
+        let _ddl = lock(&self.shared.ddl);
+        let current = self.shared.handle(table)?;
+        let mut def = current.def.clone();
+        def.columns = columns;
+        def.format = def.needed_format();
+        def.validate()?;
+        if !def.columns.is_empty() {
+            for row in self.query(table, &strata_planner::Query::default())? {
+                let row = row?;
+                check_row(table, &def.columns, &row).map_err(|e| {
+                    let key: Vec<String> = def
+                        .primary_key
+                        .iter()
+                        .map(|k| row.value(k).sql_literal().to_string())
+                        .collect();
+                    Error::InvalidArgument(format!(
+                        "the row with key ({}) does not fit the columns: {e}",
+                        key.join(", ")
+                    ))
+                })?;
+            }
+        }
         self.shared.write_catalog(
             &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
             &[],

@@ -103,6 +103,7 @@ mod tests {
             indexes: Vec::new(),
             keys: crate::table::codec::key::KeyFormat::NEWEST.number(),
             statistics: Default::default(),
+            columns: Vec::new(),
         };
         let record = Record::decode(V1).unwrap();
         let layouts = Arc::new(Layouts::from_sections([record.names_section()]).unwrap());

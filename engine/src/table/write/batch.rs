@@ -5,6 +5,7 @@
 use strata_planner::Value;
 
 use crate::error::{Error, Result};
+use crate::table::catalog::columns::check_row;
 use crate::table::catalog::entry::{encode_primary_key, record_key};
 use crate::table::codec::field_names::{FieldNames, validate_field};
 use crate::table::codec::format::{MAX_FIELDS, MAX_RECORD_BYTES};
@@ -182,6 +183,7 @@ pub(crate) fn checked(
     record: Record,
 ) -> Result<(Vec<u8>, Record, Vec<u8>)> {
     let record = normalise(record)?;
+    check_row(&t.def.name, &t.def.columns, &record)?;
     let key = record_key(&t.def, &record)?;
     let encoded = db.encode_row(t, &record)?;
     check_size(encoded.len())?;
@@ -211,6 +213,7 @@ pub(crate) fn checked_known(
         encoded.extend_from_slice(&stored);
         return Ok((key, record));
     };
+    check_row(&def.name, &def.columns, &record)?;
     record.encode_with_head(&this.head, encoded);
     let key = match this.key_at.as_deref() {
         Some(&[at]) => encode_primary_key(def, &[record.value_at(at)])?,
