@@ -329,6 +329,7 @@ fn write_table_seed_corpora() {
             indexes: vec![index],
             keys: KeyFormat::NEWEST.number(),
             statistics: Default::default(),
+            columns: Vec::new(),
         };
         std::fs::write(
             records.join(format!("seed-table-{i}")),
