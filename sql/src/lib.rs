@@ -30,14 +30,19 @@
 //! ```
 
 pub mod catalog;
+pub mod ddl;
+pub mod dml;
+pub mod fast;
 pub mod filter;
 pub mod scan;
 pub mod schema;
 pub mod session;
 pub mod table;
+pub mod values;
 
 pub use catalog::StrataCatalog;
 pub use datafusion;
+pub use fast::Prepared;
 pub use session::SqlSession;
 pub use table::StrataTable;
 
@@ -59,6 +64,42 @@ pub enum Error {
     /// The session's runtime could not be started.
     #[error("cannot start the SQL runtime: {0}")]
     Runtime(std::io::Error),
+    /// A statement or form Strata's SQL does not take.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// A statement that cannot run as written (a missing primary key, an unknown index,
+    /// values that do not match the columns).
+    #[error("{0}")]
+    Invalid(String),
+    /// `COMMIT` or `ROLLBACK` with no transaction open.
+    #[error("no transaction is open (BEGIN starts one)")]
+    NoTransaction,
+    /// A statement failed inside a transaction, which was rolled back.
+    #[error("{0}; the transaction was rolled back")]
+    RolledBack(Box<Error>),
+    /// A prepared statement run with the wrong number of parameters.
+    #[error("the statement takes {expected} parameters, got {got}")]
+    Params {
+        /// Its parameters.
+        expected: usize,
+        /// The values given.
+        got: usize,
+    },
+}
+
+impl Error {
+    /// Whether running the statement (or the transaction) again may succeed: a conflict
+    /// with another commit.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Error::Strata(e) => e.is_retryable(),
+            Error::RolledBack(e) => e.is_retryable(),
+            Error::Sql(datafusion::error::DataFusionError::External(e)) => e
+                .downcast_ref::<strata::Error>()
+                .is_some_and(strata::Error::is_retryable),
+            _ => false,
+        }
+    }
 }
 
 /// `Result` with [`Error`].

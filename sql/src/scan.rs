@@ -1,6 +1,7 @@
 //! The execution plan of a Strata table's scan: a Strata query (the conditions DataFusion
 //! pushed down, the columns it reads, its `LIMIT`), planned by Strata when it runs, read at
-//! the statement's snapshot when it has one (`crate::session::StatementSnapshot`), its rows
+//! the statement's snapshot or through its transaction when it has one
+//! (`crate::session::StatementSnapshot`), its rows
 //! streamed as record batches of [`crate::schema::BATCH_ROWS`] rows.
 //!
 //! `EXPLAIN` shows the query and the plan Strata chose for it when the scan was planned
@@ -20,9 +21,10 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream,
 };
-use strata::{Db, DbSnapshot, OwnedRows, Query};
+use strata::{Db, Query, Record};
 
 use crate::schema::{BATCH_ROWS, Batcher, Column, TableSchema};
+use crate::session::StatementSnapshot;
 
 /// Scans one Strata table.
 pub struct StrataScan {
@@ -30,8 +32,8 @@ pub struct StrataScan {
     table: Arc<TableSchema>,
     columns: Vec<Column>,
     query: Query,
-    /// The statement's snapshot, if it has one.
-    snapshot: Option<DbSnapshot>,
+    /// What the statement reads (a snapshot or a transaction), if it says.
+    reads: Option<StatementSnapshot>,
     /// Strata's plan when the scan was planned, for `EXPLAIN`.
     chosen: String,
     properties: Arc<PlanProperties>,
@@ -54,7 +56,7 @@ impl StrataScan {
         table: Arc<TableSchema>,
         columns: Vec<Column>,
         query: Query,
-        snapshot: Option<DbSnapshot>,
+        reads: Option<StatementSnapshot>,
     ) -> Result<StrataScan> {
         let plan = db
             .explain(&table.table, &query)
@@ -79,7 +81,7 @@ impl StrataScan {
             table,
             columns,
             query,
-            snapshot,
+            reads,
             chosen,
             properties,
         })
@@ -152,9 +154,12 @@ impl ExecutionPlan for StrataScan {
                 "a Strata scan has one partition, asked for {partition}"
             )));
         }
-        let rows = match &self.snapshot {
-            Some(at) => self.db.query_owned_at(at, &self.table.table, &self.query),
-            None => self.db.query_owned(&self.table.table, &self.query),
+        let rows: Box<dyn Iterator<Item = strata::Result<Record>> + Send> = match &self.reads {
+            Some(reads) => reads.rows(&self.db, &self.table.table, &self.query),
+            None => self
+                .db
+                .query_owned(&self.table.table, &self.query)
+                .map(|rows| Box::new(rows) as Box<dyn Iterator<Item = _> + Send>),
         }
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let batcher = Batcher::new(&self.table, self.columns.clone());
@@ -173,7 +178,7 @@ impl ExecutionPlan for StrataScan {
 /// A query's rows as record batches.
 struct Batches {
     /// `None` once they have run out.
-    rows: Option<OwnedRows>,
+    rows: Option<Box<dyn Iterator<Item = strata::Result<Record>> + Send>>,
     batcher: Batcher,
 }
 

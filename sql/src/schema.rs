@@ -1,7 +1,9 @@
 //! A Strata table's columns as SQL sees them, and its rows as Arrow record batches.
 //!
-//! A Strata row names its own fields and may hold any kind of value in any of them; SQL wants
-//! one type per column. The columns are inferred: the primary-key fields first, then the
+//! A table that declares its columns (`CREATE TABLE`, `strata import`) has them: Strata
+//! holds every write to them. Otherwise a Strata row names its own fields and may hold any
+//! kind of value in any of them, while SQL wants one type per column, so the columns are
+//! inferred: the primary-key fields first, then the
 //! other fields in the order the first [`SAMPLE_ROWS`] rows show them, then fields only the
 //! table's statistics know (seen by `analyze` further on). Each column's type is the kind
 //! its sampled values share:
@@ -37,31 +39,16 @@ pub const SAMPLE_ROWS: u64 = 1_000;
 /// Rows per record batch a scan produces.
 pub const BATCH_ROWS: usize = 8_192;
 
-/// A column's SQL type.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ColumnType {
-    /// `BIGINT`.
-    Int,
-    /// `DOUBLE`: floats, and integers that widen.
-    Float,
-    /// `VARCHAR`.
-    Text,
-    /// `BOOLEAN`.
-    Bool,
-    /// `BYTEA`.
-    Bytes,
-}
+pub use strata::ColumnType;
 
-impl ColumnType {
-    /// The Arrow type.
-    pub fn data_type(self) -> DataType {
-        match self {
-            ColumnType::Int => DataType::Int64,
-            ColumnType::Float => DataType::Float64,
-            ColumnType::Text => DataType::Utf8,
-            ColumnType::Bool => DataType::Boolean,
-            ColumnType::Bytes => DataType::Binary,
-        }
+/// A column type's Arrow type.
+pub fn data_type(kind: ColumnType) -> DataType {
+    match kind {
+        ColumnType::Int => DataType::Int64,
+        ColumnType::Float => DataType::Float64,
+        ColumnType::Text => DataType::Utf8,
+        ColumnType::Bool => DataType::Boolean,
+        ColumnType::Bytes => DataType::Binary,
     }
 }
 
@@ -129,9 +116,26 @@ impl Seen {
 }
 
 impl TableSchema {
-    /// Infers `table`'s columns from its first [`SAMPLE_ROWS`] rows and its statistics.
+    /// `table`'s columns: those it declares ([`strata::ColumnDef`]: `CREATE TABLE`,
+    /// `strata import`), else inferred from its first [`SAMPLE_ROWS`] rows and its
+    /// statistics.
     pub fn infer(db: &Db, table: &str) -> strata::Result<TableSchema> {
         let def = db.table(table)?;
+        if !def.columns.is_empty() {
+            return Ok(TableSchema {
+                table: table.to_owned(),
+                primary_key: def.primary_key,
+                columns: def
+                    .columns
+                    .iter()
+                    .map(|c| Column {
+                        name: c.name.clone(),
+                        kind: c.kind,
+                        mixed: false,
+                    })
+                    .collect(),
+            });
+        }
         let mut names: Vec<String> = def.primary_key.clone();
         let mut seen: Vec<Seen> = vec![Seen::default(); names.len()];
         let place = |name: &str, names: &mut Vec<String>, seen: &mut Vec<Seen>| match names
@@ -175,7 +179,7 @@ impl TableSchema {
         Arc::new(Schema::new(
             self.columns
                 .iter()
-                .map(|c| Field::new(&c.name, c.kind.data_type(), true))
+                .map(|c| Field::new(&c.name, data_type(c.kind), true))
                 .collect::<Vec<_>>(),
         ))
     }
@@ -253,7 +257,7 @@ impl Batcher {
         let arrow = Arc::new(Schema::new(
             columns
                 .iter()
-                .map(|c| Field::new(&c.name, c.kind.data_type(), true))
+                .map(|c| Field::new(&c.name, data_type(c.kind), true))
                 .collect::<Vec<_>>(),
         ));
         let builders = columns
@@ -298,7 +302,7 @@ impl Batcher {
                     key.join(", "),
                     column.name,
                     v.sql_literal(),
-                    column.kind.data_type()
+                    data_type(column.kind)
                 )));
             }
         }

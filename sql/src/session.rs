@@ -1,17 +1,40 @@
-//! [`SqlSession`]: a DataFusion session over one Strata database, ready to run SQL.
+//! [`SqlSession`]: a DataFusion session over one Strata database, ready to run SQL — queries,
+//! DDL, DML and transactions.
+//!
+//! Statements Strata answers itself: `CREATE TABLE`, `CREATE [UNIQUE] INDEX`, `DROP TABLE`,
+//! `DROP INDEX`, `ANALYZE` ([`crate::ddl`]); `INSERT`, `INSERT OR REPLACE`, `UPDATE`,
+//! `DELETE` ([`crate::dml`]); `BEGIN`, `COMMIT`, `ROLLBACK`. Everything else goes to
+//! DataFusion, over Strata's tables; a single-table `SELECT` Strata evaluates whole takes the
+//! fast path ([`crate::fast`]).
+//!
+//! Outside a transaction each statement reads one snapshot of the database and a DML
+//! statement is its own transaction. Inside one (`BEGIN` … `COMMIT`), statements read the
+//! transaction's snapshot with its own writes, and `COMMIT` fails with a retryable error
+//! ([`Error::is_retryable`]) when another commit since `BEGIN` wrote what it read or wrote.
+//! A statement that fails inside a transaction rolls the whole transaction back (the error
+//! says so): Strata's transactions have no savepoints to undo one statement's writes.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
-use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::array::{RecordBatch, UInt64Array};
+use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::{SessionConfig, SessionContext};
-use strata::{Db, DbSnapshot};
+use datafusion::logical_expr::LogicalPlan;
+use datafusion::sql::parser::{DFParser, Statement as DFStatement};
+use datafusion::sql::sqlparser::ast::Statement;
+use strata::{Db, DbSnapshot, OwnedTransaction, Value};
 
 use crate::catalog::{SCHEMA, StrataCatalog};
-use crate::{Error, Result};
+use crate::fast::{FastPlan, Prepared};
+use crate::{Error, Result, ddl, dml};
 
 /// The catalog's name in the session.
 pub const CATALOG: &str = "strata";
+
+/// An open transaction shared by a session and the scans of its statements; `None` once it
+/// has committed or rolled back.
+pub type SharedTransaction = Arc<Mutex<Option<OwnedTransaction>>>;
 
 /// A SQL session over one database: its tables are the session's default schema
 /// (`strata.public`), so `SELECT * FROM people` names a Strata table.
@@ -20,6 +43,8 @@ pub struct SqlSession {
     context: SessionContext,
     /// Runs [`SqlSession::execute`]'s statements (started on first use).
     runtime: std::sync::OnceLock<tokio::runtime::Runtime>,
+    /// The transaction `BEGIN` opened, if any.
+    transaction: Mutex<Option<SharedTransaction>>,
 }
 
 impl SqlSession {
@@ -34,7 +59,13 @@ impl SqlSession {
             db,
             context,
             runtime: std::sync::OnceLock::new(),
+            transaction: Mutex::new(None),
         })
+    }
+
+    /// The database.
+    pub fn db(&self) -> &Arc<Db> {
+        &self.db
     }
 
     /// The DataFusion context, to register more tables or functions.
@@ -42,26 +73,68 @@ impl SqlSession {
         &self.context
     }
 
-    /// Plans one statement, reading the database as of now: every table it names, however
-    /// many times (a self-join), is read at one snapshot taken here, whenever the result is
-    /// collected.
-    pub async fn dataframe(&self, text: &str) -> Result<DataFrame> {
+    /// Whether a transaction is open (`BEGIN` without its `COMMIT` or `ROLLBACK` yet).
+    pub fn in_transaction(&self) -> bool {
+        self.open_transaction().is_some()
+    }
+
+    fn open_transaction(&self) -> Option<SharedTransaction> {
+        self.transaction
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A context for one statement: its scans read `reads`.
+    pub(crate) fn statement_context(&self, reads: StatementSnapshot) -> SessionContext {
         let mut state = self.context.state();
-        state
-            .config_mut()
-            .set_extension(Arc::new(StatementSnapshot::new(&self.db)));
-        let context = SessionContext::new_with_state(state);
+        state.config_mut().set_extension(Arc::new(reads));
+        SessionContext::new_with_state(state)
+    }
+
+    /// What a statement begun now reads: the open transaction, or a snapshot taken now.
+    pub(crate) fn reads(&self) -> StatementSnapshot {
+        match self.open_transaction() {
+            Some(tx) => StatementSnapshot::transaction(&self.db, tx),
+            None => StatementSnapshot::new(&self.db),
+        }
+    }
+
+    /// Plans one query, reading the database as of now (or the open transaction): every
+    /// table it names, however many times (a self-join), is read at one snapshot taken
+    /// here, whenever the result is collected.
+    pub async fn dataframe(&self, text: &str) -> Result<DataFrame> {
+        let context = self.statement_context(self.reads());
         Ok(context.sql(text).await?)
     }
 
-    /// Runs one statement and collects its result ([`SqlSession::dataframe`]).
+    /// Runs the statements of `text` (separated by `;`) one after another and returns the
+    /// last one's result; the first that fails stops the rest. DDL returns no batches, DML
+    /// one batch of one row: `count`, the rows it wrote.
     pub async fn sql(&self, text: &str) -> Result<Vec<RecordBatch>> {
-        Ok(self.dataframe(text).await?.collect().await?)
+        let statements = DFParser::parse_sql(text)?;
+        let mut last = Vec::new();
+        for statement in statements {
+            last = self.run(statement).await?;
+        }
+        Ok(last)
     }
 
     /// [`SqlSession::sql`], blocking; not from inside an async runtime
     /// ([`Error::InsideRuntime`]).
     pub fn execute(&self, text: &str) -> Result<Vec<RecordBatch>> {
+        self.block_on(self.sql(text))
+    }
+
+    /// Prepares one statement with parameters `$1`, `$2`, …, to run many times
+    /// ([`Prepared::execute`]). A single-table `SELECT` Strata evaluates whole runs straight
+    /// through Strata's planner; anything else through DataFusion, planned here once.
+    pub fn prepare(&self, text: &str) -> Result<Prepared<'_>> {
+        self.block_on(Prepared::new(self, text))
+    }
+
+    /// Runs `future` on the session's runtime.
+    pub(crate) fn block_on<T>(&self, future: impl Future<Output = Result<T>>) -> Result<T> {
         if tokio::runtime::Handle::try_current().is_ok() {
             return Err(Error::InsideRuntime);
         }
@@ -77,17 +150,166 @@ impl SqlSession {
                 self.runtime.get_or_init(|| runtime)
             }
         };
-        runtime.block_on(self.sql(text))
+        runtime.block_on(future)
+    }
+
+    async fn run(&self, statement: DFStatement) -> Result<Vec<RecordBatch>> {
+        let DFStatement::Statement(sql) = &statement else {
+            return self.query(statement).await;
+        };
+        match sql.as_ref() {
+            Statement::StartTransaction { .. } => self.begin().map(|()| Vec::new()),
+            Statement::Commit { .. } => self.commit().map(|()| Vec::new()),
+            Statement::Rollback { savepoint, .. } => {
+                if savepoint.is_some() {
+                    return Err(Error::Unsupported("savepoints".into()));
+                }
+                self.rollback().map(|()| Vec::new())
+            }
+            Statement::CreateTable(_)
+            | Statement::CreateIndex(_)
+            | Statement::Drop { .. }
+            | Statement::Analyze(_) => {
+                if self.in_transaction() {
+                    return Err(Error::Unsupported(
+                        "DDL inside a transaction (COMMIT or ROLLBACK first)".into(),
+                    ));
+                }
+                ddl::run(&self.db, sql).map(|()| Vec::new())
+            }
+            Statement::Insert(_) | Statement::Update(_) | Statement::Delete(_) => {
+                let count = self.write(sql).await?;
+                Ok(vec![count_batch(count)?])
+            }
+            _ => self.query(statement).await,
+        }
+    }
+
+    /// Runs a query (or any statement DataFusion handles) at the statement's reads.
+    async fn query(&self, statement: DFStatement) -> Result<Vec<RecordBatch>> {
+        let reads = self.reads();
+        let context = self.statement_context(reads.clone());
+        let plan = context.state().statement_to_plan(statement).await?;
+        self.collect(&context, reads, plan).await
+    }
+
+    /// Runs a planned statement: through Strata alone when it can ([`crate::fast`]), else
+    /// through DataFusion's optimizer and executor.
+    pub(crate) async fn collect(
+        &self,
+        context: &SessionContext,
+        reads: StatementSnapshot,
+        plan: LogicalPlan,
+    ) -> Result<Vec<RecordBatch>> {
+        if let Some(fast) = FastPlan::of(&plan)
+            && let Some(batches) = fast.run(&self.db, &reads, &[])?
+        {
+            return Ok(batches);
+        }
+        Ok(context.execute_logical_plan(plan).await?.collect().await?)
+    }
+
+    /// Runs a DML statement in the open transaction, or in one of its own committed at its
+    /// end; returns the rows written.
+    async fn write(&self, statement: &Statement) -> Result<u64> {
+        let (tx, implicit) = match self.open_transaction() {
+            Some(tx) => (tx, false),
+            None => (Arc::new(Mutex::new(Some(self.db.begin_owned()?))), true),
+        };
+        let context =
+            self.statement_context(StatementSnapshot::transaction(&self.db, Arc::clone(&tx)));
+        let result = dml::run(&self.db, &context, &tx, statement).await;
+        match (result, implicit) {
+            (Ok(count), true) => {
+                take(&tx)?.commit()?;
+                Ok(count)
+            }
+            (Ok(count), false) => Ok(count),
+            (Err(e), true) => Err(e),
+            (Err(e), false) => {
+                // Its writes so far are in the transaction and cannot be taken out alone.
+                self.end_transaction();
+                Err(Error::RolledBack(Box::new(e)))
+            }
+        }
+    }
+
+    fn begin(&self) -> Result<()> {
+        let mut open = self.transaction.lock().unwrap_or_else(|e| e.into_inner());
+        if open.is_some() {
+            return Err(Error::Unsupported(
+                "a transaction inside a transaction (COMMIT or ROLLBACK first)".into(),
+            ));
+        }
+        *open = Some(Arc::new(Mutex::new(Some(self.db.begin_owned()?))));
+        Ok(())
+    }
+
+    fn commit(&self) -> Result<()> {
+        let tx = self.end_transaction().ok_or(Error::NoTransaction)?;
+        take(&tx)?.commit()?;
+        Ok(())
+    }
+
+    fn rollback(&self) -> Result<()> {
+        let tx = self.end_transaction().ok_or(Error::NoTransaction)?;
+        take(&tx)?.rollback();
+        Ok(())
+    }
+
+    /// Closes the session's transaction, returning it.
+    fn end_transaction(&self) -> Option<SharedTransaction> {
+        self.transaction
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
     }
 }
 
-/// The snapshot a statement reads its database at, kept in the statement's session
-/// configuration for the scans to find ([`SqlSession::dataframe`]).
-#[derive(Debug)]
+/// The transaction out of its cell, for its commit or rollback.
+fn take(tx: &SharedTransaction) -> Result<OwnedTransaction> {
+    tx.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .ok_or(Error::NoTransaction)
+}
+
+/// A DML statement's result: one row, the rows it wrote (DataFusion's `count`).
+fn count_batch(count: u64) -> Result<RecordBatch> {
+    let schema = Arc::new(Schema::new(vec![Field::new(
+        "count",
+        DataType::UInt64,
+        false,
+    )]));
+    RecordBatch::try_new(schema, vec![Arc::new(UInt64Array::from(vec![count]))])
+        .map_err(|e| Error::Sql(e.into()))
+}
+
+/// What a statement's scans read, kept in the statement's session configuration for them
+/// to find ([`SqlSession::dataframe`]): a snapshot of the database, or a transaction.
+#[derive(Clone)]
 pub struct StatementSnapshot {
     /// The database it is a snapshot of (its address: a scan of another database ignores it).
     db: usize,
-    snapshot: DbSnapshot,
+    reads: Reads,
+}
+
+#[derive(Clone)]
+enum Reads {
+    Snapshot(DbSnapshot),
+    Transaction(SharedTransaction),
+}
+
+impl std::fmt::Debug for StatementSnapshot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let reads = match &self.reads {
+            Reads::Snapshot(s) => format!("snapshot {}", s.seqno()),
+            Reads::Transaction(_) => "a transaction".to_owned(),
+        };
+        f.debug_struct("StatementSnapshot")
+            .field("reads", &reads)
+            .finish()
+    }
 }
 
 impl StatementSnapshot {
@@ -95,12 +317,66 @@ impl StatementSnapshot {
     pub fn new(db: &Arc<Db>) -> StatementSnapshot {
         StatementSnapshot {
             db: Arc::as_ptr(db) as usize,
-            snapshot: db.snapshot(),
+            reads: Reads::Snapshot(db.snapshot()),
+        }
+    }
+
+    /// Reads through `tx`, a transaction of `db`.
+    pub fn transaction(db: &Arc<Db>, tx: SharedTransaction) -> StatementSnapshot {
+        StatementSnapshot {
+            db: Arc::as_ptr(db) as usize,
+            reads: Reads::Transaction(tx),
         }
     }
 
     /// The snapshot, if it is one of `db`.
     pub fn of(&self, db: &Arc<Db>) -> Option<&DbSnapshot> {
-        (self.db == Arc::as_ptr(db) as usize).then_some(&self.snapshot)
+        match &self.reads {
+            Reads::Snapshot(s) if self.db == Arc::as_ptr(db) as usize => Some(s),
+            _ => None,
+        }
     }
+
+    /// The transaction, if it is one of `db`.
+    pub fn transaction_of(&self, db: &Arc<Db>) -> Option<&SharedTransaction> {
+        match &self.reads {
+            Reads::Transaction(tx) if self.db == Arc::as_ptr(db) as usize => Some(tx),
+            _ => None,
+        }
+    }
+
+    /// The rows of `query` on `table` as this statement reads them.
+    pub fn rows(
+        &self,
+        db: &Arc<Db>,
+        table: &str,
+        query: &strata::Query,
+    ) -> strata::Result<Box<dyn Iterator<Item = strata::Result<strata::Record>> + Send>> {
+        if let Some(tx) = self.transaction_of(db) {
+            let mut cell = tx.lock().unwrap_or_else(|e| e.into_inner());
+            let tx = cell.as_mut().ok_or_else(|| {
+                strata::Error::InvalidArgument(
+                    "the transaction has already committed or rolled back".into(),
+                )
+            })?;
+            // The transaction's rows borrow it; they are read whole while it is locked.
+            let rows: Vec<strata::Result<strata::Record>> = tx.query(table, query)?.collect();
+            return Ok(Box::new(rows.into_iter()));
+        }
+        Ok(Box::new(match self.of(db) {
+            Some(at) => db.query_owned_at(at, table, query)?,
+            None => db.query_owned(table, query)?,
+        }))
+    }
+}
+
+/// The parameters of a prepared statement, checked against the count it expects.
+pub(crate) fn check_params(expected: usize, params: &[Value]) -> Result<()> {
+    if params.len() != expected {
+        return Err(Error::Params {
+            expected,
+            got: params.len(),
+        });
+    }
+    Ok(())
 }

@@ -50,6 +50,11 @@ impl StrataTable {
     pub fn columns(&self) -> &TableSchema {
         &self.schema
     }
+
+    /// Its columns, shared.
+    pub(crate) fn shared_columns(&self) -> Arc<TableSchema> {
+        Arc::clone(&self.schema)
+    }
 }
 
 #[async_trait]
@@ -118,16 +123,13 @@ impl TableProvider for StrataTable {
         query.limit = limit.map(|l| l as u64);
         // The statement's snapshot when a `SqlSession` planned it; else the scan's own,
         // taken when it runs.
-        let snapshot = state
-            .config()
-            .get_extension::<StatementSnapshot>()
-            .and_then(|s| s.of(&self.db).cloned());
+        let reads = state.config().get_extension::<StatementSnapshot>();
         let scan = StrataScan::new(
             Arc::clone(&self.db),
             Arc::clone(&self.schema),
             columns,
             query,
-            snapshot,
+            reads.map(|r| r.as_ref().clone()),
         )?;
         Ok(Arc::new(scan))
     }

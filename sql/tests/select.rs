@@ -104,6 +104,11 @@ fn statements_return_what_a_memory_table_of_the_same_rows_returns() {
             ("*", "ORDER BY id"),
             ("id, town", "ORDER BY id LIMIT 7"),
             ("town, count(*) AS n", "GROUP BY town ORDER BY town"),
+            // One-column orders Strata gives (the fast path) and ones it does not.
+            ("age", "ORDER BY age NULLS FIRST"),
+            ("age AS a", "ORDER BY age DESC LIMIT 30"),
+            ("name", "ORDER BY name DESC NULLS LAST LIMIT 9"),
+            ("id AS key, name", "ORDER BY id DESC LIMIT 4"),
         ] {
             let sql = format!("SELECT {select} FROM people WHERE {filter} {tail}");
             let strata = session.execute(&sql).unwrap();
