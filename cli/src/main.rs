@@ -136,6 +136,14 @@ enum Command {
         #[command(subcommand)]
         command: FeedCommand,
     },
+    /// SQL through Apache DataFusion: an interactive shell, or `-c SQL`, `-f FILE`,
+    /// `--format table|csv|json` (runs the `strata-sql` binary; `strata sql --help`).
+    #[command(disable_help_flag = true)]
+    Sql {
+        /// The shell's arguments.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -409,6 +417,19 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
+    if let Command::Sql { args } = &cli.command {
+        let Some(db) = &cli.db else {
+            eprintln!("strata: this command needs the database directory: --db DIR");
+            return ExitCode::from(2);
+        };
+        return match strata_cli::sql::run(db, args) {
+            Ok(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+            Err(message) => {
+                eprintln!("strata: {message}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
@@ -509,6 +530,8 @@ fn run(cli: Cli) -> Outcome {
         }),
         Command::Backup { command } => backup_command(db_dir.as_deref(), command),
         Command::Feed { command } => with_db(&needs_db()?, false, |db| feed_command(db, command)),
+        // Handled in `main`: it has its own exit status.
+        Command::Sql { .. } => Err("`strata sql` runs apart".into()),
     }
 }
 

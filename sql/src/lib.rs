@@ -37,6 +37,7 @@ pub mod filter;
 pub mod scan;
 pub mod schema;
 pub mod session;
+pub mod shell;
 pub mod table;
 pub mod values;
 
