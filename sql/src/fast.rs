@@ -27,7 +27,8 @@ use datafusion::sql::sqlparser::ast::{
 use strata::{Db, Order, Query, Value};
 
 use crate::filter::condition_of;
-use crate::schema::{BATCH_ROWS, Batcher, Column, ColumnType, TableSchema};
+use crate::scan::sorts_like_sql;
+use crate::schema::{BATCH_ROWS, Batcher, Column, TableSchema};
 use crate::session::{SqlSession, StatementSnapshot};
 use crate::table::StrataTable;
 use crate::values::scalar_of;
@@ -212,16 +213,7 @@ fn order_of(sort: &SortExpr, table: &TableSchema) -> Option<Order> {
     let Expr::Column(c) = &sort.expr else {
         return None;
     };
-    let column = table.column(&c.name)?;
-    if column.mixed || column.kind == ColumnType::Float {
-        return None;
-    }
-    // Strata: NULL first ascending, last descending.
-    let nulls_agree = sort.nulls_first == sort.asc || table.primary_key.contains(&c.name);
-    if !nulls_agree {
-        return None;
-    }
-    Some(Order {
+    sorts_like_sql(table, &c.name, !sort.asc, sort.nulls_first).then(|| Order {
         fields: vec![c.name.clone()],
         descending: !sort.asc,
     })

@@ -34,6 +34,7 @@ pub mod ddl;
 pub mod dml;
 pub mod fast;
 pub mod filter;
+pub mod limit;
 pub mod scan;
 pub mod schema;
 pub mod session;

@@ -10,20 +10,26 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::RecordBatch;
+use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{ScalarValue, Statistics};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
 use datafusion::physical_expr::EquivalenceProperties;
+use datafusion::physical_expr::PhysicalSortExpr;
+use datafusion::physical_expr::expressions::Column as PhysicalColumn;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::sort_pushdown::SortOrderPushdownResult;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream,
 };
-use strata::{Db, Query, Record};
+use strata::{Db, Order, Query, Record};
 
-use crate::schema::{BATCH_ROWS, Batcher, Column, TableSchema};
+use crate::schema::{BATCH_ROWS, Batcher, Column, ColumnType, TableSchema};
 use crate::session::StatementSnapshot;
 
 /// Scans one Strata table.
@@ -37,6 +43,9 @@ pub struct StrataScan {
     /// Strata's plan when the scan was planned, for `EXPLAIN`.
     chosen: String,
     properties: Arc<PlanProperties>,
+    statistics: Arc<Statistics>,
+    /// The order its output is declared in (empty: none).
+    ordering: Vec<PhysicalSortExpr>,
 }
 
 impl std::fmt::Debug for StrataScan {
@@ -58,24 +67,64 @@ impl StrataScan {
         query: Query,
         reads: Option<StatementSnapshot>,
     ) -> Result<StrataScan> {
-        let plan = db
-            .explain(&table.table, &query)
-            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        StrataScan::ordered(db, table, columns, query, reads, Vec::new())
+    }
+
+    /// [`StrataScan::new`], declaring `ordering` as its output's order (an `ORDER BY`
+    /// Strata gives, in the terms it was asked in: a primary-key field's NULLs may be asked
+    /// for either end) — or, when empty, the order of the query's `order` with Strata's
+    /// NULLs.
+    fn ordered(
+        db: Arc<Db>,
+        table: Arc<TableSchema>,
+        columns: Vec<Column>,
+        query: Query,
+        reads: Option<StatementSnapshot>,
+        ordering: Vec<PhysicalSortExpr>,
+    ) -> Result<StrataScan> {
+        let strata_err = |e: strata::Error| DataFusionError::External(Box::new(e));
+        let plan = db.explain(&table.table, &query).map_err(strata_err)?;
         let chosen = match &plan.chosen.index {
             Some(index) => format!("index {index}"),
             None => plan.chosen.plan.replace('_', " "),
         };
-        let chosen = format!(
-            "{chosen} rows≈{}",
-            strata::RowCount(plan.chosen.estimated_rows)
-        );
+        let estimated = plan.chosen.estimated_rows;
+        let chosen = format!("{chosen} rows≈{}", strata::RowCount(estimated));
         let schema = Batcher::new(&table, columns.clone()).schema();
+        // The order Strata returns its rows in, declared only when the query asks for it.
+        let ordering: Vec<PhysicalSortExpr> = match &query.order {
+            Some(_) if !ordering.is_empty() => ordering,
+            Some(order) => order
+                .fields
+                .iter()
+                .filter_map(|f| {
+                    let at = columns.iter().position(|c| &c.name == f)?;
+                    Some(PhysicalSortExpr::new(
+                        Arc::new(PhysicalColumn::new(f, at)),
+                        SortOptions {
+                            descending: order.descending,
+                            // Strata: NULL first ascending, last descending.
+                            nulls_first: !order.descending,
+                        },
+                    ))
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let declared = ordering.clone();
+        let equivalences = if ordering.is_empty() {
+            EquivalenceProperties::new(Arc::clone(&schema))
+        } else {
+            EquivalenceProperties::new_with_orderings(Arc::clone(&schema), [ordering])
+        };
         let properties = Arc::new(PlanProperties::new(
-            EquivalenceProperties::new(schema),
+            equivalences,
             Partitioning::UnknownPartitioning(1),
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
+        let stats = db.planning_statistics(&table.table).map_err(strata_err)?;
+        let statistics = Arc::new(statistics(&schema, &columns, &stats, estimated));
         Ok(StrataScan {
             db,
             table,
@@ -84,6 +133,8 @@ impl StrataScan {
             reads,
             chosen,
             properties,
+            statistics,
+            ordering: declared,
         })
     }
 
@@ -91,6 +142,75 @@ impl StrataScan {
     pub fn query(&self) -> &Query {
         &self.query
     }
+
+    /// This scan with `query` instead, its output in `ordering` (empty: the query's).
+    fn with_query(&self, query: Query, ordering: Vec<PhysicalSortExpr>) -> Result<StrataScan> {
+        StrataScan::ordered(
+            Arc::clone(&self.db),
+            Arc::clone(&self.table),
+            self.columns.clone(),
+            query,
+            self.reads.clone(),
+            ordering,
+        )
+    }
+}
+
+/// What a scan tells DataFusion's join planning: Strata's estimate of its rows, and each
+/// column's bounds, distinct values and NULLs from the table's statistics — all inexact.
+fn statistics(
+    schema: &SchemaRef,
+    columns: &[Column],
+    stats: &strata::TableStats,
+    estimated: f64,
+) -> Statistics {
+    let rows = estimated.max(0.0).round() as usize;
+    let mut statistics = Statistics::new_unknown(schema);
+    statistics.num_rows = Precision::Inexact(rows);
+    for (column, out) in columns.iter().zip(statistics.column_statistics.iter_mut()) {
+        let Some(c) = stats.columns.get(&column.name) else {
+            continue;
+        };
+        if column.mixed {
+            continue;
+        }
+        let bound = |v: &Option<strata::Value>| match v.as_ref().map(|v| (column.kind, v)) {
+            Some((ColumnType::Int, strata::Value::Int(i))) => {
+                Precision::Inexact(ScalarValue::Int64(Some(*i)))
+            }
+            Some((ColumnType::Float, strata::Value::Float(f))) if f.is_finite() => {
+                Precision::Inexact(ScalarValue::Float64(Some(*f)))
+            }
+            Some((ColumnType::Text, strata::Value::Str(s))) => {
+                Precision::Inexact(ScalarValue::Utf8(Some(s.clone())))
+            }
+            _ => Precision::Absent,
+        };
+        out.min_value = bound(&c.min);
+        out.max_value = bound(&c.max);
+        out.distinct_count = Precision::Inexact((c.distinct.round() as usize).min(rows.max(1)));
+        out.null_count = Precision::Inexact((c.null_fraction * rows as f64).round() as usize);
+    }
+    statistics
+}
+
+/// Whether Strata returns rows in the order SQL's `ORDER BY column` asks for: not a float or
+/// mixed column (their orders differ: NaN, -0.0, kinds), and NULLs where Strata puts them
+/// (first ascending, last descending) unless the column is a primary-key field, which has
+/// none.
+pub fn sorts_like_sql(
+    table: &TableSchema,
+    column: &str,
+    descending: bool,
+    nulls_first: bool,
+) -> bool {
+    let Some(c) = table.column(column) else {
+        return false;
+    };
+    if c.mixed || c.kind == ColumnType::Float {
+        return false;
+    }
+    nulls_first != descending || table.primary_key.iter().any(|k| k == column)
 }
 
 impl DisplayAs for StrataScan {
@@ -103,6 +223,10 @@ impl DisplayAs for StrataScan {
         let condition = self.query.condition();
         if !matches!(&condition, strata::Condition::All(cs) if cs.is_empty()) {
             write!(f, " where={condition}")?;
+        }
+        if let Some(order) = &self.query.order {
+            let direction = if order.descending { " desc" } else { "" };
+            write!(f, " order={}{direction}", order.fields.join(","))?;
         }
         if let Some(limit) = self.query.limit {
             write!(f, " limit={limit}")?;
@@ -142,6 +266,62 @@ impl ExecutionPlan for StrataScan {
                 "a Strata scan has no children".into(),
             ))
         }
+    }
+
+    fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
+        Ok(Arc::clone(&self.statistics))
+    }
+
+    fn fetch(&self) -> Option<usize> {
+        self.query.limit.map(|l| l as usize)
+    }
+
+    fn with_fetch(&self, limit: Option<usize>) -> Option<Arc<dyn ExecutionPlan>> {
+        let mut query = self.query.clone();
+        query.limit = match (query.limit, limit) {
+            (Some(a), Some(b)) => Some(a.min(b as u64)),
+            (a, b) => a.or(b.map(|b| b as u64)),
+        };
+        Some(Arc::new(
+            self.with_query(query, self.ordering.clone()).ok()?,
+        ))
+    }
+
+    /// `ORDER BY` columns Strata sorts as SQL does ([`sorts_like_sql`]), all one direction,
+    /// become the query's order: Strata reads an index or primary key in that order or
+    /// sorts, and DataFusion's sort goes (its `LIMIT` with it, [`ExecutionPlan::with_fetch`]).
+    fn try_pushdown_sort(
+        &self,
+        order: &[PhysicalSortExpr],
+    ) -> Result<SortOrderPushdownResult<Arc<dyn ExecutionPlan>>> {
+        let Some(first) = order.first() else {
+            return Ok(SortOrderPushdownResult::Unsupported);
+        };
+        let descending = first.options.descending;
+        let mut fields = Vec::new();
+        for sort in order {
+            let Some(column) = sort.expr.downcast_ref::<PhysicalColumn>() else {
+                return Ok(SortOrderPushdownResult::Unsupported);
+            };
+            let Some(c) = self.columns.get(column.index()) else {
+                return Ok(SortOrderPushdownResult::Unsupported);
+            };
+            if sort.options.descending != descending
+                || !sorts_like_sql(&self.table, &c.name, descending, sort.options.nulls_first)
+            {
+                return Ok(SortOrderPushdownResult::Unsupported);
+            }
+            fields.push(c.name.clone());
+        }
+        if self.query.order.is_some() || self.query.limit.is_some() {
+            // A limit below the sort would keep the wrong rows.
+            return Ok(SortOrderPushdownResult::Unsupported);
+        }
+        let mut query = self.query.clone();
+        query.order = Some(Order { fields, descending });
+        Ok(SortOrderPushdownResult::Exact {
+            inner: Arc::new(self.with_query(query, order.to_vec())?),
+        })
     }
 
     fn execute(

@@ -20,6 +20,7 @@ use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::{SessionConfig, SessionContext};
+use datafusion::execution::session_state::SessionStateBuilder;
 use datafusion::logical_expr::LogicalPlan;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
@@ -27,6 +28,7 @@ use strata::{Db, DbSnapshot, OwnedTransaction, Value};
 
 use crate::catalog::{SCHEMA, StrataCatalog};
 use crate::fast::{FastPlan, Prepared};
+use crate::limit::LimitIntoStrataScan;
 use crate::{Error, Result, ddl, dml};
 
 /// The catalog's name in the session.
@@ -50,10 +52,20 @@ pub struct SqlSession {
 impl SqlSession {
     /// A session over `db`.
     pub fn new(db: Arc<Db>) -> Result<SqlSession> {
+        // No round-robin repartitioning after a scan: a Strata scan is one ordered stream,
+        // and spreading its batches over threads would stop an `ORDER BY … LIMIT` it
+        // answers in order from ending its read early (hash repartitioning for joins and
+        // aggregates stays).
         let config = SessionConfig::new()
             .with_default_catalog_and_schema(CATALOG, SCHEMA)
-            .with_information_schema(true);
-        let context = SessionContext::new_with_config(config);
+            .with_information_schema(true)
+            .with_round_robin_repartition(false);
+        let state = SessionStateBuilder::new()
+            .with_config(config)
+            .with_default_features()
+            .with_physical_optimizer_rule(Arc::new(LimitIntoStrataScan))
+            .build();
+        let context = SessionContext::new_with_state(state);
         context.register_catalog(CATALOG, Arc::new(StrataCatalog::new(Arc::clone(&db))));
         Ok(SqlSession {
             db,

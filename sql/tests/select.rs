@@ -109,6 +109,12 @@ fn statements_return_what_a_memory_table_of_the_same_rows_returns() {
             ("age AS a", "ORDER BY age DESC LIMIT 30"),
             ("name", "ORDER BY name DESC NULLS LAST LIMIT 9"),
             ("id AS key, name", "ORDER BY id DESC LIMIT 4"),
+            // Through DataFusion (a computed column), the order pushed into the scan.
+            ("id, age + 1 AS a1", "ORDER BY id DESC LIMIT 7"),
+            (
+                "town, age * 2 AS a2",
+                "ORDER BY town DESC NULLS LAST, id DESC LIMIT 11",
+            ),
         ] {
             let sql = format!("SELECT {select} FROM people WHERE {filter} {tail}");
             let strata = session.execute(&sql).unwrap();
@@ -146,6 +152,14 @@ fn explain_shows_strata_choosing_and_no_filter_above_a_pushed_down_scan() {
     assert!(!rare.contains("FilterExec"), "{rare}");
     let common = plan("SELECT name FROM people WHERE vip = false");
     assert!(common.contains("plan=scan"), "{common}");
+    // An order Strata reads an index in: no sort, the LIMIT in the scan.
+    let ordered = plan("SELECT town, age + 1 FROM people ORDER BY age NULLS FIRST LIMIT 10");
+    assert!(!ordered.contains("SortExec"), "{ordered}");
+    assert!(ordered.contains("order=age limit=10"), "{ordered}");
+    assert!(ordered.contains("plan=index by_age"), "{ordered}");
+    // SQL's default NULLS LAST is not Strata's order: DataFusion sorts.
+    let nulls_last = plan("SELECT town, age + 1 FROM people ORDER BY age LIMIT 10");
+    assert!(nulls_last.contains("SortExec"), "{nulls_last}");
     // A filter Strata does not evaluate stays above the scan.
     let float = plan("SELECT name FROM people WHERE score > 9.5");
     assert!(float.contains("FilterExec"), "{float}");
@@ -162,20 +176,22 @@ fn a_value_that_does_not_fit_its_column_is_an_error_naming_the_row() {
     for id in 0..1_500i64 {
         let mut r = Record::new();
         r.set("id", id);
-        // Past the sample, a text value in an integer column.
+        // Past the sample, a float in an integer column — not its smallest or largest
+        // value, which the statistics (gathered in the background) would show inference.
         if id == 1_400 {
-            r.set("n", "fourteen hundred");
+            r.set("n", 1_400.5);
         } else {
             r.set("n", id * 2);
         }
         batch.insert(r);
     }
     db.write("t", batch, Default::default()).unwrap();
+    db.analyze("t").unwrap();
     let session = SqlSession::new(Arc::clone(&db)).unwrap();
     let error = session.execute("SELECT n FROM t").unwrap_err().to_string();
     assert!(
         error.contains("table t, key (1400), field n")
-            && error.contains("'fourteen hundred'")
+            && error.contains("1400.5")
             && error.contains("Int64"),
         "{error}"
     );
