@@ -19,7 +19,15 @@ use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator};
 use strata::{Condition, Op, Predicate, Value};
 
-use crate::schema::{ColumnType, TableSchema};
+use std::sync::Arc;
+
+use datafusion::physical_expr::PhysicalExpr;
+use datafusion::physical_expr::expressions::{
+    BinaryExpr as PhysicalBinary, Column as PhysicalColumn, InListExpr as PhysicalInList,
+    Literal as PhysicalLiteral,
+};
+
+use crate::schema::{Column, ColumnType, TableSchema};
 
 /// `expr` as a Strata condition, if it means the same there.
 pub fn condition_of(expr: &Expr, schema: &TableSchema) -> Option<Condition> {
@@ -139,6 +147,11 @@ fn literal(expr: &Expr, kind: ColumnType) -> Option<Value> {
     let Expr::Literal(v, _) = expr else {
         return None;
     };
+    scalar_value(v, kind)
+}
+
+/// `v` as a Strata value of a column of type `kind`, if it is one (not NULL).
+fn scalar_value(v: &ScalarValue, kind: ColumnType) -> Option<Value> {
     let int = |x: Option<i64>| x.map(Value::Int);
     let value = match v {
         ScalarValue::Int8(x) => int(x.map(i64::from)),
@@ -166,6 +179,70 @@ fn literal(expr: &Expr, kind: ColumnType) -> Option<Value> {
             | (ColumnType::Bytes, Value::Bytes(_))
     );
     fits.then_some(value)
+}
+
+/// The conjuncts of a physical filter Strata evaluates as SQL does — comparisons of a
+/// column with a literal, `IN` lists of literals, `AND`s of them — as Strata conditions;
+/// the rest are left out, so the conditions hold for a superset of the rows the filter
+/// keeps. `columns` are the scan's output, which the filter's columns index. For a hash
+/// join's dynamic filter (its build side's keys as an `IN` list, or their bounds): the join
+/// keeps checking its keys, so narrowing the scan to a superset of its matches is safe.
+pub fn conditions_of_physical(
+    expr: &Arc<dyn PhysicalExpr>,
+    columns: &[Column],
+    schema: &TableSchema,
+    out: &mut Vec<Condition>,
+) {
+    let column = |e: &Arc<dyn PhysicalExpr>| -> Option<(&str, ColumnType)> {
+        let c = e.downcast_ref::<PhysicalColumn>()?;
+        let name = &columns.get(c.index())?.name;
+        let column = schema.column(name)?;
+        (!column.mixed && column.kind != ColumnType::Float)
+            .then_some((column.name.as_str(), column.kind))
+    };
+    let value = |e: &Arc<dyn PhysicalExpr>, kind| {
+        e.downcast_ref::<PhysicalLiteral>()
+            .and_then(|l| scalar_value(l.value(), kind))
+    };
+    if let Some(binary) = expr.downcast_ref::<PhysicalBinary>() {
+        let (left, op, right) = (binary.left(), *binary.op(), binary.right());
+        if op == Operator::And {
+            conditions_of_physical(left, columns, schema, out);
+            conditions_of_physical(right, columns, schema, out);
+            return;
+        }
+        let (field, v, op) = match (column(left), column(right)) {
+            (Some((f, k)), _) => match value(right, k) {
+                Some(v) => (f, v, op),
+                None => return,
+            },
+            (None, Some((f, k))) => match (value(left, k), op.swap()) {
+                (Some(v), Some(op)) => (f, v, op),
+                _ => return,
+            },
+            (None, None) => return,
+        };
+        let p = match op {
+            Operator::Eq => Predicate::eq(field, v),
+            Operator::Lt => Predicate::lt(field, v),
+            Operator::LtEq => Predicate::le(field, v),
+            Operator::Gt => Predicate::gt(field, v),
+            Operator::GtEq => Predicate::ge(field, v),
+            _ => return,
+        };
+        out.push(Condition::Is(p));
+    } else if let Some(list) = expr.downcast_ref::<PhysicalInList>() {
+        if list.negated() {
+            return;
+        }
+        let Some((field, kind)) = column(list.expr()) else {
+            return;
+        };
+        let values: Option<Vec<Value>> = list.list().iter().map(|e| value(e, kind)).collect();
+        if let Some(values) = values {
+            out.push(Condition::Is(Predicate::in_list(field, values)));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::SortOptions;
 use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::config::ConfigOptions;
 use datafusion::common::stats::Precision;
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{ScalarValue, Statistics};
@@ -20,17 +21,26 @@ use datafusion::execution::TaskContext;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_expr::PhysicalSortExpr;
 use datafusion::physical_expr::expressions::Column as PhysicalColumn;
+use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
+use datafusion::physical_plan::execution_plan::apply_expression_roots;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::filter_pushdown::{
+    ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
+};
+use datafusion::physical_plan::metrics::{
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+};
 use datafusion::physical_plan::sort_pushdown::SortOrderPushdownResult;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream,
 };
-use strata::{Db, Order, Query, Record};
+use strata::{Db, Order, Query};
 
+use crate::filter::conditions_of_physical;
 use crate::schema::{BATCH_ROWS, Batcher, Column, ColumnType, TableSchema};
-use crate::session::StatementSnapshot;
+use crate::session::{RowSource, StatementSnapshot};
 
 /// Scans one Strata table.
 pub struct StrataScan {
@@ -46,6 +56,9 @@ pub struct StrataScan {
     statistics: Arc<Statistics>,
     /// The order its output is declared in (empty: none).
     ordering: Vec<PhysicalSortExpr>,
+    /// Filters from above — a hash join's dynamic filter — read when the scan starts.
+    dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    metrics: ExecutionPlanMetricsSet,
 }
 
 impl std::fmt::Debug for StrataScan {
@@ -135,6 +148,8 @@ impl StrataScan {
             properties,
             statistics,
             ordering: declared,
+            dynamic: Vec::new(),
+            metrics: ExecutionPlanMetricsSet::new(),
         })
     }
 
@@ -231,6 +246,9 @@ impl DisplayAs for StrataScan {
         if let Some(limit) = self.query.limit {
             write!(f, " limit={limit}")?;
         }
+        for filter in &self.dynamic {
+            write!(f, " dynamic={filter}")?;
+        }
         Ok(())
     }
 }
@@ -248,11 +266,13 @@ impl ExecutionPlan for StrataScan {
         Vec::new()
     }
 
+    /// Its dynamic filters: a hash join computes its filter only when it finds it in the
+    /// probe side's expressions.
     fn apply_expressions(
         &self,
-        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+        f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
     ) -> Result<TreeNodeRecursion> {
-        Ok(TreeNodeRecursion::Continue)
+        apply_expression_roots(&self.dynamic, f)
     }
 
     fn with_new_children(
@@ -319,8 +339,10 @@ impl ExecutionPlan for StrataScan {
         }
         let mut query = self.query.clone();
         query.order = Some(Order { fields, descending });
+        let mut scan = self.with_query(query, order.to_vec())?;
+        scan.dynamic = self.dynamic.clone();
         Ok(SortOrderPushdownResult::Exact {
-            inner: Arc::new(self.with_query(query, order.to_vec())?),
+            inner: Arc::new(scan),
         })
     }
 
@@ -334,38 +356,105 @@ impl ExecutionPlan for StrataScan {
                 "a Strata scan has one partition, asked for {partition}"
             )));
         }
-        let rows: Box<dyn Iterator<Item = strata::Result<Record>> + Send> = match &self.reads {
-            Some(reads) => reads.rows(&self.db, &self.table.table, &self.query),
-            None => self
-                .db
-                .query_owned(&self.table.table, &self.query)
-                .map(|rows| Box::new(rows) as Box<dyn Iterator<Item = _> + Send>),
-        }
-        .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let batcher = Batcher::new(&self.table, self.columns.clone());
         let schema: SchemaRef = batcher.schema();
+        let (db, table, columns, reads) = (
+            Arc::clone(&self.db),
+            Arc::clone(&self.table),
+            self.columns.clone(),
+            self.reads.clone(),
+        );
+        let (mut query, dynamic) = (self.query.clone(), self.dynamic.clone());
+        // Opened at the first batch asked for, not now: a hash join asks for its probe side's
+        // batches once its build side is read, when its dynamic filter holds the keys.
+        let open: Opener = Box::new(move || {
+            for filter in &dynamic {
+                let now = snapshot_physical_expr(Arc::clone(filter))?;
+                let mut conditions = Vec::new();
+                conditions_of_physical(&now, &columns, &table, &mut conditions);
+                for c in conditions {
+                    query.add_condition(c);
+                }
+            }
+            let rows = match &reads {
+                Some(reads) => reads.rows(&db, &table.table, &query),
+                None => db
+                    .query_owned(&table.table, &query)
+                    .map(|rows| Box::new(rows) as RowSource),
+            };
+            rows.map_err(|e| DataFusionError::External(Box::new(e)))
+        });
+        let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
         let batches = Batches {
-            rows: Some(rows),
+            open: Some(open),
+            rows: None,
             batcher,
+            output_rows,
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             schema,
             futures::stream::iter(batches),
         )))
     }
+
+    fn metrics(&self) -> Option<MetricsSet> {
+        Some(self.metrics.clone_inner())
+    }
+
+    /// A hash join's dynamic filter (its build side's keys) reaching this probe-side scan is
+    /// kept and read when the scan starts ([`conditions_of_physical`]): Strata then plans the
+    /// keys as primary-key or index lookups. Every filter is reported as not pushed down —
+    /// its owner keeps applying it — since Strata may evaluate only part of it.
+    fn handle_child_pushdown_result(
+        &self,
+        phase: FilterPushdownPhase,
+        child_pushdown_result: ChildPushdownResult,
+        _config: &ConfigOptions,
+    ) -> Result<FilterPushdownPropagation<Arc<dyn ExecutionPlan>>> {
+        let filters: Vec<Arc<dyn PhysicalExpr>> = child_pushdown_result
+            .parent_filters
+            .into_iter()
+            .map(|f| f.filter)
+            .collect();
+        let mut propagation =
+            FilterPushdownPropagation::with_parent_pushdown_result(vec![
+                PushedDown::No;
+                filters.len()
+            ]);
+        if phase != FilterPushdownPhase::Post || filters.is_empty() {
+            return Ok(propagation);
+        }
+        let mut scan = self.with_query(self.query.clone(), self.ordering.clone())?;
+        scan.dynamic = self.dynamic.clone();
+        scan.dynamic.extend(filters);
+        propagation = propagation.with_updated_node(Arc::new(scan) as Arc<dyn ExecutionPlan>);
+        Ok(propagation)
+    }
 }
+
+/// Opens a scan's rows.
+type Opener = Box<dyn FnOnce() -> Result<RowSource> + Send>;
 
 /// A query's rows as record batches.
 struct Batches {
-    /// `None` once they have run out.
-    rows: Option<Box<dyn Iterator<Item = strata::Result<Record>> + Send>>,
+    /// Opens the rows at the first batch (`None` once it has).
+    open: Option<Opener>,
+    /// `None` before they are opened and once they have run out.
+    rows: Option<RowSource>,
     batcher: Batcher,
+    output_rows: Count,
 }
 
 impl Iterator for Batches {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        if let Some(open) = self.open.take() {
+            match open() {
+                Ok(rows) => self.rows = Some(rows),
+                Err(e) => return Some(Err(e)),
+            }
+        }
         let rows = self.rows.as_mut()?;
         while self.batcher.rows() < BATCH_ROWS {
             match rows.next() {
@@ -388,6 +477,7 @@ impl Iterator for Batches {
         if self.batcher.rows() == 0 {
             return None;
         }
+        self.output_rows.add(self.batcher.rows());
         Some(self.batcher.finish())
     }
 }

@@ -363,7 +363,7 @@ impl StatementSnapshot {
         db: &Arc<Db>,
         table: &str,
         query: &strata::Query,
-    ) -> strata::Result<Box<dyn Iterator<Item = strata::Result<strata::Record>> + Send>> {
+    ) -> strata::Result<RowSource> {
         if let Some(tx) = self.transaction_of(db) {
             let mut cell = tx.lock().unwrap_or_else(|e| e.into_inner());
             let tx = cell.as_mut().ok_or_else(|| {
@@ -381,6 +381,9 @@ impl StatementSnapshot {
         }))
     }
 }
+
+/// The rows of a scan, as Strata reads them.
+pub type RowSource = Box<dyn Iterator<Item = strata::Result<strata::Record>> + Send>;
 
 /// The parameters of a prepared statement, checked against the count it expects.
 pub(crate) fn check_params(expected: usize, params: &[Value]) -> Result<()> {
