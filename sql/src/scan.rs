@@ -416,8 +416,7 @@ impl ExecutionPlan for StrataScan {
             .into_iter()
             .map(|f| f.filter)
             .collect();
-        let mut propagation =
-            FilterPushdownPropagation::with_parent_pushdown_result(vec![
+        let mut propagation = FilterPushdownPropagation::with_parent_pushdown_result(vec![
                 PushedDown::No;
                 filters.len()
             ]);
