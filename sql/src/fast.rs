@@ -13,7 +13,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use datafusion::arrow::array::{RecordBatch, RecordBatchOptions};
+use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::source_as_provider;
@@ -34,6 +34,9 @@ use crate::table::StrataTable;
 use crate::values::scalar_of;
 use crate::{Error, Result};
 
+/// Rows a fast query's first batch is sized for (it grows).
+const FAST_BATCH: usize = 64;
+
 /// A single-table query Strata answers alone.
 #[derive(Clone, Debug)]
 pub struct FastPlan {
@@ -43,7 +46,9 @@ pub struct FastPlan {
     order: Option<Order>,
     limit: Option<u64>,
     /// The table's columns the result has, in order.
-    columns: Vec<Column>,
+    columns: Arc<[Column]>,
+    /// The fields read: `None` when the result has every column.
+    projection: Option<Vec<String>>,
     /// The result's schema (its names as the statement gives them).
     schema: SchemaRef,
 }
@@ -105,6 +110,9 @@ impl FastPlan {
                 .into_iter()
                 .cloned()
                 .collect();
+            if !filters.iter().all(plain) {
+                return None;
+            }
             node = &filter.input;
         }
         if let LogicalPlan::SubqueryAlias(alias) = node {
@@ -123,12 +131,24 @@ impl FastPlan {
             Some([one]) => Some(order_of(one, &table)?),
             Some(_) => return None,
         };
+        let projection = if table.columns.iter().all(|c| columns.contains(c)) {
+            None
+        } else {
+            let mut fields: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+            for k in &table.primary_key {
+                if !fields.contains(k) {
+                    fields.push(k.clone());
+                }
+            }
+            Some(fields)
+        };
         Some(FastPlan {
+            projection,
+            columns: columns.into(),
             table,
             filters,
             order,
             limit,
-            columns,
             schema,
         })
     }
@@ -150,40 +170,55 @@ impl FastPlan {
             };
             query.add_condition(condition);
         }
-        let mut fields: Vec<String> = self.columns.iter().map(|c| c.name.clone()).collect();
-        for k in &self.table.primary_key {
-            if !fields.contains(k) {
-                fields.push(k.clone());
-            }
-        }
-        query.projection = Some(fields);
+        query.projection = self.projection.clone();
         query.order = self.order.clone();
         query.limit = self.limit;
         let rows = reads.rows(db, &self.table.table, &query)?;
-        let mut batcher = Batcher::new(&self.table, self.columns.clone());
+        let expected = self
+            .limit
+            .map_or(FAST_BATCH, |l| (l as usize).min(FAST_BATCH));
+        // Batches under the statement's names, straight away.
+        let mut batcher = Batcher::with_capacity(
+            &self.table,
+            Arc::clone(&self.columns),
+            Arc::clone(&self.schema),
+            expected,
+        );
         let mut batches = Vec::new();
         for row in rows {
             batcher.add(&row?)?;
             if batcher.rows() == BATCH_ROWS {
-                batches.push(self.renamed(batcher.finish()?)?);
+                batches.push(batcher.finish()?);
             }
         }
         if batcher.rows() > 0 || batches.is_empty() {
-            batches.push(self.renamed(batcher.finish()?)?);
+            batches.push(batcher.finish()?);
         }
         Ok(Some(batches))
     }
+}
 
-    /// `batch` under the statement's names.
-    fn renamed(&self, batch: RecordBatch) -> Result<RecordBatch> {
-        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
-        RecordBatch::try_new_with_options(
-            Arc::clone(&self.schema),
-            batch.columns().to_vec(),
-            &options,
-        )
-        .map_err(|e| Error::Sql(e.into()))
-    }
+/// Whether `expr` is built only of what [`condition_of`] may convert — columns, literals,
+/// placeholders, comparisons, `AND`/`OR`/`NOT`, `BETWEEN`, `IN` lists, `IS NULL`, `LIKE` —
+/// so a subquery or a function sends the statement through DataFusion from the start.
+fn plain(expr: &Expr) -> bool {
+    !expr
+        .exists(|e| {
+            Ok(!matches!(
+                e,
+                Expr::Column(_)
+                    | Expr::Literal(..)
+                    | Expr::Placeholder(_)
+                    | Expr::BinaryExpr(_)
+                    | Expr::Not(_)
+                    | Expr::IsNull(_)
+                    | Expr::IsNotNull(_)
+                    | Expr::Between(_)
+                    | Expr::InList(_)
+                    | Expr::Like(_)
+            ))
+        })
+        .unwrap_or(true)
 }
 
 /// The table column an output expression is, if it is one (possibly renamed).

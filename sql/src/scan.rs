@@ -28,7 +28,7 @@ use datafusion::physical_plan::filter_pushdown::{
     ChildPushdownResult, FilterPushdownPhase, FilterPushdownPropagation, PushedDown,
 };
 use datafusion::physical_plan::metrics::{
-    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet,
+    Count, ExecutionPlanMetricsSet, MetricBuilder, MetricsSet, Time,
 };
 use datafusion::physical_plan::sort_pushdown::SortOrderPushdownResult;
 use datafusion::physical_plan::stream::RecordBatchStreamAdapter;
@@ -39,7 +39,7 @@ use datafusion::physical_plan::{
 use strata::{Db, Order, Query};
 
 use crate::filter::conditions_of_physical;
-use crate::schema::{BATCH_ROWS, Batcher, Column, ColumnType, TableSchema};
+use crate::schema::{BATCH_ROWS, Batcher, Column, ColumnType, TableSchema, arrow_schema};
 use crate::session::{RowSource, StatementSnapshot};
 
 /// Scans one Strata table.
@@ -56,6 +56,8 @@ pub struct StrataScan {
     statistics: Arc<Statistics>,
     /// The order its output is declared in (empty: none).
     ordering: Vec<PhysicalSortExpr>,
+    /// Rows Strata expects it to return (its batches' first size).
+    expected: usize,
     /// Filters from above — a hash join's dynamic filter — read when the scan starts.
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
     metrics: ExecutionPlanMetricsSet,
@@ -103,7 +105,7 @@ impl StrataScan {
         };
         let estimated = plan.chosen.estimated_rows;
         let chosen = format!("{chosen} rows≈{}", strata::RowCount(estimated));
-        let schema = Batcher::new(&table, columns.clone()).schema();
+        let schema = arrow_schema(&columns);
         // The order Strata returns its rows in, declared only when the query asks for it.
         let ordering: Vec<PhysicalSortExpr> = match &query.order {
             Some(_) if !ordering.is_empty() => ordering,
@@ -138,6 +140,9 @@ impl StrataScan {
         ));
         let stats = db.planning_statistics(&table.table).map_err(strata_err)?;
         let statistics = Arc::new(statistics(&schema, &columns, &stats, estimated));
+        let expected = (estimated.max(0.0) as usize)
+            .min(query.limit.map_or(usize::MAX, |l| l as usize))
+            .max(16);
         Ok(StrataScan {
             db,
             table,
@@ -148,6 +153,7 @@ impl StrataScan {
             properties,
             statistics,
             ordering: declared,
+            expected,
             dynamic: Vec::new(),
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -356,8 +362,13 @@ impl ExecutionPlan for StrataScan {
                 "a Strata scan has one partition, asked for {partition}"
             )));
         }
-        let batcher = Batcher::new(&self.table, self.columns.clone());
-        let schema: SchemaRef = batcher.schema();
+        let schema: SchemaRef = Arc::clone(self.properties.eq_properties.schema());
+        let batcher = Batcher::with_capacity(
+            &self.table,
+            Arc::from(self.columns.clone()),
+            Arc::clone(&schema),
+            self.expected,
+        );
         let (db, table, columns, reads) = (
             Arc::clone(&self.db),
             Arc::clone(&self.table),
@@ -385,11 +396,13 @@ impl ExecutionPlan for StrataScan {
             rows.map_err(|e| DataFusionError::External(Box::new(e)))
         });
         let output_rows = MetricBuilder::new(&self.metrics).output_rows(partition);
+        let strata_time = MetricBuilder::new(&self.metrics).subset_time(STRATA_TIME, partition);
         let batches = Batches {
             open: Some(open),
             rows: None,
             batcher,
             output_rows,
+            strata_time,
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             schema,
@@ -431,6 +444,10 @@ impl ExecutionPlan for StrataScan {
     }
 }
 
+/// The metric of the time a scan spends in Strata (planning, reading, building batches):
+/// the rest of a statement's time is DataFusion's.
+pub const STRATA_TIME: &str = "strata_time";
+
 /// Opens a scan's rows.
 type Opener = Box<dyn FnOnce() -> Result<RowSource> + Send>;
 
@@ -442,12 +459,14 @@ struct Batches {
     rows: Option<RowSource>,
     batcher: Batcher,
     output_rows: Count,
+    strata_time: Time,
 }
 
 impl Iterator for Batches {
     type Item = Result<RecordBatch>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let _timer = self.strata_time.timer();
         if let Some(open) = self.open.take() {
             match open() {
                 Ok(rows) => self.rows = Some(rows),

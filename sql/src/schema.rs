@@ -243,34 +243,50 @@ impl Builder {
 
 /// Builds record batches of the columns `columns` (in order) from records.
 pub struct Batcher {
-    table: String,
-    primary_key: Vec<String>,
-    columns: Vec<Column>,
+    table: Arc<TableSchema>,
+    columns: Arc<[Column]>,
     schema: SchemaRef,
+    /// Empty after a batch, until the next row.
     builders: Vec<Builder>,
     rows: usize,
+    /// Rows its buffers are first sized for.
+    capacity: usize,
+}
+
+/// The Arrow schema of `columns`, named as the table names them.
+pub fn arrow_schema(columns: &[Column]) -> SchemaRef {
+    Arc::new(Schema::new(
+        columns
+            .iter()
+            .map(|c| Field::new(&c.name, data_type(c.kind), true))
+            .collect::<Vec<_>>(),
+    ))
 }
 
 impl Batcher {
-    /// A batcher for `columns` of `schema`'s table.
-    pub fn new(schema: &TableSchema, columns: Vec<Column>) -> Batcher {
-        let arrow = Arc::new(Schema::new(
-            columns
-                .iter()
-                .map(|c| Field::new(&c.name, data_type(c.kind), true))
-                .collect::<Vec<_>>(),
-        ));
-        let builders = columns
-            .iter()
-            .map(|c| Builder::new(c.kind, BATCH_ROWS))
-            .collect();
+    /// A batcher for `columns` of `table`.
+    pub fn new(table: &Arc<TableSchema>, columns: Arc<[Column]>) -> Batcher {
+        let schema = arrow_schema(&columns);
+        Batcher::with_capacity(table, columns, schema, BATCH_ROWS)
+    }
+
+    /// [`Batcher::new`] making batches of `schema` (the columns' types, under any names),
+    /// its columns' buffers first sized for `rows` rows (at most [`BATCH_ROWS`]; they grow):
+    /// a point query's batch of one row should not allocate room for thousands.
+    pub fn with_capacity(
+        table: &Arc<TableSchema>,
+        columns: Arc<[Column]>,
+        schema: SchemaRef,
+        rows: usize,
+    ) -> Batcher {
+        let capacity = rows.clamp(1, BATCH_ROWS);
         Batcher {
-            table: schema.table.clone(),
-            primary_key: schema.primary_key.clone(),
+            table: Arc::clone(table),
             columns,
-            schema: arrow,
-            builders,
+            schema,
+            builders: Vec::new(),
             rows: 0,
+            capacity,
         }
     }
 
@@ -287,10 +303,18 @@ impl Batcher {
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
     /// table, the row's key and the field.
     pub fn add(&mut self, record: &Record) -> Result<(), DataFusionError> {
+        if self.builders.len() != self.columns.len() {
+            self.builders = self
+                .columns
+                .iter()
+                .map(|c| Builder::new(c.kind, self.capacity))
+                .collect();
+        }
         for (column, builder) in self.columns.iter().zip(&mut self.builders) {
             let v = record.value(&column.name);
             if !builder.append(v, column.mixed && column.kind == ColumnType::Text) {
                 let key: Vec<String> = self
+                    .table
                     .primary_key
                     .iter()
                     .map(|f| record.value(f).sql_literal().to_string())
@@ -298,7 +322,7 @@ impl Batcher {
                 return Err(DataFusionError::Execution(format!(
                     "table {}, key ({}), field {}: the value {} does not fit the column's type {} \
                      (inferred from the table's first rows)",
-                    self.table,
+                    self.table.table,
                     key.join(", "),
                     column.name,
                     v.sql_literal(),
@@ -312,15 +336,16 @@ impl Batcher {
 
     /// The rows added so far as one batch, and a fresh start.
     pub fn finish(&mut self) -> Result<RecordBatch, DataFusionError> {
-        let builders = std::mem::replace(
-            &mut self.builders,
+        let builders = std::mem::take(&mut self.builders);
+        let rows = std::mem::take(&mut self.rows);
+        let columns: Vec<ArrayRef> = if builders.is_empty() {
             self.columns
                 .iter()
-                .map(|c| Builder::new(c.kind, BATCH_ROWS))
-                .collect(),
-        );
-        let rows = std::mem::take(&mut self.rows);
-        let columns: Vec<ArrayRef> = builders.into_iter().map(Builder::finish).collect();
+                .map(|c| Builder::new(c.kind, 0).finish())
+                .collect()
+        } else {
+            builders.into_iter().map(Builder::finish).collect()
+        };
         // No columns (`count(*)`): the batch still says how many rows it stands for.
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(

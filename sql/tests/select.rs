@@ -383,7 +383,7 @@ fn a_hash_joins_dynamic_filter_reaches_the_probe_scan_and_strata_reads_only_the_
         .lines()
         .find(|l| l.contains("StrataScan: table=people"))
         .unwrap_or_else(|| panic!("{analyzed}"));
-    assert!(probe.contains("metrics=[output_rows=3]"), "{analyzed}");
+    assert!(probe.contains("metrics=[output_rows=3,"), "{analyzed}");
     let ids: Vec<String> = text(session.execute(sql).unwrap())
         .lines()
         .skip(3)

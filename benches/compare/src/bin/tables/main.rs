@@ -30,11 +30,14 @@
 //! SQLite's time over Strata's: above 1 means Strata is faster.
 //!
 //! Usage: `tables [--rows N] [--tpch SF] [--rounds N] [--scale X] [--dir DIR]
-//! [--strata-bin PATH]` (`--scale` multiplies every query's repetitions).
+//! [--strata-bin PATH] [--sql]` (`--scale` multiplies every query's repetitions; `--sql`
+//! compares SQL statements instead, `sql_side.rs`).
 
 mod data;
 mod shapes;
 mod spec;
+#[cfg(feature = "sql")]
+mod sql_side;
 mod sqlite_side;
 mod strata_side;
 mod tpch;
@@ -54,6 +57,8 @@ struct Config {
     scale: f64,
     dir: PathBuf,
     strata_bin: Option<PathBuf>,
+    /// SQL against SQLite instead (`sql_side.rs`).
+    sql: bool,
 }
 
 fn parse_args() -> Config {
@@ -64,6 +69,7 @@ fn parse_args() -> Config {
         scale: 1.0,
         dir: std::env::temp_dir().join("strata-compare-tables"),
         strata_bin: None,
+        sql: false,
     };
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
@@ -80,10 +86,11 @@ fn parse_args() -> Config {
             "--scale" => config.scale = value().parse().expect("--scale: a number"),
             "--dir" => config.dir = PathBuf::from(value()),
             "--strata-bin" => config.strata_bin = Some(PathBuf::from(value())),
+            "--sql" => config.sql = true,
             other => {
                 eprintln!(
                     "unknown argument {other}\nusage: tables [--rows N] [--tpch SF] \
-                     [--rounds N] [--scale X] [--dir DIR] [--strata-bin PATH]"
+                     [--rounds N] [--scale X] [--dir DIR] [--strata-bin PATH] [--sql]"
                 );
                 std::process::exit(2)
             }
@@ -158,6 +165,13 @@ fn main() {
         config.scale,
         config.dir.display()
     );
+    if config.sql {
+        #[cfg(feature = "sql")]
+        sql_side::run_sql(&tables, &data, &config);
+        #[cfg(not(feature = "sql"))]
+        eprintln!("--sql needs the harness built with its `sql` feature (a default one)");
+        return;
+    }
     let mut strata_runs = Vec::new();
     let mut sqlite_runs = Vec::new();
     for round in 1..=config.rounds {

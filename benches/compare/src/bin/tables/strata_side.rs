@@ -53,22 +53,8 @@ pub fn run_strata(tables: &[TableSpec], data: &Data, config: &Config) -> Figures
         db.close().expect("close");
     }
     let _ = std::fs::remove_dir_all(&dir);
-    let db = Db::open(&dir, Options::default()).expect("open");
-    for spec in tables {
-        figures.import_indexed.push(strata_import(&db, spec, true));
-    }
-    for spec in tables {
-        for (name, fields, carried) in &spec.query_indexes {
-            let projection = if carried.is_empty() {
-                Projection::KeysOnly
-            } else {
-                Projection::Include(carried.iter().map(|f| f.to_string()).collect())
-            };
-            db.create_index(spec.name, name, *fields, projection)
-                .expect("index");
-        }
-        db.analyze(spec.name).expect("analyze");
-    }
+    let (db, rates) = load_strata(tables, &dir);
+    figures.import_indexed = rates;
     figures.table_files = table_files(&dir);
 
     let mut rng = Rng(11);
@@ -133,6 +119,29 @@ pub fn run_strata(tables: &[TableSpec], data: &Data, config: &Config) -> Figures
     }
     let _ = std::fs::remove_dir_all(&dir);
     figures
+}
+
+/// A new database at `dir` with every table imported (its import indexes first), its query
+/// indexes created and analysed; and each import's rows a second.
+pub fn load_strata(tables: &[TableSpec], dir: &Path) -> (Db, Vec<f64>) {
+    let db = Db::open(dir, Options::default()).expect("open");
+    let rates = tables
+        .iter()
+        .map(|spec| strata_import(&db, spec, true))
+        .collect();
+    for spec in tables {
+        for (name, fields, carried) in &spec.query_indexes {
+            let projection = if carried.is_empty() {
+                Projection::KeysOnly
+            } else {
+                Projection::Include(carried.iter().map(|f| f.to_string()).collect())
+            };
+            db.create_index(spec.name, name, *fields, projection)
+                .expect("index");
+        }
+        db.analyze(spec.name).expect("analyze");
+    }
+    (db, rates)
 }
 
 /// The bytes `spec`'s rows take (its fact family, every shard) and its indexes take (every
