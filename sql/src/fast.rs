@@ -382,7 +382,7 @@ impl<'s> Prepared<'s> {
         let context = self.session.statement_context(reads);
         let scalars: Vec<ScalarValue> = params.iter().map(scalar_of).collect();
         let plan = plan.clone().with_param_values(scalars)?;
-        Ok(context.execute_logical_plan(plan).await?.collect().await?)
+        crate::session::run_plan(&context, plan).await
     }
 }
 

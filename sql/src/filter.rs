@@ -238,8 +238,18 @@ pub fn conditions_of_physical(
         let Some((field, kind)) = column(list.expr()) else {
             return;
         };
-        let values: Option<Vec<Value>> = list.list().iter().map(|e| value(e, kind)).collect();
-        if let Some(values) = values {
+        // A NULL in the list matches no row (a hash join's keys include the NULLs of a
+        // sparse column): the others still name the rows to read.
+        let values: Option<Vec<Value>> = list
+            .list()
+            .iter()
+            .filter(|e| {
+                !e.downcast_ref::<PhysicalLiteral>()
+                    .is_some_and(|l| l.value().is_null())
+            })
+            .map(|e| value(e, kind))
+            .collect();
+        if let Some(values) = values.filter(|v| !v.is_empty()) {
             out.push(Condition::Is(Predicate::in_list(field, values)));
         }
     }

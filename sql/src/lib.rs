@@ -45,7 +45,7 @@ pub mod values;
 pub use catalog::StrataCatalog;
 pub use datafusion;
 pub use fast::Prepared;
-pub use session::SqlSession;
+pub use session::{SMALL_STATEMENT_ROWS, SqlSession};
 pub use table::StrataTable;
 
 /// What can go wrong between SQL and Strata.

@@ -7,7 +7,7 @@
 //! `EXPLAIN` shows the query and the plan Strata chose for it when the scan was planned
 //! (`StrataScan: table=… plan=index by_town rows≈… where=…`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::compute::SortOptions;
@@ -50,14 +50,12 @@ pub struct StrataScan {
     query: Query,
     /// What the statement reads (a snapshot or a transaction), if it says.
     reads: Option<StatementSnapshot>,
-    /// Strata's plan when the scan was planned, for `EXPLAIN`.
-    chosen: String,
     properties: Arc<PlanProperties>,
-    statistics: Arc<Statistics>,
+    /// Strata's plan and estimates, made when first asked for (`EXPLAIN`, join planning):
+    /// DataFusion's optimizer makes several scans for each table it plans.
+    estimate: OnceLock<Estimate>,
     /// The order its output is declared in (empty: none).
     ordering: Vec<PhysicalSortExpr>,
-    /// Rows Strata expects it to return (its batches' first size).
-    expected: usize,
     /// Filters from above — a hash join's dynamic filter — read when the scan starts.
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
     metrics: ExecutionPlanMetricsSet,
@@ -68,7 +66,7 @@ impl std::fmt::Debug for StrataScan {
         f.debug_struct("StrataScan")
             .field("table", &self.table.table)
             .field("query", &self.query)
-            .field("plan", &self.chosen)
+            .field("plan", &self.estimate.get().map(|e| &e.chosen))
             .finish()
     }
 }
@@ -97,14 +95,6 @@ impl StrataScan {
         reads: Option<StatementSnapshot>,
         ordering: Vec<PhysicalSortExpr>,
     ) -> Result<StrataScan> {
-        let strata_err = |e: strata::Error| DataFusionError::External(Box::new(e));
-        let plan = db.explain(&table.table, &query).map_err(strata_err)?;
-        let chosen = match &plan.chosen.index {
-            Some(index) => format!("index {index}"),
-            None => plan.chosen.plan.replace('_', " "),
-        };
-        let estimated = plan.chosen.estimated_rows;
-        let chosen = format!("{chosen} rows≈{}", strata::RowCount(estimated));
         let schema = arrow_schema(&columns);
         // The order Strata returns its rows in, declared only when the query asks for it.
         let ordering: Vec<PhysicalSortExpr> = match &query.order {
@@ -138,22 +128,15 @@ impl StrataScan {
             EmissionType::Incremental,
             Boundedness::Bounded,
         ));
-        let stats = db.planning_statistics(&table.table).map_err(strata_err)?;
-        let statistics = Arc::new(statistics(&schema, &columns, &stats, estimated));
-        let expected = (estimated.max(0.0) as usize)
-            .min(query.limit.map_or(usize::MAX, |l| l as usize))
-            .max(16);
         Ok(StrataScan {
             db,
             table,
             columns,
             query,
             reads,
-            chosen,
             properties,
-            statistics,
+            estimate: OnceLock::new(),
             ordering: declared,
-            expected,
             dynamic: Vec::new(),
             metrics: ExecutionPlanMetricsSet::new(),
         })
@@ -162,6 +145,33 @@ impl StrataScan {
     /// The Strata query it runs.
     pub fn query(&self) -> &Query {
         &self.query
+    }
+
+    /// Strata's plan for its query and what it expects it to return, made on first use.
+    fn estimate(&self) -> Result<&Estimate> {
+        if let Some(estimate) = self.estimate.get() {
+            return Ok(estimate);
+        }
+        let strata_err = |e: strata::Error| DataFusionError::External(Box::new(e));
+        let plan = self
+            .db
+            .explain(&self.table.table, &self.query)
+            .map_err(strata_err)?;
+        let chosen = match &plan.chosen.index {
+            Some(index) => format!("index {index}"),
+            None => plan.chosen.plan.replace('_', " "),
+        };
+        let estimated = plan.chosen.estimated_rows;
+        let (stats, _) = self
+            .db
+            .shared_planning_statistics(&self.table.table)
+            .map_err(strata_err)?;
+        let schema = self.properties.eq_properties.schema();
+        let estimate = Estimate {
+            chosen: format!("{chosen} rows≈{}", strata::RowCount(estimated)),
+            statistics: Arc::new(statistics(schema, &self.columns, &stats, estimated)),
+        };
+        Ok(self.estimate.get_or_init(|| estimate))
     }
 
     /// This scan with `query` instead, its output in `ordering` (empty: the query's).
@@ -175,6 +185,13 @@ impl StrataScan {
             ordering,
         )
     }
+}
+
+/// Strata's plan for a scan's query, as `EXPLAIN` shows it, and what the scan tells
+/// DataFusion's join planning.
+struct Estimate {
+    chosen: String,
+    statistics: Arc<Statistics>,
 }
 
 /// What a scan tells DataFusion's join planning: Strata's estimate of its rows, and each
@@ -236,11 +253,14 @@ pub fn sorts_like_sql(
 
 impl DisplayAs for StrataScan {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        write!(
-            f,
-            "StrataScan: table={} plan={}",
-            self.table.table, self.chosen
-        )?;
+        match self.estimate() {
+            Ok(estimate) => write!(
+                f,
+                "StrataScan: table={} plan={}",
+                self.table.table, estimate.chosen
+            )?,
+            Err(e) => write!(f, "StrataScan: table={} plan=({e})", self.table.table)?,
+        }
         let condition = self.query.condition();
         if !matches!(&condition, strata::Condition::All(cs) if cs.is_empty()) {
             write!(f, " where={condition}")?;
@@ -295,7 +315,7 @@ impl ExecutionPlan for StrataScan {
     }
 
     fn partition_statistics(&self, _partition: Option<usize>) -> Result<Arc<Statistics>> {
-        Ok(Arc::clone(&self.statistics))
+        Ok(Arc::clone(&self.estimate()?.statistics))
     }
 
     fn fetch(&self) -> Option<usize> {
@@ -367,7 +387,9 @@ impl ExecutionPlan for StrataScan {
             &self.table,
             Arc::from(self.columns.clone()),
             Arc::clone(&schema),
-            self.expected,
+            self.query
+                .limit
+                .map_or(FIRST_BATCH, |l| (l as usize).min(FIRST_BATCH)),
         );
         let (db, table, columns, reads) = (
             Arc::clone(&self.db),
@@ -443,6 +465,9 @@ impl ExecutionPlan for StrataScan {
         Ok(propagation)
     }
 }
+
+/// Rows a scan's first batch is sized for (its builders grow).
+const FIRST_BATCH: usize = 256;
 
 /// The metric of the time a scan spends in Strata (planning, reading, building batches):
 /// the rest of a statement's time is DataFusion's.

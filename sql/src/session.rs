@@ -29,10 +29,66 @@ use strata::{Db, DbSnapshot, OwnedTransaction, Value};
 use crate::catalog::{SCHEMA, StrataCatalog};
 use crate::fast::{FastPlan, Prepared};
 use crate::limit::LimitIntoStrataScan;
+use crate::table::StrataTable;
 use crate::{Error, Result, ddl, dml};
 
 /// The catalog's name in the session.
 pub const CATALOG: &str = "strata";
+
+/// The most rows Strata may expect a statement's scans to return, together, for DataFusion
+/// to run it on one partition. Below it, the work a second core would take over costs less
+/// than splitting it does (hash repartitioning, a second task, merging): a `GROUP BY` over
+/// an index's thousand rows ran in 0.66× the time on one partition (`docs/benchmarks.md`).
+pub const SMALL_STATEMENT_ROWS: f64 = 20_000.0;
+
+/// Runs a logical plan through DataFusion: optimised, made physical — on one partition when
+/// every table it reads is a Strata table whose scan Strata expects to return few rows
+/// ([`SMALL_STATEMENT_ROWS`]) — and executed.
+pub(crate) async fn run_plan(
+    context: &SessionContext,
+    plan: LogicalPlan,
+) -> Result<Vec<RecordBatch>> {
+    if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)) {
+        // DataFusion's own DDL and `SET`: its context runs them.
+        return Ok(context.execute_logical_plan(plan).await?.collect().await?);
+    }
+    let mut state = context.state();
+    let optimized = state.optimize(&plan)?;
+    if expected_rows(&optimized).is_some_and(|rows| rows <= SMALL_STATEMENT_ROWS) {
+        state.config_mut().options_mut().execution.target_partitions = 1;
+    }
+    let physical = state
+        .query_planner()
+        .create_physical_plan(&optimized, &state)
+        .await?;
+    Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+}
+
+/// The rows Strata expects the scans of `plan` (its subqueries' too) to return together;
+/// `None` when it reads anything but Strata tables or an estimate fails.
+fn expected_rows(plan: &LogicalPlan) -> Option<f64> {
+    use datafusion::common::tree_node::TreeNodeRecursion;
+    let mut rows = Some(0.0);
+    let walked = plan.apply_with_subqueries(|node| {
+        let LogicalPlan::TableScan(scan) = node else {
+            return Ok(TreeNodeRecursion::Continue);
+        };
+        let estimate = datafusion::datasource::source_as_provider(&scan.source)
+            .ok()
+            .and_then(|provider| {
+                let any: &dyn std::any::Any = provider.as_ref();
+                let table = any.downcast_ref::<StrataTable>()?;
+                table.estimated_rows(&scan.filters, scan.fetch).ok()
+            });
+        rows = rows.zip(estimate).map(|(a, b)| a + b);
+        Ok(if rows.is_some() {
+            TreeNodeRecursion::Continue
+        } else {
+            TreeNodeRecursion::Stop
+        })
+    });
+    walked.ok().and(rows)
+}
 
 /// An open transaction shared by a session and the scans of its statements; `None` once it
 /// has committed or rolled back.
@@ -218,7 +274,7 @@ impl SqlSession {
         {
             return Ok(batches);
         }
-        Ok(context.execute_logical_plan(plan).await?.collect().await?)
+        run_plan(context, plan).await
     }
 
     /// Runs a DML statement in the open transaction, or in one of its own committed at its

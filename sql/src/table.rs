@@ -55,6 +55,34 @@ impl StrataTable {
     pub(crate) fn shared_columns(&self) -> Arc<TableSchema> {
         Arc::clone(&self.schema)
     }
+
+    /// The Strata query of the filters DataFusion pushed down to a scan of it.
+    fn query_of(&self, filters: &[Expr]) -> Result<Query> {
+        let mut query = Query::default();
+        for f in filters {
+            // DataFusion passes only the filters this table said it answers exactly; one
+            // that does not convert would be a DataFusion change — refuse rather than
+            // return rows it does not hold.
+            let condition = condition_of(f, &self.schema).ok_or_else(|| {
+                DataFusionError::Internal(format!(
+                    "a filter Strata cannot answer reached its scan: {f}"
+                ))
+            })?;
+            query.add_condition(condition);
+        }
+        Ok(query)
+    }
+
+    /// The rows Strata expects a scan with `filters` and `limit` to return.
+    pub(crate) fn estimated_rows(&self, filters: &[Expr], limit: Option<usize>) -> Result<f64> {
+        let mut query = self.query_of(filters)?;
+        query.limit = limit.map(|l| l as u64);
+        let plan = self
+            .db
+            .explain(&self.schema.table, &query)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        Ok(plan.chosen.estimated_rows)
+    }
 }
 
 #[async_trait]
@@ -98,18 +126,7 @@ impl TableProvider for StrataTable {
                 .collect::<Result<Vec<_>>>()?,
             None => self.schema.columns.clone(),
         };
-        let mut query = Query::default();
-        for f in filters {
-            // DataFusion passes only the filters this table said it answers exactly; one
-            // that does not convert would be a DataFusion change — refuse rather than
-            // return rows it does not hold.
-            let condition = condition_of(f, &self.schema).ok_or_else(|| {
-                DataFusionError::Internal(format!(
-                    "a filter Strata cannot answer reached its scan: {f}"
-                ))
-            })?;
-            query.add_condition(condition);
-        }
+        let mut query = self.query_of(filters)?;
         if projection.is_some() {
             // The key too, so an error about a row can name it.
             let mut fields: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();

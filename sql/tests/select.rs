@@ -352,7 +352,7 @@ fn a_statement_reads_one_snapshot() {
 }
 
 #[test]
-fn a_hash_joins_dynamic_filter_reaches_the_probe_scan_and_strata_reads_only_the_keys() {
+fn a_hash_joins_dynamic_filter_reaches_the_probe_scan_and_strata_reads_only_the_keys_nulls_aside() {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
     people(&db);
@@ -362,6 +362,11 @@ fn a_hash_joins_dynamic_filter_reaches_the_probe_scan_and_strata_reads_only_the_
         .unwrap();
     session
         .execute("INSERT INTO picks VALUES (1, 17), (2, 2999), (3, 1234)")
+        .unwrap();
+    // A sparse column's NULLs reach the join's keys: they match nothing, and must not stop
+    // the others from naming the rows to read (before, the probe read 17..=2999).
+    session
+        .execute("INSERT INTO picks (pick) VALUES (4), (5)")
         .unwrap();
     db.analyze("picks").unwrap();
     let sql = "SELECT p.id, p.town FROM picks k JOIN people p ON p.id = k.who ORDER BY p.id";
@@ -472,4 +477,56 @@ fn sql_orders_and_compares_nulls_nan_and_negative_zero_as_sql_does() {
             "{sql}"
         );
     }
+}
+
+/// A statement whose scans Strata expects to return few rows runs on one partition (no
+/// repartitioning between a `GROUP BY`'s two halves); one reading a large table keeps the
+/// session's parallelism.
+#[test]
+fn small_statements_run_on_one_partition_large_ones_in_parallel() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
+    people(&db);
+    db.create_table("big", ["id"], TableOptions::default())
+        .unwrap();
+    let mut batch = TableBatch::new();
+    for id in 0..(strata_sql::SMALL_STATEMENT_ROWS as i64 + 5_000) {
+        let mut r = Record::new();
+        r.set("id", id);
+        r.set("kind", id % 7);
+        batch.insert(r);
+    }
+    db.write("big", batch, Default::default()).unwrap();
+    db.analyze("big").unwrap();
+    let session = SqlSession::new(Arc::clone(&db)).unwrap();
+    // Two partitions whatever the machine's cores.
+    session
+        .context()
+        .state_ref()
+        .write()
+        .config_mut()
+        .options_mut()
+        .execution
+        .target_partitions = 2;
+    let plan = |sql: &str| {
+        let batches = session.execute(&format!("EXPLAIN {sql}")).unwrap();
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string()
+    };
+    let small = plan("SELECT age, count(*) FROM people WHERE town = 'T7' GROUP BY age");
+    assert!(small.contains("plan=index by_town"), "{small}");
+    assert!(!small.contains("RepartitionExec"), "{small}");
+    let large = plan("SELECT kind, count(*) FROM big GROUP BY kind");
+    assert!(large.contains("RepartitionExec"), "{large}");
+    // The answers agree with the same statements' rows counted here.
+    let counted = rows(
+        &session
+            .execute("SELECT count(*) AS n FROM (SELECT kind FROM big GROUP BY kind)")
+            .unwrap(),
+    );
+    let text = datafusion::arrow::util::pretty::pretty_format_batches(&[counted])
+        .unwrap()
+        .to_string();
+    assert!(text.contains("| 7 |"), "{text}");
 }

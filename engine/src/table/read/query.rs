@@ -139,11 +139,18 @@ impl Db {
     /// The statistics the planner uses for `table` now: see `explain` for what it does
     /// with them.
     pub fn planning_statistics(&self, table: &str) -> Result<TableStats> {
-        let t = self.shared.handle(table)?;
-        let (stats, live) = self.planning_stats(&t)?;
+        let (stats, live) = self.shared_planning_statistics(table)?;
         let mut stats = Arc::unwrap_or_clone(stats);
         stats.row_count = live;
         Ok(stats)
+    }
+
+    /// [`Db::planning_statistics`] without copying them (their histograms and most-common
+    /// lists): the planner's own, shared, with the live row count beside them (their
+    /// `row_count` may be older).
+    pub fn shared_planning_statistics(&self, table: &str) -> Result<(Arc<TableStats>, u64)> {
+        let t = self.shared.handle(table)?;
+        self.planning_stats(&t)
     }
 
     /// The plan for `query`: with its reason when it is `shown` (`explain`), without when it
