@@ -17,8 +17,12 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::datasource::source_as_provider;
+use datafusion::execution::context::SessionContext;
+use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, SortExpr, TableScan};
+use datafusion::optimizer::push_down_filter::PushDownFilter;
+use datafusion::optimizer::{Optimizer, OptimizerContext};
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
@@ -292,8 +296,10 @@ enum PreparedKind {
     /// A query Strata answers alone; its logical plan for when a parameter's type sends it
     /// through DataFusion.
     Fast(FastPlan, LogicalPlan),
-    /// A query through DataFusion, its logical plan made once.
-    Planned(LogicalPlan),
+    /// A query through DataFusion: its logical plan made once, and the same optimised with
+    /// its placeholders when DataFusion can (each run then binds the parameters and only
+    /// pushes down the filters they complete).
+    Planned(LogicalPlan, Option<LogicalPlan>),
     /// Any other statement: its parameters are written into it and it runs as a new one.
     Statement(Box<Statement>),
 }
@@ -319,7 +325,10 @@ impl<'s> Prepared<'s> {
         let params = plan.get_parameter_types()?.len();
         let kind = match FastPlan::of(&plan) {
             Some(fast) => PreparedKind::Fast(fast, plan),
-            None => PreparedKind::Planned(plan),
+            None => {
+                let optimized = optimized_with_placeholders(&context, &plan);
+                PreparedKind::Planned(plan, optimized)
+            }
         };
         Ok(Prepared {
             session,
@@ -362,7 +371,18 @@ impl<'s> Prepared<'s> {
                 }
                 self.through_datafusion(plan, reads, params).await
             }
-            PreparedKind::Planned(plan) => {
+            PreparedKind::Planned(_, Some(optimized)) => {
+                let context = session.statement_context(session.reads());
+                let scalars: Vec<ScalarValue> = params.iter().map(scalar_of).collect();
+                let bound = optimized.clone().with_param_values(scalars)?;
+                // The filters the parameters completed go down into the scans (Strata
+                // answers `town = 'x'`, not `town = $1`); the rest of the optimiser ran once.
+                let state = context.state();
+                let pushed = Optimizer::with_rules(vec![Arc::new(PushDownFilter::new())])
+                    .optimize(bound, &optimizer_context(&state), |_, _| {})?;
+                crate::session::run_optimized(&context, pushed).await
+            }
+            PreparedKind::Planned(plan, None) => {
                 self.through_datafusion(plan, session.reads(), params).await
             }
             PreparedKind::Statement(statement) => {
@@ -384,6 +404,42 @@ impl<'s> Prepared<'s> {
         let plan = plan.clone().with_param_values(scalars)?;
         crate::session::run_plan(&context, plan).await
     }
+}
+
+/// `plan` analysed and optimised with its placeholders, as DataFusion's own `PREPARE` does
+/// (functions of the statement's time, such as `now()`, left to each run); `None` for what
+/// is not a plain query, or when DataFusion cannot.
+fn optimized_with_placeholders(
+    context: &SessionContext,
+    plan: &LogicalPlan,
+) -> Option<LogicalPlan> {
+    if matches!(
+        plan,
+        LogicalPlan::Explain(_)
+            | LogicalPlan::Analyze(_)
+            | LogicalPlan::Ddl(_)
+            | LogicalPlan::Dml(_)
+            | LogicalPlan::Statement(_)
+            | LogicalPlan::Copy(_)
+            | LogicalPlan::DescribeTable(_)
+    ) {
+        return None;
+    }
+    let state = context.state();
+    let analyzed = state
+        .analyzer()
+        .execute_and_check(plan.clone(), state.config_options(), |_, _| {})
+        .ok()?;
+    state
+        .optimizer()
+        .optimize(analyzed, &optimizer_context(&state), |_, _| {})
+        .ok()
+}
+
+/// The optimiser's context for a prepared statement: the session's options, no fixed time.
+fn optimizer_context(state: &SessionState) -> OptimizerContext {
+    OptimizerContext::new_with_config_options(Arc::clone(state.config_options()))
+        .without_query_execution_start_time()
 }
 
 /// The placeholders (`$1` …) of a statement: the highest number.

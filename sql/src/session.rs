@@ -52,8 +52,16 @@ pub(crate) async fn run_plan(
         // DataFusion's own DDL and `SET`: its context runs them.
         return Ok(context.execute_logical_plan(plan).await?.collect().await?);
     }
+    let optimized = context.state().optimize(&plan)?;
+    run_optimized(context, optimized).await
+}
+
+/// [`run_plan`] for a plan already optimised.
+pub(crate) async fn run_optimized(
+    context: &SessionContext,
+    optimized: LogicalPlan,
+) -> Result<Vec<RecordBatch>> {
     let mut state = context.state();
-    let optimized = state.optimize(&plan)?;
     if expected_rows(&optimized).is_some_and(|rows| rows <= SMALL_STATEMENT_ROWS) {
         state.config_mut().options_mut().execution.target_partitions = 1;
     }

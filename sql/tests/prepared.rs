@@ -119,3 +119,46 @@ fn a_prepared_query_inside_a_transaction_sees_its_writes() {
     session.execute("ROLLBACK").unwrap();
     assert_eq!(ids(&by_id.execute(&[Value::Int(3)]).unwrap()), vec![3]);
 }
+
+/// A statement through DataFusion is optimised once, with its placeholders; each run binds
+/// its parameters into that plan. Every run answers as the statement with those values
+/// written in does — a group, a join, a subquery — so nothing of one run's values stays.
+#[test]
+fn a_prepared_statement_through_datafusion_answers_each_parameter_as_its_literal_text_does() {
+    let (_dir, session) = session();
+    let shapes = [
+        "SELECT town, count(*) AS n, min(id) AS first FROM people \
+         WHERE town = $1 AND id >= $2 GROUP BY town",
+        "SELECT a.id, b.name FROM people a JOIN people b ON b.id = a.id + 7 \
+         WHERE a.town = $1 AND a.id < $2 ORDER BY a.id",
+        "SELECT id FROM people WHERE town = $1 AND id > $2 \
+         AND id IN (SELECT id + 1 FROM people WHERE town = 'T3') ORDER BY id",
+    ];
+    let text = |batches: Vec<RecordBatch>| {
+        datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string()
+    };
+    for sql in shapes {
+        let prepared = session.prepare(sql).unwrap();
+        assert!(!prepared.is_fast(), "{sql}");
+        for (town, from) in [
+            ("T1", 0),
+            ("T4", 250),
+            ("T6", 490),
+            ("T1", 400),
+            ("none", 0),
+        ] {
+            let literal = sql
+                .replace("$1", &format!("'{town}'"))
+                .replace("$2", &from.to_string());
+            let want = text(session.execute(&literal).unwrap());
+            let got = text(
+                prepared
+                    .execute(&[Value::from(town), Value::Int(from)])
+                    .unwrap(),
+            );
+            assert_eq!(got, want, "{sql} with {town}, {from}");
+        }
+    }
+}
