@@ -231,12 +231,7 @@ impl Db {
         def.statistics = options;
         def.format = def.needed_format();
         def.validate()?;
-        self.shared.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
-            &[],
-        )?;
-        self.shared.publish(current.with(def, None));
-        Ok(())
+        self.rewrite_definition(&current, def)
     }
 
     /// Declares `table`'s columns ([`ColumnDef`]; empty: none), replacing what was declared:
@@ -268,8 +263,14 @@ impl Db {
                 })?;
             }
         }
+        self.rewrite_definition(&current, def)
+    }
+
+    /// Writes `def` as the definition of the table `current` holds, its shards unchanged,
+    /// and publishes it. REQUIRES: the DDL lock is held.
+    fn rewrite_definition(&self, current: &Table, def: TableDef) -> Result<()> {
         self.shared.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
+            &[(format!("{CATALOG_TABLE_PREFIX}{}", def.name), def.encode()?)],
             &[],
         )?;
         self.shared.publish(current.with(def, None));
@@ -288,12 +289,7 @@ impl Db {
         let (i, _) = current.index(index)?;
         let mut def = current.def.clone();
         def.indexes[i].state = state;
-        self.shared.write_catalog(
-            &[(format!("{CATALOG_TABLE_PREFIX}{table}"), def.encode()?)],
-            &[],
-        )?;
-        self.shared.publish(current.with(def, None));
-        Ok(())
+        self.rewrite_definition(&current, def)
     }
 
     /// Drops index `index` of `table`. Its outbox entries not yet applied are discarded by
