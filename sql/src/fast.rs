@@ -32,7 +32,7 @@ use strata::{Db, Order, Query, Value};
 
 use crate::filter::condition_of;
 use crate::scan::sorts_like_sql;
-use crate::schema::{BATCH_ROWS, Batcher, Column, TableSchema};
+use crate::schema::{Batcher, Column, TableSchema};
 use crate::session::{SqlSession, StatementSnapshot};
 use crate::table::StrataTable;
 use crate::values::scalar_of;
@@ -191,7 +191,7 @@ impl FastPlan {
         let mut batches = Vec::new();
         for row in rows {
             batcher.add(&row?)?;
-            if batcher.rows() == BATCH_ROWS {
+            if batcher.full() {
                 batches.push(batcher.finish()?);
             }
         }

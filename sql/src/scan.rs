@@ -1,8 +1,9 @@
 //! The execution plan of a Strata table's scan: a Strata query (the conditions DataFusion
 //! pushed down, the columns it reads, its `LIMIT`), planned by Strata when it runs, read at
 //! the statement's snapshot or through its transaction when it has one
-//! (`crate::session::StatementSnapshot`), its rows
-//! streamed as record batches of [`crate::schema::BATCH_ROWS`] rows.
+//! (`crate::session::StatementSnapshot`), its rows streamed as record batches of
+//! [`crate::schema::BATCH_ROWS`] rows (fewer when they hold [`crate::schema::BATCH_BYTES`] of
+//! text).
 //!
 //! `EXPLAIN` shows the query and the plan Strata chose for it when the scan was planned
 //! (`StrataScan: table=… plan=index by_town rows≈… where=…`).
@@ -39,7 +40,7 @@ use datafusion::physical_plan::{
 use strata::{Db, Order, Query};
 
 use crate::filter::conditions_of_physical;
-use crate::schema::{BATCH_ROWS, Batcher, Column, ColumnType, TableSchema, arrow_schema};
+use crate::schema::{Batcher, Column, ColumnType, TableSchema, arrow_schema};
 use crate::session::{RowSource, StatementSnapshot};
 
 /// Scans one Strata table.
@@ -499,7 +500,7 @@ impl Iterator for Batches {
             }
         }
         let rows = self.rows.as_mut()?;
-        while self.batcher.rows() < BATCH_ROWS {
+        while !self.batcher.full() {
             match rows.next() {
                 Some(Ok(record)) => {
                     if let Err(e) = self.batcher.add(&record) {

@@ -26,9 +26,10 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BinaryBuilder, BooleanBuilder, Float64Builder, Int64Builder, RecordBatch,
-    RecordBatchOptions, StringBuilder,
+    ArrayRef, BinaryArray, BooleanArray, BooleanBufferBuilder, Float64Array, Int64Array,
+    RecordBatch, RecordBatchOptions, StringArray,
 };
+use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
 use strata::{Db, Query, Record, Value};
@@ -190,67 +191,49 @@ impl TableSchema {
     }
 }
 
-/// One column's values, being built.
-enum Builder {
-    Int(Int64Builder),
-    Float(Float64Builder),
-    Text(StringBuilder),
-    Bool(BooleanBuilder),
-    Bytes(BinaryBuilder),
-}
-
-impl Builder {
-    fn new(kind: ColumnType, rows: usize) -> Builder {
-        match kind {
-            ColumnType::Int => Builder::Int(Int64Builder::with_capacity(rows)),
-            ColumnType::Float => Builder::Float(Float64Builder::with_capacity(rows)),
-            ColumnType::Text => Builder::Text(StringBuilder::with_capacity(rows, rows * 16)),
-            ColumnType::Bool => Builder::Bool(BooleanBuilder::with_capacity(rows)),
-            ColumnType::Bytes => Builder::Bytes(BinaryBuilder::with_capacity(rows, rows * 16)),
-        }
-    }
-
-    /// Appends `v`; `false` when it does not fit.
-    fn append(&mut self, v: &Value, lenient: bool) -> bool {
-        match (self, v) {
-            (Builder::Int(b), Value::Null) => b.append_null(),
-            (Builder::Float(b), Value::Null) => b.append_null(),
-            (Builder::Text(b), Value::Null) => b.append_null(),
-            (Builder::Bool(b), Value::Null) => b.append_null(),
-            (Builder::Bytes(b), Value::Null) => b.append_null(),
-            (Builder::Int(b), Value::Int(x)) => b.append_value(*x),
-            (Builder::Float(b), Value::Float(x)) => b.append_value(*x),
-            (Builder::Float(b), Value::Int(x)) => b.append_value(*x as f64),
-            (Builder::Text(b), Value::Str(s)) => b.append_value(s),
-            (Builder::Text(b), other) if lenient => b.append_value(other.sql_literal().to_string()),
-            (Builder::Bool(b), Value::Bool(x)) => b.append_value(*x),
-            (Builder::Bytes(b), Value::Bytes(x)) => b.append_value(x),
-            _ => return false,
-        }
-        true
-    }
-
-    fn finish(self) -> ArrayRef {
-        match self {
-            Builder::Int(mut b) => Arc::new(b.finish()),
-            Builder::Float(mut b) => Arc::new(b.finish()),
-            Builder::Text(mut b) => Arc::new(b.finish()),
-            Builder::Bool(mut b) => Arc::new(b.finish()),
-            Builder::Bytes(mut b) => Arc::new(b.finish()),
-        }
-    }
-}
+/// Bytes of text and byte values a batch holds before it is full (a record is at most 4 MiB,
+/// so a column's values in one batch stay far below Arrow's 2 GiB offsets).
+pub const BATCH_BYTES: usize = 64 << 20;
 
 /// Builds record batches of the columns `columns` (in order) from records.
+///
+/// Values are staged row by row in one buffer per kind (integers, floats, booleans, the
+/// bytes of text and byte values), kept from batch to batch; a batch then lays each kind out
+/// column by column in one Arrow buffer that its columns share as slices. A batch of one row
+/// (a point query's) so costs a handful of allocations rather than several per column.
 pub struct Batcher {
     table: Arc<TableSchema>,
     columns: Arc<[Column]>,
     schema: SchemaRef,
-    /// Empty after a batch, until the next row.
-    builders: Vec<Builder>,
+    /// Each column's place among the columns of its staging buffer.
+    slots: Vec<usize>,
+    /// The columns' positions, in their names' order (a record's fields' order).
+    by_name: Vec<usize>,
+    /// How many columns stage in each buffer.
+    ints: usize,
+    floats: usize,
+    bools: usize,
+    texts: usize,
+    staged: Staged,
+    /// Each column's NULLs in the batch being finished.
+    nulls: Vec<usize>,
+    /// Where each text column's bytes start in the batch being finished.
+    text_starts: Vec<usize>,
     rows: usize,
-    /// Rows its buffers are first sized for.
-    capacity: usize,
+}
+
+/// The values of the rows since the last batch, row after row.
+#[derive(Default)]
+struct Staged {
+    ints: Vec<i64>,
+    floats: Vec<f64>,
+    bools: Vec<bool>,
+    /// Text and byte values' bytes, one after another.
+    bytes: Vec<u8>,
+    /// Where each text or byte value lies in `bytes`.
+    spans: Vec<(u32, u32)>,
+    /// Whether each value (of every column, row after row) is not NULL.
+    valid: Vec<bool>,
 }
 
 /// The Arrow schema of `columns`, named as the table names them.
@@ -271,22 +254,53 @@ impl Batcher {
     }
 
     /// [`Batcher::new`] making batches of `schema` (the columns' types, under any names),
-    /// its columns' buffers first sized for `rows` rows (at most [`BATCH_ROWS`]; they grow):
-    /// a point query's batch of one row should not allocate room for thousands.
+    /// its buffers first sized for `rows` rows (at most [`BATCH_ROWS`]; they grow): a point
+    /// query's batch of one row should not allocate room for thousands.
     pub fn with_capacity(
         table: &Arc<TableSchema>,
         columns: Arc<[Column]>,
         schema: SchemaRef,
         rows: usize,
     ) -> Batcher {
-        let capacity = rows.clamp(1, BATCH_ROWS);
+        let rows = rows.clamp(1, BATCH_ROWS);
+        let (mut ints, mut floats, mut bools, mut texts) = (0, 0, 0, 0);
+        let slots = columns
+            .iter()
+            .map(|c| {
+                let count = match c.kind {
+                    ColumnType::Int => &mut ints,
+                    ColumnType::Float => &mut floats,
+                    ColumnType::Bool => &mut bools,
+                    ColumnType::Text | ColumnType::Bytes => &mut texts,
+                };
+                *count += 1;
+                *count - 1
+            })
+            .collect();
+        let staged = Staged {
+            ints: Vec::with_capacity(ints * rows),
+            floats: Vec::with_capacity(floats * rows),
+            bools: Vec::with_capacity(bools * rows),
+            bytes: Vec::with_capacity(texts * rows * 16),
+            spans: Vec::with_capacity(texts * rows),
+            valid: Vec::with_capacity(columns.len() * rows),
+        };
+        let mut by_name: Vec<usize> = (0..columns.len()).collect();
+        by_name.sort_by(|&a, &b| columns[a].name.cmp(&columns[b].name));
         Batcher {
             table: Arc::clone(table),
+            by_name,
+            nulls: vec![0; columns.len()],
+            text_starts: Vec::with_capacity(texts),
             columns,
             schema,
-            builders: Vec::new(),
+            slots,
+            ints,
+            floats,
+            bools,
+            texts,
+            staged,
             rows: 0,
-            capacity,
         }
     }
 
@@ -300,58 +314,421 @@ impl Batcher {
         self.rows
     }
 
+    /// Whether the rows added since the last batch make a full batch: [`BATCH_ROWS`] rows,
+    /// or [`BATCH_BYTES`] of text and byte values.
+    pub fn full(&self) -> bool {
+        self.rows >= BATCH_ROWS || self.staged.bytes.len() >= BATCH_BYTES
+    }
+
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
-    /// table, the row's key and the field.
+    /// table, the row's key and the field (and the row is not added).
     pub fn add(&mut self, record: &Record) -> Result<(), DataFusionError> {
-        if self.builders.len() != self.columns.len() {
-            self.builders = self
-                .columns
-                .iter()
-                .map(|c| Builder::new(c.kind, self.capacity))
-                .collect();
-        }
-        for (column, builder) in self.columns.iter().zip(&mut self.builders) {
-            let v = record.value(&column.name);
-            if !builder.append(v, column.mixed && column.kind == ColumnType::Text) {
-                let key: Vec<String> = self
-                    .table
-                    .primary_key
-                    .iter()
-                    .map(|f| record.value(f).sql_literal().to_string())
-                    .collect();
-                return Err(DataFusionError::Execution(format!(
-                    "table {}, key ({}), field {}: the value {} does not fit the column's type {} \
-                     (inferred from the table's first rows)",
-                    self.table.table,
-                    key.join(", "),
-                    column.name,
-                    v.sql_literal(),
-                    data_type(column.kind)
-                )));
+        static NULL: Value = Value::Null;
+        let staged = &mut self.staged;
+        let marks = staged.marks();
+        staged.make_room(
+            marks,
+            [self.ints, self.floats, self.bools, self.texts],
+            self.columns.len(),
+        );
+        let [ints, floats, bools, _, spans, valid] = marks;
+        // The record's fields and the columns both in name order: one walk finds them all.
+        let mut fields = record.iter().peekable();
+        for &i in &self.by_name {
+            let column = &self.columns[i];
+            while fields
+                .next_if(|(name, _)| *name < column.name.as_str())
+                .is_some()
+            {}
+            let v = match fields.peek() {
+                Some((name, v)) if *name == column.name => *v,
+                _ => &NULL,
+            };
+            let slot = self.slots[i];
+            let lenient = column.mixed && column.kind == ColumnType::Text;
+            let fit = match (column.kind, v) {
+                (_, Value::Null) => Ok(()),
+                (ColumnType::Int, Value::Int(x)) => set(&mut staged.ints[ints + slot], *x),
+                (ColumnType::Float, Value::Float(x)) => set(&mut staged.floats[floats + slot], *x),
+                (ColumnType::Float, Value::Int(x)) => {
+                    set(&mut staged.floats[floats + slot], *x as f64)
+                }
+                (ColumnType::Bool, Value::Bool(x)) => set(&mut staged.bools[bools + slot], *x),
+                (ColumnType::Text, Value::Str(x)) => staged.stage_bytes(spans + slot, x.as_bytes()),
+                (ColumnType::Bytes, Value::Bytes(x)) => staged.stage_bytes(spans + slot, x),
+                (ColumnType::Text, other) if lenient => {
+                    let text = other.sql_literal().to_string();
+                    staged.stage_bytes(spans + slot, text.as_bytes())
+                }
+                _ => Err(Unfit::Kind),
+            };
+            if let Err(unfit) = fit {
+                staged.rewind(marks);
+                return Err(match unfit {
+                    Unfit::Kind => self.misfit(record, column, v),
+                    Unfit::Room => DataFusionError::Execution(format!(
+                        "table {}: a record batch cannot hold more than {} bytes of text",
+                        self.table.table,
+                        i32::MAX
+                    )),
+                });
             }
+            staged.valid[valid + i] = !v.is_null();
         }
         self.rows += 1;
         Ok(())
     }
 
+    /// The error for `v`, of `record`, not fitting `column`.
+    fn misfit(&self, record: &Record, column: &Column, v: &Value) -> DataFusionError {
+        let key: Vec<String> = self
+            .table
+            .primary_key
+            .iter()
+            .map(|f| record.value(f).sql_literal().to_string())
+            .collect();
+        DataFusionError::Execution(format!(
+            "table {}, key ({}), field {}: the value {} does not fit the column's type {} \
+             (inferred from the table's first rows)",
+            self.table.table,
+            key.join(", "),
+            column.name,
+            v.sql_literal(),
+            data_type(column.kind)
+        ))
+    }
+
     /// The rows added so far as one batch, and a fresh start.
     pub fn finish(&mut self) -> Result<RecordBatch, DataFusionError> {
-        let builders = std::mem::take(&mut self.builders);
         let rows = std::mem::take(&mut self.rows);
-        let columns: Vec<ArrayRef> = if builders.is_empty() {
-            self.columns
-                .iter()
-                .map(|c| Builder::new(c.kind, 0).finish())
-                .collect()
-        } else {
-            builders.into_iter().map(Builder::finish).collect()
+        let width = self.columns.len();
+        let staged = &self.staged;
+        let too_big = || {
+            DataFusionError::Execution(format!(
+                "table {}: a record batch's text column cannot hold more than {} bytes",
+                self.table.table,
+                i32::MAX
+            ))
         };
+        // Each kind laid out column after column, in one buffer its columns slice.
+        let ints = Buffer::from_vec(by_column(&staged.ints, self.ints, rows));
+        let floats = Buffer::from_vec(by_column(&staged.floats, self.floats, rows));
+        let bools = BooleanBuffer::from(by_column(&staged.bools, self.bools, rows));
+        let mut bytes = Vec::with_capacity(staged.bytes.len());
+        let mut offsets: Vec<i32> = Vec::with_capacity(self.texts * (rows + 1));
+        self.text_starts.clear();
+        for slot in 0..self.texts {
+            let base = bytes.len();
+            self.text_starts.push(base);
+            offsets.push(0);
+            for row in 0..rows {
+                let (start, len) = staged.spans[row * self.texts + slot];
+                bytes.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
+                // `add` keeps a batch's bytes under `i32::MAX`.
+                offsets.push(i32::try_from(bytes.len() - base).map_err(|_| too_big())?);
+            }
+        }
+        let bytes = Buffer::from_vec(bytes);
+        let offsets = Buffer::from_vec(offsets);
+        // Validity of the columns that have NULLs, column after column.
+        for (i, nulls) in self.nulls.iter_mut().enumerate() {
+            *nulls = (0..rows)
+                .filter(|row| !staged.valid[row * width + i])
+                .count();
+        }
+        let nullable = self.nulls.iter().filter(|&&n| n > 0).count();
+        let mut validity = BooleanBufferBuilder::new(nullable * rows);
+        for (i, _) in self.nulls.iter().enumerate().filter(|(_, n)| **n > 0) {
+            for row in 0..rows {
+                validity.append(staged.valid[row * width + i]);
+            }
+        }
+        let validity = validity.finish();
+        let mut nullable_seen = 0;
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(width);
+        for (i, column) in self.columns.iter().enumerate() {
+            let nulls = (self.nulls[i] > 0).then(|| {
+                nullable_seen += 1;
+                NullBuffer::new(validity.slice((nullable_seen - 1) * rows, rows))
+            });
+            let slot = self.slots[i];
+            let array: ArrayRef = match column.kind {
+                ColumnType::Int => Arc::new(Int64Array::new(
+                    ScalarBuffer::new(ints.clone(), slot * rows, rows),
+                    nulls,
+                )),
+                ColumnType::Float => Arc::new(Float64Array::new(
+                    ScalarBuffer::new(floats.clone(), slot * rows, rows),
+                    nulls,
+                )),
+                ColumnType::Bool => {
+                    Arc::new(BooleanArray::new(bools.slice(slot * rows, rows), nulls))
+                }
+                ColumnType::Text | ColumnType::Bytes => {
+                    let column_offsets: ScalarBuffer<i32> =
+                        ScalarBuffer::new(offsets.clone(), slot * (rows + 1), rows + 1);
+                    let start = self.text_starts[slot];
+                    let end = self.text_starts.get(slot + 1).copied();
+                    let values = bytes.slice_with_length(start, end.unwrap_or(bytes.len()) - start);
+                    let column_offsets = OffsetBuffer::new(column_offsets);
+                    if column.kind == ColumnType::Text {
+                        Arc::new(StringArray::try_new(column_offsets, values, nulls)?)
+                    } else {
+                        Arc::new(BinaryArray::try_new(column_offsets, values, nulls)?)
+                    }
+                }
+            };
+            arrays.push(array);
+        }
+        self.clear();
         // No columns (`count(*)`): the batch still says how many rows it stands for.
         let options = RecordBatchOptions::new().with_row_count(Some(rows));
         Ok(RecordBatch::try_new_with_options(
             self.schema(),
-            columns,
+            arrays,
             &options,
         )?)
+    }
+
+    /// Forgets the staged rows, keeping the buffers.
+    fn clear(&mut self) {
+        let staged = &mut self.staged;
+        staged.ints.clear();
+        staged.floats.clear();
+        staged.bools.clear();
+        staged.bytes.clear();
+        staged.spans.clear();
+        staged.valid.clear();
+        self.rows = 0;
+    }
+}
+
+/// Why a value was not staged.
+enum Unfit {
+    /// Its kind does not fit its column's type.
+    Kind,
+    /// The batch has no room for its bytes.
+    Room,
+}
+
+/// How long each staging buffer was, to rewind a row that did not fit.
+type Marks = [usize; 6];
+
+impl Staged {
+    fn marks(&self) -> Marks {
+        [
+            self.ints.len(),
+            self.floats.len(),
+            self.bools.len(),
+            self.bytes.len(),
+            self.spans.len(),
+            self.valid.len(),
+        ]
+    }
+
+    fn rewind(&mut self, marks: Marks) {
+        self.ints.truncate(marks[0]);
+        self.floats.truncate(marks[1]);
+        self.bools.truncate(marks[2]);
+        self.bytes.truncate(marks[3]);
+        self.spans.truncate(marks[4]);
+        self.valid.truncate(marks[5]);
+    }
+
+    /// Room for a row at `marks`: `counts` integers, floats, booleans and text or byte
+    /// values (NULL until set), and `width` validities.
+    fn make_room(&mut self, marks: Marks, counts: [usize; 4], width: usize) {
+        self.ints.resize(marks[0] + counts[0], 0);
+        self.floats.resize(marks[1] + counts[1], 0.0);
+        self.bools.resize(marks[2] + counts[2], false);
+        // Empty spans; `stage_bytes` keeps the bytes under `i32::MAX`.
+        self.spans.resize(marks[4] + counts[3], (0, 0));
+        self.valid.resize(marks[5] + width, false);
+    }
+
+    /// Stages a text or byte value as the one at `span`, if the batch has room for it
+    /// (Arrow's offsets are `i32`; [`Batcher::full`] says a batch is full long before).
+    fn stage_bytes(&mut self, span: usize, value: &[u8]) -> Result<(), Unfit> {
+        let room = i32::MAX as usize - self.bytes.len();
+        if value.len() > room {
+            return Err(Unfit::Room);
+        }
+        // Both fit in `i32`, checked above.
+        self.spans[span] = (self.bytes.len() as u32, value.len() as u32);
+        self.bytes.extend_from_slice(value);
+        Ok(())
+    }
+}
+
+/// Stages `x` (a value that always fits) in `slot`.
+fn set<T>(slot: &mut T, x: T) -> Result<(), Unfit> {
+    *slot = x;
+    Ok(())
+}
+
+/// `staged` (rows of `width` values) laid out column after column.
+fn by_column<T: Copy>(staged: &[T], width: usize, rows: usize) -> Vec<T> {
+    if width == 1 {
+        return staged.to_vec();
+    }
+    let mut out = Vec::with_capacity(staged.len());
+    for slot in 0..width {
+        out.extend((0..rows).map(|row| staged[row * width + slot]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::arrow::array::{Array, AsArray};
+    use datafusion::arrow::datatypes::Int64Type;
+    use strata::record;
+
+    use super::*;
+
+    fn column(name: &str, kind: ColumnType) -> Column {
+        Column {
+            name: name.into(),
+            kind,
+            mixed: false,
+        }
+    }
+
+    fn batcher() -> Batcher {
+        let columns = vec![
+            column("id", ColumnType::Int),
+            column("name", ColumnType::Text),
+            column("score", ColumnType::Float),
+            column("n", ColumnType::Int),
+            column("ok", ColumnType::Bool),
+            column("raw", ColumnType::Bytes),
+            column("town", ColumnType::Text),
+        ];
+        let table = Arc::new(TableSchema {
+            table: "t".into(),
+            primary_key: vec!["id".into()],
+            columns: columns.clone(),
+        });
+        Batcher::new(&table, columns.into())
+    }
+
+    /// Rows `ids`, each with some NULLs, as `batcher` should see them.
+    fn row(id: i64) -> Record {
+        let mut r =
+            record! { "id" => id, "name" => format!("name-{id}"), "score" => id as f64 / 2.0 };
+        if id % 2 == 0 {
+            r.set("n", id * 10);
+            r.set("raw", vec![id as u8; id as usize % 5]);
+        }
+        if id % 3 != 0 {
+            r.set("ok", id % 3 == 1);
+            r.set("town", "é".repeat(id as usize % 4));
+        }
+        r
+    }
+
+    fn check(batch: &RecordBatch, ids: &[i64]) {
+        assert_eq!(batch.num_rows(), ids.len());
+        let c = |name: &str| batch.column_by_name(name).unwrap();
+        for (i, &id) in ids.iter().enumerate() {
+            let want = row(id);
+            assert_eq!(c("id").as_primitive::<Int64Type>().value(i), id);
+            assert_eq!(c("name").as_string::<i32>().value(i), format!("name-{id}"));
+            let score = c("score").as_primitive::<datafusion::arrow::datatypes::Float64Type>();
+            assert_eq!(score.value(i), id as f64 / 2.0);
+            let n = c("n").as_primitive::<Int64Type>();
+            let ok = c("ok").as_boolean();
+            let raw = c("raw").as_binary::<i32>();
+            let town = c("town").as_string::<i32>();
+            match want.get("n") {
+                Some(Value::Int(x)) => assert_eq!(n.value(i), *x),
+                _ => assert!(n.is_null(i), "n of {id}"),
+            }
+            match want.get("raw") {
+                Some(Value::Bytes(x)) => assert_eq!(raw.value(i), &x[..]),
+                _ => assert!(raw.is_null(i), "raw of {id}"),
+            }
+            match want.get("ok") {
+                Some(Value::Bool(x)) => assert_eq!(ok.value(i), *x),
+                _ => assert!(ok.is_null(i), "ok of {id}"),
+            }
+            match want.get("town") {
+                Some(Value::Str(x)) => assert_eq!(town.value(i), x),
+                _ => assert!(town.is_null(i), "town of {id}"),
+            }
+        }
+    }
+
+    #[test]
+    fn batches_hold_each_columns_values_and_nulls_batch_after_batch() {
+        let mut batcher = batcher();
+        for ids in [vec![1], (2..40).collect::<Vec<_>>(), vec![], vec![3, 6, 9]] {
+            for &id in &ids {
+                batcher.add(&row(id)).unwrap();
+            }
+            assert_eq!(batcher.rows(), ids.len());
+            check(&batcher.finish().unwrap(), &ids);
+            assert_eq!(batcher.rows(), 0);
+        }
+    }
+
+    #[test]
+    fn a_row_that_does_not_fit_leaves_the_rows_before_and_after_it_whole() {
+        let mut batcher = batcher();
+        batcher.add(&row(1)).unwrap();
+        batcher.add(&row(2)).unwrap();
+        // Its text, float and (NULL) integer columns are staged before `ok` fails.
+        let mut bad = row(4);
+        bad.set("ok", "yes");
+        let error = batcher.add(&bad).unwrap_err().to_string();
+        assert!(error.contains("table t, key (4), field ok"), "{error}");
+        batcher.add(&row(5)).unwrap();
+        assert_eq!(batcher.rows(), 3);
+        check(&batcher.finish().unwrap(), &[1, 2, 5]);
+    }
+
+    #[test]
+    fn a_field_read_twice_fills_both_columns() {
+        let columns: Arc<[Column]> = vec![
+            column("name", ColumnType::Text),
+            column("id", ColumnType::Int),
+            column("name", ColumnType::Text),
+            column("absent", ColumnType::Int),
+        ]
+        .into();
+        let table = batcher().table;
+        let schema = Arc::new(Schema::new(
+            (columns.iter().zip(["a", "b", "c", "d"]))
+                .map(|(c, name)| Field::new(name, data_type(c.kind), true))
+                .collect::<Vec<_>>(),
+        ));
+        let mut batcher = Batcher::with_capacity(&table, columns, schema, 1);
+        batcher.add(&row(7)).unwrap();
+        let batch = batcher.finish().unwrap();
+        assert_eq!(batch.column(0).as_string::<i32>().value(0), "name-7");
+        assert_eq!(batch.column(1).as_primitive::<Int64Type>().value(0), 7);
+        assert_eq!(batch.column(2).as_string::<i32>().value(0), "name-7");
+        assert!(batch.column(3).is_null(0));
+    }
+
+    #[test]
+    fn a_batch_is_full_at_its_rows_or_its_bytes_of_text() {
+        let mut batcher = batcher();
+        let big = "x".repeat(1 << 20);
+        let mut added = 0;
+        while !batcher.full() {
+            let mut r = row(1);
+            r.set("name", big.as_str());
+            batcher.add(&r).unwrap();
+            added += 1;
+        }
+        assert_eq!(added, BATCH_BYTES / (1 << 20));
+        let batch = batcher.finish().unwrap();
+        assert_eq!(batch.num_rows(), added);
+        assert!(!batcher.full());
+        for _ in 0..BATCH_ROWS {
+            batcher.add(&row(1)).unwrap();
+        }
+        assert!(batcher.full());
     }
 }
