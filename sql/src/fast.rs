@@ -11,7 +11,7 @@
 //! whose type makes a conjunct not convert, runs through DataFusion, with the same result.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
@@ -55,6 +55,42 @@ pub struct FastPlan {
     projection: Option<Vec<String>>,
     /// The result's schema (its names as the statement gives them).
     schema: SchemaRef,
+    /// A batcher a run left, for the next (a prepared statement's buffers outlive a run).
+    spare: Spare,
+}
+
+/// A [`Batcher`] kept between runs, while its buffers are small.
+#[derive(Default)]
+struct Spare(Mutex<Option<Batcher>>);
+
+/// The most a spare batcher's buffers may hold.
+const SPARE_BYTES: usize = 1 << 20;
+
+impl Spare {
+    fn take(&self) -> Option<Batcher> {
+        // A run racing another makes its own.
+        self.0.try_lock().ok()?.take()
+    }
+
+    fn keep(&self, batcher: Batcher) {
+        if batcher.capacity_bytes() <= SPARE_BYTES
+            && let Ok(mut spare) = self.0.try_lock()
+        {
+            *spare = Some(batcher);
+        }
+    }
+}
+
+impl Clone for Spare {
+    fn clone(&self) -> Spare {
+        Spare::default()
+    }
+}
+
+impl std::fmt::Debug for Spare {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Spare")
+    }
 }
 
 impl FastPlan {
@@ -154,6 +190,7 @@ impl FastPlan {
             order,
             limit,
             schema,
+            spare: Spare::default(),
         })
     }
 
@@ -182,12 +219,14 @@ impl FastPlan {
             .limit
             .map_or(FAST_BATCH, |l| (l as usize).min(FAST_BATCH));
         // Batches under the statement's names, straight away.
-        let mut batcher = Batcher::with_capacity(
-            &self.table,
-            Arc::clone(&self.columns),
-            Arc::clone(&self.schema),
-            expected,
-        );
+        let mut batcher = self.spare.take().unwrap_or_else(|| {
+            Batcher::with_capacity(
+                &self.table,
+                Arc::clone(&self.columns),
+                Arc::clone(&self.schema),
+                expected,
+            )
+        });
         let mut batches = Vec::new();
         for row in rows {
             batcher.add(&row?)?;
@@ -198,6 +237,7 @@ impl FastPlan {
         if batcher.rows() > 0 || batches.is_empty() {
             batches.push(batcher.finish()?);
         }
+        self.spare.keep(batcher);
         Ok(Some(batches))
     }
 }
@@ -295,7 +335,7 @@ pub struct Prepared<'s> {
 enum PreparedKind {
     /// A query Strata answers alone; its logical plan for when a parameter's type sends it
     /// through DataFusion.
-    Fast(FastPlan, LogicalPlan),
+    Fast(Box<FastPlan>, LogicalPlan),
     /// A query through DataFusion: its logical plan made once, and the same optimised with
     /// its placeholders when DataFusion can (each run then binds the parameters and only
     /// pushes down the filters they complete).
@@ -324,7 +364,7 @@ impl<'s> Prepared<'s> {
         let plan = context.state().statement_to_plan(statement).await?;
         let params = plan.get_parameter_types()?.len();
         let kind = match FastPlan::of(&plan) {
-            Some(fast) => PreparedKind::Fast(fast, plan),
+            Some(fast) => PreparedKind::Fast(Box::new(fast), plan),
             None => {
                 let optimized = optimized_with_placeholders(&context, &plan);
                 PreparedKind::Planned(plan, optimized)

@@ -217,8 +217,6 @@ pub struct Batcher {
     staged: Staged,
     /// Each column's NULLs in the batch being finished.
     nulls: Vec<usize>,
-    /// Where each text column's bytes start in the batch being finished.
-    text_starts: Vec<usize>,
     rows: usize,
 }
 
@@ -291,7 +289,6 @@ impl Batcher {
             table: Arc::clone(table),
             by_name,
             nulls: vec![0; columns.len()],
-            text_starts: Vec::with_capacity(texts),
             columns,
             schema,
             slots,
@@ -312,6 +309,17 @@ impl Batcher {
     /// Rows added since the last batch.
     pub fn rows(&self) -> usize {
         self.rows
+    }
+
+    /// The bytes its buffers hold room for.
+    pub fn capacity_bytes(&self) -> usize {
+        let staged = &self.staged;
+        staged.ints.capacity() * 8
+            + staged.floats.capacity() * 8
+            + staged.bools.capacity()
+            + staged.bytes.capacity()
+            + staged.spans.capacity() * 8
+            + staged.valid.capacity()
     }
 
     /// Whether the rows added since the last batch make a full batch: [`BATCH_ROWS`] rows,
@@ -401,84 +409,20 @@ impl Batcher {
     /// The rows added so far as one batch, and a fresh start.
     pub fn finish(&mut self) -> Result<RecordBatch, DataFusionError> {
         let rows = std::mem::take(&mut self.rows);
-        let width = self.columns.len();
-        let staged = &self.staged;
-        let too_big = || {
-            DataFusionError::Execution(format!(
-                "table {}: a record batch's text column cannot hold more than {} bytes",
-                self.table.table,
-                i32::MAX
-            ))
-        };
-        // Each kind laid out column after column, in one buffer its columns slice.
-        let ints = Buffer::from_vec(by_column(&staged.ints, self.ints, rows));
-        let floats = Buffer::from_vec(by_column(&staged.floats, self.floats, rows));
-        let bools = BooleanBuffer::from(by_column(&staged.bools, self.bools, rows));
-        let mut bytes = Vec::with_capacity(staged.bytes.len());
-        let mut offsets: Vec<i32> = Vec::with_capacity(self.texts * (rows + 1));
-        self.text_starts.clear();
-        for slot in 0..self.texts {
-            let base = bytes.len();
-            self.text_starts.push(base);
-            offsets.push(0);
-            for row in 0..rows {
-                let (start, len) = staged.spans[row * self.texts + slot];
-                bytes.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
-                // `add` keeps a batch's bytes under `i32::MAX`.
-                offsets.push(i32::try_from(bytes.len() - base).map_err(|_| too_big())?);
-            }
-        }
-        let bytes = Buffer::from_vec(bytes);
-        let offsets = Buffer::from_vec(offsets);
-        // Validity of the columns that have NULLs, column after column.
-        for (i, nulls) in self.nulls.iter_mut().enumerate() {
-            *nulls = (0..rows)
-                .filter(|row| !staged.valid[row * width + i])
-                .count();
-        }
-        let nullable = self.nulls.iter().filter(|&&n| n > 0).count();
-        let mut validity = BooleanBufferBuilder::new(nullable * rows);
-        for (i, _) in self.nulls.iter().enumerate().filter(|(_, n)| **n > 0) {
-            for row in 0..rows {
-                validity.append(staged.valid[row * width + i]);
-            }
-        }
-        let validity = validity.finish();
-        let mut nullable_seen = 0;
-        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(width);
+        let laid = self.lay_out(rows)?;
+        let mut with_nulls = 0;
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for (i, column) in self.columns.iter().enumerate() {
-            let nulls = (self.nulls[i] > 0).then(|| {
-                nullable_seen += 1;
-                NullBuffer::new(validity.slice((nullable_seen - 1) * rows, rows))
-            });
-            let slot = self.slots[i];
-            let array: ArrayRef = match column.kind {
-                ColumnType::Int => Arc::new(Int64Array::new(
-                    ScalarBuffer::new(ints.clone(), slot * rows, rows),
-                    nulls,
-                )),
-                ColumnType::Float => Arc::new(Float64Array::new(
-                    ScalarBuffer::new(floats.clone(), slot * rows, rows),
-                    nulls,
-                )),
-                ColumnType::Bool => {
-                    Arc::new(BooleanArray::new(bools.slice(slot * rows, rows), nulls))
+            let nulls = match &laid.validity {
+                Some(validity) if self.nulls[i] > 0 => {
+                    with_nulls += 1;
+                    Some(NullBuffer::new(
+                        validity.slice((with_nulls - 1) * rows, rows),
+                    ))
                 }
-                ColumnType::Text | ColumnType::Bytes => {
-                    let column_offsets: ScalarBuffer<i32> =
-                        ScalarBuffer::new(offsets.clone(), slot * (rows + 1), rows + 1);
-                    let start = self.text_starts[slot];
-                    let end = self.text_starts.get(slot + 1).copied();
-                    let values = bytes.slice_with_length(start, end.unwrap_or(bytes.len()) - start);
-                    let column_offsets = OffsetBuffer::new(column_offsets);
-                    if column.kind == ColumnType::Text {
-                        Arc::new(StringArray::try_new(column_offsets, values, nulls)?)
-                    } else {
-                        Arc::new(BinaryArray::try_new(column_offsets, values, nulls)?)
-                    }
-                }
+                _ => None,
             };
-            arrays.push(array);
+            arrays.push(laid.column(column.kind, self.slots[i], rows, nulls)?);
         }
         self.clear();
         // No columns (`count(*)`): the batch still says how many rows it stands for.
@@ -488,6 +432,58 @@ impl Batcher {
             arrays,
             &options,
         )?)
+    }
+
+    /// The staged `rows` laid out column after column, each kind (and the validity of the
+    /// columns with NULLs) in one buffer its columns slice; a kind no column has costs
+    /// nothing.
+    fn lay_out(&mut self, rows: usize) -> Result<LaidOut, DataFusionError> {
+        let staged = &self.staged;
+        let width = self.columns.len();
+        let ints = (self.ints > 0).then(|| by_column(&staged.ints, self.ints, rows));
+        let floats = (self.floats > 0).then(|| by_column(&staged.floats, self.floats, rows));
+        let bools = (self.bools > 0).then(|| by_column(&staged.bools, self.bools, rows));
+        let mut texts = None;
+        if self.texts > 0 {
+            let mut bytes = Vec::with_capacity(staged.bytes.len());
+            let mut offsets: Vec<i32> = Vec::with_capacity(self.texts * (rows + 1));
+            let mut starts = Vec::with_capacity(self.texts + 1);
+            for slot in 0..self.texts {
+                let base = bytes.len();
+                starts.push(base);
+                offsets.push(0);
+                for row in 0..rows {
+                    let (start, len) = staged.spans[row * self.texts + slot];
+                    bytes.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
+                    // `add` keeps a batch's bytes under `i32::MAX`.
+                    offsets.push((bytes.len() - base) as i32);
+                }
+            }
+            starts.push(bytes.len());
+            texts = Some((Buffer::from_vec(bytes), Buffer::from_vec(offsets), starts));
+        }
+        for (i, nulls) in self.nulls.iter_mut().enumerate() {
+            *nulls = (0..rows)
+                .filter(|row| !staged.valid[row * width + i])
+                .count();
+        }
+        let with_nulls = self.nulls.iter().filter(|&&n| n > 0).count();
+        let validity = (with_nulls > 0).then(|| {
+            let mut validity = BooleanBufferBuilder::new(with_nulls * rows);
+            for (i, _) in self.nulls.iter().enumerate().filter(|(_, n)| **n > 0) {
+                for row in 0..rows {
+                    validity.append(staged.valid[row * width + i]);
+                }
+            }
+            validity.finish()
+        });
+        Ok(LaidOut {
+            ints: ints.map(Buffer::from_vec),
+            floats: floats.map(Buffer::from_vec),
+            bools: bools.map(BooleanBuffer::from),
+            texts,
+            validity,
+        })
     }
 
     /// Forgets the staged rows, keeping the buffers.
@@ -500,6 +496,62 @@ impl Batcher {
         staged.spans.clear();
         staged.valid.clear();
         self.rows = 0;
+    }
+}
+
+/// A batch's buffers, each kind's columns one after another.
+struct LaidOut {
+    ints: Option<Buffer>,
+    floats: Option<Buffer>,
+    bools: Option<BooleanBuffer>,
+    /// Text and byte values: their bytes, their offsets (`rows + 1` a column, from 0 in the
+    /// column's bytes), and where each column's bytes start (and the last ends).
+    texts: Option<(Buffer, Buffer, Vec<usize>)>,
+    /// The validity of the columns with NULLs.
+    validity: Option<BooleanBuffer>,
+}
+
+impl LaidOut {
+    /// The column of `kind` at `slot` among its kind's.
+    fn column(
+        &self,
+        kind: ColumnType,
+        slot: usize,
+        rows: usize,
+        nulls: Option<NullBuffer>,
+    ) -> Result<ArrayRef, DataFusionError> {
+        let missing = || DataFusionError::Internal(format!("no {kind:?} buffer laid out"));
+        Ok(match kind {
+            ColumnType::Int => {
+                let ints = self.ints.clone().ok_or_else(missing)?;
+                Arc::new(Int64Array::new(
+                    ScalarBuffer::new(ints, slot * rows, rows),
+                    nulls,
+                ))
+            }
+            ColumnType::Float => {
+                let floats = self.floats.clone().ok_or_else(missing)?;
+                Arc::new(Float64Array::new(
+                    ScalarBuffer::new(floats, slot * rows, rows),
+                    nulls,
+                ))
+            }
+            ColumnType::Bool => {
+                let bools = self.bools.as_ref().ok_or_else(missing)?;
+                Arc::new(BooleanArray::new(bools.slice(slot * rows, rows), nulls))
+            }
+            ColumnType::Text | ColumnType::Bytes => {
+                let (bytes, offsets, starts) = self.texts.as_ref().ok_or_else(missing)?;
+                let offsets = ScalarBuffer::new(offsets.clone(), slot * (rows + 1), rows + 1);
+                let offsets = OffsetBuffer::new(offsets);
+                let values = bytes.slice_with_length(starts[slot], starts[slot + 1] - starts[slot]);
+                if kind == ColumnType::Text {
+                    Arc::new(StringArray::try_new(offsets, values, nulls)?)
+                } else {
+                    Arc::new(BinaryArray::try_new(offsets, values, nulls)?)
+                }
+            }
+        })
     }
 }
 
