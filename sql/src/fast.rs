@@ -15,14 +15,23 @@ use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
-use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::common::config::ConfigOptions;
+use datafusion::common::tree_node::{Transformed, TreeNode, TreeNodeRecursion};
 use datafusion::datasource::source_as_provider;
+use datafusion::execution::TaskContext;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionState;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, SortExpr, TableScan};
 use datafusion::optimizer::push_down_filter::PushDownFilter;
 use datafusion::optimizer::{Optimizer, OptimizerContext};
+use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::filter_pushdown::FilterPushdown;
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::empty::EmptyExec;
+use datafusion::physical_plan::joins::HashJoinExec;
+use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::{
@@ -30,12 +39,12 @@ use datafusion::sql::sqlparser::ast::{
 };
 use strata::{Db, Order, Query, Value};
 
-use crate::filter::condition_of;
-use crate::scan::sorts_like_sql;
+use crate::filter::{condition_of, has_placeholders};
+use crate::scan::{StrataScan, sorts_like_sql};
 use crate::schema::{Batcher, Column, TableSchema};
-use crate::session::{SqlSession, StatementSnapshot};
+use crate::session::{SqlSession, StatementParams, StatementSnapshot};
 use crate::table::StrataTable;
-use crate::values::scalar_of;
+use crate::values::{bind, param, scalar_of};
 use crate::{Error, Result};
 
 /// Rows a fast query's first batch is sized for (it grows).
@@ -298,31 +307,6 @@ fn order_of(sort: &SortExpr, table: &TableSchema) -> Option<Order> {
     })
 }
 
-/// `expr` with its placeholders replaced by `params`' values.
-fn bind(expr: &Expr, params: &[Value]) -> Result<Expr> {
-    if params.is_empty() {
-        return Ok(expr.clone());
-    }
-    let bound = expr.clone().transform(|e| match e {
-        Expr::Placeholder(p) => {
-            let v = param(&p.id, params)
-                .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
-            Ok(Transformed::yes(Expr::Literal(scalar_of(v), None)))
-        }
-        other => Ok(Transformed::no(other)),
-    })?;
-    Ok(bound.data)
-}
-
-/// The value of placeholder `id` (`$1` …).
-fn param<'p>(id: &str, params: &'p [Value]) -> Result<&'p Value> {
-    id.strip_prefix('$')
-        .and_then(|n| n.parse::<usize>().ok())
-        .and_then(|n| n.checked_sub(1))
-        .and_then(|i| params.get(i))
-        .ok_or_else(|| Error::Invalid(format!("no value for the parameter {id}")))
-}
-
 /// A statement planned once, to run many times with parameters `$1`, `$2`, …
 /// ([`SqlSession::prepare`]).
 pub struct Prepared<'s> {
@@ -337,9 +321,8 @@ enum PreparedKind {
     /// through DataFusion.
     Fast(Box<FastPlan>, LogicalPlan),
     /// A query through DataFusion: its logical plan made once, and the same optimised with
-    /// its placeholders when DataFusion can (each run then binds the parameters and only
-    /// pushes down the filters they complete).
-    Planned(LogicalPlan, Option<LogicalPlan>),
+    /// its placeholders when DataFusion can.
+    Planned(LogicalPlan, Option<Box<Optimized>>),
     /// Any other statement: its parameters are written into it and it runs as a new one.
     Statement(Box<Statement>),
 }
@@ -366,7 +349,13 @@ impl<'s> Prepared<'s> {
         let kind = match FastPlan::of(&plan) {
             Some(fast) => PreparedKind::Fast(Box::new(fast), plan),
             None => {
-                let optimized = optimized_with_placeholders(&context, &plan);
+                let optimized = optimized_with_placeholders(&context, &plan).map(|optimized| {
+                    Box::new(Optimized {
+                        deferred: deferred_of(&optimized),
+                        plan: optimized,
+                        physical: Mutex::new(Physical::Untried),
+                    })
+                });
                 PreparedKind::Planned(plan, optimized)
             }
         };
@@ -385,6 +374,19 @@ impl<'s> Prepared<'s> {
     /// Whether it runs through Strata alone (when its parameters' types allow).
     pub fn is_fast(&self) -> bool {
         matches!(self.kind, PreparedKind::Fast(..))
+    }
+
+    /// Whether its physical plan was kept from its first run through DataFusion, to run again
+    /// with each run's values and snapshot (false before the first run, for the fast path,
+    /// and for plans that cannot run twice).
+    pub fn reuses_plan(&self) -> bool {
+        match &self.kind {
+            PreparedKind::Planned(_, Some(optimized)) => matches!(
+                *optimized.physical.lock().unwrap_or_else(|e| e.into_inner()),
+                Physical::Cached(_)
+            ),
+            _ => false,
+        }
     }
 
     /// Runs it with `params` (`$1` is `params[0]`), blocking.
@@ -411,10 +413,19 @@ impl<'s> Prepared<'s> {
                 }
                 self.through_datafusion(plan, reads, params).await
             }
-            PreparedKind::Planned(_, Some(optimized)) => {
-                let context = session.statement_context(session.reads());
+            PreparedKind::Planned(plan, Some(optimized)) => {
+                let reads = session.reads();
+                if !optimized.converts(params) {
+                    return self.through_datafusion(plan, reads, params).await;
+                }
+                if let Some(cached) = optimized.cached(session, &reads, params).await {
+                    let physical = cached.for_run(reads, params)?;
+                    let task = Arc::clone(&cached.task);
+                    return Ok(datafusion::physical_plan::collect(physical, task).await?);
+                }
+                let context = session.statement_context(reads);
                 let scalars: Vec<ScalarValue> = params.iter().map(scalar_of).collect();
-                let bound = optimized.clone().with_param_values(scalars)?;
+                let bound = optimized.plan.clone().with_param_values(scalars)?;
                 // The filters the parameters completed go down into the scans (Strata
                 // answers `town = 'x'`, not `town = $1`); the rest of the optimiser ran once.
                 let state = context.state();
@@ -444,6 +455,151 @@ impl<'s> Prepared<'s> {
         let plan = plan.clone().with_param_values(scalars)?;
         crate::session::run_plan(&context, plan).await
     }
+}
+
+/// A prepared statement's plan optimised with its placeholders, and the physical plan made
+/// from it at the first run, kept when it can run again.
+struct Optimized {
+    plan: LogicalPlan,
+    /// The conjuncts with placeholders its Strata scans took, with their tables: a run whose
+    /// values make one not convert is planned again with them as literals.
+    deferred: Vec<(Arc<TableSchema>, Vec<Expr>)>,
+    physical: Mutex<Physical>,
+}
+
+enum Physical {
+    /// Not made yet.
+    Untried,
+    Cached(Arc<Cached>),
+    /// Its physical plan cannot run twice, or has placeholders where Strata does not take
+    /// them: each run binds the values and plans.
+    Planned,
+}
+
+/// A physical plan made once and run many times. Each run gets fresh scans reading the
+/// run's snapshot with its values bound, every other node reset (a hash join's table and
+/// dynamic filter, a sort's), and DataFusion's filter pushdown run again to link the hash
+/// joins' new dynamic filters to the new scans. Kept only for plans whose every leaf is a
+/// Strata scan (or no table at all) and whose only dynamic filters are hash joins' and
+/// sorts' ([`reusable`]): a file scan or an aggregate keeps the filter of the run before.
+struct Cached {
+    plan: Arc<dyn ExecutionPlan>,
+    task: Arc<TaskContext>,
+    config: Arc<ConfigOptions>,
+}
+
+impl Optimized {
+    /// Whether `params` make every deferred conjunct convert.
+    fn converts(&self, params: &[Value]) -> bool {
+        self.deferred.iter().all(|(table, filters)| {
+            filters.iter().all(|f| {
+                bind(f, params)
+                    .ok()
+                    .and_then(|bound| condition_of(&bound, table))
+                    .is_some()
+            })
+        })
+    }
+
+    /// The cached physical plan, made now if this is the first run (its estimates — the
+    /// partitions, the join's build side — from this run's values).
+    async fn cached(
+        &self,
+        session: &SqlSession,
+        reads: &StatementSnapshot,
+        params: &[Value],
+    ) -> Option<Arc<Cached>> {
+        match &*self.physical.lock().unwrap_or_else(|e| e.into_inner()) {
+            Physical::Cached(cached) => return Some(Arc::clone(cached)),
+            Physical::Planned => return None,
+            Physical::Untried => {}
+        }
+        let context = session.statement_context(reads.clone());
+        context
+            .state_ref()
+            .write()
+            .config_mut()
+            .set_extension(Arc::new(StatementParams(params.to_vec())));
+        let made = crate::session::physical_plan(&context, &self.plan, params)
+            .await
+            .ok()
+            .filter(|(plan, _)| reusable(plan))
+            .map(|(plan, state)| {
+                Arc::new(Cached {
+                    plan,
+                    task: state.task_ctx(),
+                    config: Arc::clone(state.config_options()),
+                })
+            });
+        *self.physical.lock().unwrap_or_else(|e| e.into_inner()) = match &made {
+            Some(cached) => Physical::Cached(Arc::clone(cached)),
+            None => Physical::Planned,
+        };
+        made
+    }
+}
+
+impl Cached {
+    /// The plan for one run reading `reads` with `params`.
+    fn for_run(
+        &self,
+        reads: StatementSnapshot,
+        params: &[Value],
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let params = Arc::new(StatementParams(params.to_vec()));
+        let fresh = Arc::clone(&self.plan)
+            .transform_up(|node| {
+                let fresh = match node.downcast_ref::<StrataScan>() {
+                    Some(scan) => Arc::new(scan.for_run(reads.clone(), Arc::clone(&params))),
+                    None => node.reset_state()?,
+                };
+                Ok(Transformed::yes(fresh))
+            })?
+            .data;
+        Ok(FilterPushdown::new_post_optimization().optimize(fresh, &self.config)?)
+    }
+}
+
+/// Whether a physical plan may run again after [`Cached::for_run`] renews it.
+fn reusable(plan: &Arc<dyn ExecutionPlan>) -> bool {
+    let mut reusable = true;
+    let _ = plan.apply(|node| {
+        let leaf = node.children().is_empty();
+        let fresh_leaf =
+            node.is::<StrataScan>() || node.is::<EmptyExec>() || node.is::<PlaceholderRowExec>();
+        let resets_filters = node.dynamic_expressions_produced().is_empty()
+            || node.is::<HashJoinExec>()
+            || node.is::<SortExec>();
+        reusable = (!leaf || fresh_leaf) && resets_filters;
+        Ok(match reusable {
+            true => TreeNodeRecursion::Continue,
+            false => TreeNodeRecursion::Stop,
+        })
+    });
+    reusable
+}
+
+/// The conjuncts with placeholders the Strata scans of `plan` took, with their tables.
+fn deferred_of(plan: &LogicalPlan) -> Vec<(Arc<TableSchema>, Vec<Expr>)> {
+    let mut deferred = Vec::new();
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Ok(provider) = source_as_provider(&scan.source)
+            && let Some(table) = (provider.as_ref() as &dyn Any).downcast_ref::<StrataTable>()
+        {
+            let filters: Vec<Expr> = scan
+                .filters
+                .iter()
+                .filter(|f| has_placeholders(f))
+                .cloned()
+                .collect();
+            if !filters.is_empty() {
+                deferred.push((table.shared_columns(), filters));
+            }
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    deferred
 }
 
 /// `plan` analysed and optimised with its placeholders, as DataFusion's own `PREPARE` does
@@ -545,5 +701,67 @@ fn sql_value(v: &Value) -> SqlValue {
         Value::Bytes(b) => {
             SqlValue::HexStringLiteral(b.iter().map(|x| format!("{x:02x}")).collect())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use datafusion::physical_plan::displayable;
+    use strata::Options;
+
+    use super::*;
+
+    /// Each run of a kept join plan links a new dynamic filter from its hash join to its probe
+    /// scan, holding that run's keys — not none (the reset alone drops the join's filter, and
+    /// the probe side would be read whole) and not the kept plan's beside it.
+    #[test]
+    fn each_run_of_a_kept_join_gives_its_probe_scan_that_runs_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
+        let session = SqlSession::new(Arc::clone(&db)).unwrap();
+        session
+            .execute("CREATE TABLE people (id BIGINT PRIMARY KEY, town VARCHAR)")
+            .unwrap();
+        session
+            .execute("CREATE TABLE visits (id BIGINT PRIMARY KEY, person BIGINT)")
+            .unwrap();
+        let people: Vec<String> = (0..100).map(|i| format!("({i}, 'T{}')", i % 7)).collect();
+        let visits: Vec<String> = (0..300).map(|i| format!("({i}, {})", i % 100)).collect();
+        session
+            .execute(&format!("INSERT INTO people VALUES {}", people.join(", ")))
+            .unwrap();
+        session
+            .execute(&format!("INSERT INTO visits VALUES {}", visits.join(", ")))
+            .unwrap();
+        session
+            .execute("CREATE INDEX by_person ON visits (person)")
+            .unwrap();
+        let join = session
+            .prepare(
+                "SELECT p.id, v.id FROM people p JOIN visits v ON v.person = p.id \
+                 WHERE p.town = $1 AND p.id < $2",
+            )
+            .unwrap();
+        join.execute(&[Value::from("T1"), Value::Int(20)]).unwrap();
+        let PreparedKind::Planned(_, Some(optimized)) = &join.kind else {
+            panic!("not planned through DataFusion");
+        };
+        let Physical::Cached(cached) = &*optimized.physical.lock().unwrap() else {
+            panic!("the plan was not kept");
+        };
+        let params = [Value::from("T4"), Value::Int(30)];
+        let run = cached.for_run(session.reads(), &params).unwrap();
+        let batches = session
+            .block_on(async {
+                Ok(
+                    datafusion::physical_plan::collect(Arc::clone(&run), Arc::clone(&cached.task))
+                        .await?,
+                )
+            })
+            .unwrap();
+        assert_eq!(batches.iter().map(|b| b.num_rows()).sum::<usize>(), 12);
+        let shown = displayable(run.as_ref()).indent(true).to_string();
+        assert_eq!(shown.matches("dynamic=").count(), 1, "{shown}");
+        assert!(shown.contains("IN (SET) ([4, 11, 18, 25])"), "{shown}");
     }
 }

@@ -15,6 +15,8 @@
 //! the predicates by De Morgan's laws, each negated exactly (`Condition::negate`).
 
 use datafusion::common::ScalarValue;
+use datafusion::common::tree_node::{Transformed, TreeNode};
+use datafusion::error::DataFusionError;
 use datafusion::logical_expr::expr::InList;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Like, Operator};
 use strata::{Condition, Op, Predicate, Value};
@@ -103,6 +105,30 @@ pub fn condition_of(expr: &Expr, schema: &TableSchema) -> Option<Condition> {
         }
         _ => None,
     }
+}
+
+/// Whether `expr` has placeholders (`$1` …): a conjunct of a prepared statement.
+pub fn has_placeholders(expr: &Expr) -> bool {
+    expr.exists(|e| Ok(matches!(e, Expr::Placeholder(_))))
+        .unwrap_or(false)
+}
+
+/// Whether a conjunct with placeholders converts when each holds a value of the type
+/// DataFusion inferred for it. A scan then takes it, to bind to each run's values; a run
+/// whose values make it not convert (another type, a `LIKE` pattern that is no prefix) is
+/// planned again with them as literals (`crate::fast::Prepared`).
+pub fn converts_with_placeholders(expr: &Expr, schema: &TableSchema) -> bool {
+    let sample = expr.clone().transform(|e| match e {
+        Expr::Placeholder(p) => {
+            let Some(field) = &p.field else {
+                return Err(DataFusionError::Plan(format!("no type for {}", p.id)));
+            };
+            let value = ScalarValue::new_default(field.data_type())?;
+            Ok(Transformed::yes(Expr::Literal(value, None)))
+        }
+        other => Ok(Transformed::no(other)),
+    });
+    sample.is_ok_and(|s| condition_of(&s.data, schema).is_some())
 }
 
 /// `left op right` with a column on one side and a literal on the other.

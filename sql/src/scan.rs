@@ -19,6 +19,7 @@ use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{ScalarValue, Statistics};
 use datafusion::error::{DataFusionError, Result};
 use datafusion::execution::TaskContext;
+use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_expr::PhysicalSortExpr;
 use datafusion::physical_expr::expressions::Column as PhysicalColumn;
@@ -39,9 +40,10 @@ use datafusion::physical_plan::{
 };
 use strata::{Db, Order, Query};
 
-use crate::filter::conditions_of_physical;
+use crate::filter::{condition_of, conditions_of_physical};
 use crate::schema::{Batcher, Column, ColumnType, TableSchema, arrow_schema};
-use crate::session::{RowSource, StatementSnapshot};
+use crate::session::{RowSource, StatementParams, StatementSnapshot};
+use crate::values::bind;
 
 /// Scans one Strata table.
 pub struct StrataScan {
@@ -59,6 +61,12 @@ pub struct StrataScan {
     ordering: Vec<PhysicalSortExpr>,
     /// Filters from above — a hash join's dynamic filter — read when the scan starts.
     dynamic: Vec<Arc<dyn PhysicalExpr>>,
+    /// A prepared statement's conjuncts with placeholders (`$1` …), which convert with
+    /// values of their types: bound to [`StrataScan::params`] when the scan runs.
+    deferred: Vec<Expr>,
+    /// The values of the placeholders: those the plan was made with (for its estimates),
+    /// then each run's ([`StrataScan::for_run`]).
+    params: Option<Arc<StatementParams>>,
     metrics: ExecutionPlanMetricsSet,
 }
 
@@ -139,8 +147,66 @@ impl StrataScan {
             estimate: OnceLock::new(),
             ordering: declared,
             dynamic: Vec::new(),
+            deferred: Vec::new(),
+            params: None,
             metrics: ExecutionPlanMetricsSet::new(),
         })
+    }
+
+    /// This scan taking also `deferred`, conjuncts with placeholders, bound to `params`.
+    pub(crate) fn with_deferred(
+        mut self,
+        deferred: Vec<Expr>,
+        params: Option<Arc<StatementParams>>,
+    ) -> StrataScan {
+        self.deferred = deferred;
+        self.params = params;
+        self
+    }
+
+    /// The query it runs: its own, and its deferred conjuncts bound to its parameters.
+    fn bound_query(&self) -> Result<Query> {
+        let mut query = self.query.clone();
+        if self.deferred.is_empty() {
+            return Ok(query);
+        }
+        let params = self.params.as_ref().ok_or_else(|| {
+            DataFusionError::Plan("a scan with parameters ($1 …) ran without their values".into())
+        })?;
+        for f in &self.deferred {
+            let bound = bind(f, &params.0).map_err(|e| DataFusionError::Plan(e.to_string()))?;
+            let condition = condition_of(&bound, &self.table).ok_or_else(|| {
+                DataFusionError::Plan(format!(
+                    "the parameters make a filter Strata cannot answer: {bound}"
+                ))
+            })?;
+            query.add_condition(condition);
+        }
+        Ok(query)
+    }
+
+    /// This scan for one run of a cached plan ([`crate::fast::Prepared`]): reading `reads`,
+    /// its placeholders bound to `params`, without the dynamic filters of the run before
+    /// (the plan's filter pushdown gives it the new run's).
+    pub(crate) fn for_run(
+        &self,
+        reads: StatementSnapshot,
+        params: Arc<StatementParams>,
+    ) -> StrataScan {
+        StrataScan {
+            db: Arc::clone(&self.db),
+            table: Arc::clone(&self.table),
+            columns: self.columns.clone(),
+            query: self.query.clone(),
+            reads: Some(reads),
+            properties: Arc::clone(&self.properties),
+            estimate: self.estimate.clone(),
+            ordering: self.ordering.clone(),
+            dynamic: Vec::new(),
+            deferred: self.deferred.clone(),
+            params: Some(params),
+            metrics: ExecutionPlanMetricsSet::new(),
+        }
     }
 
     /// The Strata query it runs.
@@ -156,7 +222,7 @@ impl StrataScan {
         let strata_err = |e: strata::Error| DataFusionError::External(Box::new(e));
         let plan = self
             .db
-            .explain(&self.table.table, &self.query)
+            .explain(&self.table.table, &self.bound_query()?)
             .map_err(strata_err)?;
         let chosen = match &plan.chosen.index {
             Some(index) => format!("index {index}"),
@@ -177,19 +243,21 @@ impl StrataScan {
 
     /// This scan with `query` instead, its output in `ordering` (empty: the query's).
     fn with_query(&self, query: Query, ordering: Vec<PhysicalSortExpr>) -> Result<StrataScan> {
-        StrataScan::ordered(
+        Ok(StrataScan::ordered(
             Arc::clone(&self.db),
             Arc::clone(&self.table),
             self.columns.clone(),
             query,
             self.reads.clone(),
             ordering,
-        )
+        )?
+        .with_deferred(self.deferred.clone(), self.params.clone()))
     }
 }
 
 /// Strata's plan for a scan's query, as `EXPLAIN` shows it, and what the scan tells
 /// DataFusion's join planning.
+#[derive(Clone)]
 struct Estimate {
     chosen: String,
     statistics: Arc<Statistics>,
@@ -272,6 +340,9 @@ impl DisplayAs for StrataScan {
         }
         if let Some(limit) = self.query.limit {
             write!(f, " limit={limit}")?;
+        }
+        for filter in &self.deferred {
+            write!(f, " and {filter}")?;
         }
         for filter in &self.dynamic {
             write!(f, " dynamic={filter}")?;
@@ -398,7 +469,7 @@ impl ExecutionPlan for StrataScan {
             self.columns.clone(),
             self.reads.clone(),
         );
-        let (mut query, dynamic) = (self.query.clone(), self.dynamic.clone());
+        let (mut query, dynamic) = (self.bound_query()?, self.dynamic.clone());
         // Opened at the first batch asked for, not now: a hash join asks for its probe side's
         // batches once its build side is read, when its dynamic filter holds the keys.
         let open: Opener = Box::new(move || {

@@ -20,8 +20,9 @@ use datafusion::arrow::array::{RecordBatch, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema};
 use datafusion::dataframe::DataFrame;
 use datafusion::execution::context::{SessionConfig, SessionContext};
-use datafusion::execution::session_state::SessionStateBuilder;
+use datafusion::execution::session_state::{SessionState, SessionStateBuilder};
 use datafusion::logical_expr::LogicalPlan;
+use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
 use strata::{Db, DbSnapshot, OwnedTransaction, Value};
@@ -61,20 +62,33 @@ pub(crate) async fn run_optimized(
     context: &SessionContext,
     optimized: LogicalPlan,
 ) -> Result<Vec<RecordBatch>> {
+    let (physical, state) = physical_plan(context, &optimized, &[]).await?;
+    Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+}
+
+/// `optimized` made physical — on one partition when every table it reads is a Strata
+/// table whose scan Strata expects to return few rows ([`SMALL_STATEMENT_ROWS`]), `params`
+/// the values of its placeholders for those estimates — with the state it was planned in.
+pub(crate) async fn physical_plan(
+    context: &SessionContext,
+    optimized: &LogicalPlan,
+    params: &[Value],
+) -> Result<(Arc<dyn ExecutionPlan>, SessionState)> {
     let mut state = context.state();
-    if expected_rows(&optimized).is_some_and(|rows| rows <= SMALL_STATEMENT_ROWS) {
+    if expected_rows(optimized, params).is_some_and(|rows| rows <= SMALL_STATEMENT_ROWS) {
         state.config_mut().options_mut().execution.target_partitions = 1;
     }
     let physical = state
         .query_planner()
-        .create_physical_plan(&optimized, &state)
+        .create_physical_plan(optimized, &state)
         .await?;
-    Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+    Ok((physical, state))
 }
 
-/// The rows Strata expects the scans of `plan` (its subqueries' too) to return together;
-/// `None` when it reads anything but Strata tables or an estimate fails.
-fn expected_rows(plan: &LogicalPlan) -> Option<f64> {
+/// The rows Strata expects the scans of `plan` (its subqueries' too) to return together,
+/// `params` the values of its placeholders; `None` when it reads anything but Strata tables
+/// or an estimate fails.
+fn expected_rows(plan: &LogicalPlan, params: &[Value]) -> Option<f64> {
     use datafusion::common::tree_node::TreeNodeRecursion;
     let mut rows = Some(0.0);
     let walked = plan.apply_with_subqueries(|node| {
@@ -86,7 +100,7 @@ fn expected_rows(plan: &LogicalPlan) -> Option<f64> {
             .and_then(|provider| {
                 let any: &dyn std::any::Any = provider.as_ref();
                 let table = any.downcast_ref::<StrataTable>()?;
-                table.estimated_rows(&scan.filters, scan.fetch).ok()
+                table.estimated_rows(&scan.filters, scan.fetch, params).ok()
             });
         rows = rows.zip(estimate).map(|(a, b)| a + b);
         Ok(if rows.is_some() {
@@ -204,7 +218,9 @@ impl SqlSession {
 
     /// Prepares one statement with parameters `$1`, `$2`, …, to run many times
     /// ([`Prepared::execute`]). A single-table `SELECT` Strata evaluates whole runs straight
-    /// through Strata's planner; anything else through DataFusion, planned here once.
+    /// through Strata's planner; anything else through DataFusion, optimised here once and
+    /// made physical at its first run, that plan kept for the runs after when it can run
+    /// again ([`Prepared::reuses_plan`]).
     pub fn prepare(&self, text: &str) -> Result<Prepared<'_>> {
         self.block_on(Prepared::new(self, text))
     }
@@ -445,6 +461,11 @@ impl StatementSnapshot {
         }))
     }
 }
+
+/// The values of a prepared statement's placeholders (`$1` is the first), kept in the
+/// configuration its plan is made with: its scans' estimates bind them.
+#[derive(Debug)]
+pub struct StatementParams(pub Vec<Value>);
 
 /// The rows of a scan, as Strata reads them.
 pub type RowSource = Box<dyn Iterator<Item = strata::Result<strata::Record>> + Send>;

@@ -9,12 +9,13 @@ use datafusion::datasource::TableType;
 use datafusion::error::{DataFusionError, Result};
 use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
-use strata::{Db, Query};
+use strata::{Db, Query, Value};
 
-use crate::filter::condition_of;
+use crate::filter::{condition_of, converts_with_placeholders, has_placeholders};
 use crate::scan::StrataScan;
 use crate::schema::TableSchema;
-use crate::session::StatementSnapshot;
+use crate::session::{StatementParams, StatementSnapshot};
+use crate::values::bind;
 
 /// A Strata table as a DataFusion table. Filters Strata evaluates exactly
 /// ([`crate::filter`]) are pushed down, with the columns read and the `LIMIT`; Strata's
@@ -73,9 +74,19 @@ impl StrataTable {
         Ok(query)
     }
 
-    /// The rows Strata expects a scan with `filters` and `limit` to return.
-    pub(crate) fn estimated_rows(&self, filters: &[Expr], limit: Option<usize>) -> Result<f64> {
-        let mut query = self.query_of(filters)?;
+    /// The rows Strata expects a scan with `filters` and `limit` to return, `params` the
+    /// values of their placeholders.
+    pub(crate) fn estimated_rows(
+        &self,
+        filters: &[Expr],
+        limit: Option<usize>,
+        params: &[Value],
+    ) -> Result<f64> {
+        let bound = filters
+            .iter()
+            .map(|f| bind(f, params).map_err(|e| DataFusionError::Plan(e.to_string())))
+            .collect::<Result<Vec<_>>>()?;
+        let mut query = self.query_of(&bound)?;
         query.limit = limit.map(|l| l as u64);
         let plan = self
             .db
@@ -101,9 +112,16 @@ impl TableProvider for StrataTable {
     ) -> Result<Vec<TableProviderFilterPushDown>> {
         Ok(filters
             .iter()
-            .map(|f| match condition_of(f, &self.schema) {
-                Some(_) => TableProviderFilterPushDown::Exact,
-                None => TableProviderFilterPushDown::Unsupported,
+            .map(|f| {
+                let exact = match has_placeholders(f) {
+                    // A prepared statement's: bound when the scan runs.
+                    true => converts_with_placeholders(f, &self.schema),
+                    false => condition_of(f, &self.schema).is_some(),
+                };
+                match exact {
+                    true => TableProviderFilterPushDown::Exact,
+                    false => TableProviderFilterPushDown::Unsupported,
+                }
             })
             .collect())
     }
@@ -126,7 +144,10 @@ impl TableProvider for StrataTable {
                 .collect::<Result<Vec<_>>>()?,
             None => self.schema.columns.clone(),
         };
-        let mut query = self.query_of(filters)?;
+        // A prepared statement's conjuncts with placeholders wait for each run's values.
+        let (deferred, now): (Vec<Expr>, Vec<Expr>) =
+            filters.iter().cloned().partition(has_placeholders);
+        let mut query = self.query_of(&now)?;
         if projection.is_some() {
             // The key too, so an error about a row can name it.
             let mut fields: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
@@ -147,7 +168,8 @@ impl TableProvider for StrataTable {
             columns,
             query,
             reads.map(|r| r.as_ref().clone()),
-        )?;
+        )?
+        .with_deferred(deferred, state.config().get_extension::<StatementParams>());
         Ok(Arc::new(scan))
     }
 }
