@@ -524,13 +524,8 @@ impl Optimized {
             .await
             .ok()
             .filter(|(plan, _)| reusable(plan))
-            .map(|(plan, state)| {
-                Arc::new(Cached {
-                    plan,
-                    task: state.task_ctx(),
-                    config: Arc::clone(state.config_options()),
-                })
-            });
+            .and_then(|(plan, state)| Cached::keep(session, plan, &state).ok())
+            .map(Arc::new);
         *self.physical.lock().unwrap_or_else(|e| e.into_inner()) = match &made {
             Some(cached) => Physical::Cached(Arc::clone(cached)),
             None => Physical::Planned,
@@ -540,6 +535,34 @@ impl Optimized {
 }
 
 impl Cached {
+    /// `plan`, made in `state`, kept: its scans and its task's configuration hold no
+    /// snapshot of the run that made it (each run brings its own).
+    fn keep(
+        session: &SqlSession,
+        plan: Arc<dyn ExecutionPlan>,
+        state: &SessionState,
+    ) -> Result<Cached> {
+        let plan = plan
+            .transform_up(|node| {
+                Ok(match node.downcast_ref::<StrataScan>() {
+                    Some(scan) => {
+                        Transformed::yes(Arc::new(scan.for_keeping()) as Arc<dyn ExecutionPlan>)
+                    }
+                    None => Transformed::no(node),
+                })
+            })?
+            .data;
+        // The session's own state (no statement's snapshot), with the plan's partitions.
+        let mut base = session.context().state();
+        base.config_mut().options_mut().execution.target_partitions =
+            state.config().target_partitions();
+        Ok(Cached {
+            plan,
+            task: base.task_ctx(),
+            config: Arc::clone(state.config_options()),
+        })
+    }
+
     /// The plan for one run reading `reads` with `params`.
     fn for_run(
         &self,
@@ -749,6 +772,26 @@ mod tests {
         let Physical::Cached(cached) = &*optimized.physical.lock().unwrap() else {
             panic!("the plan was not kept");
         };
+        // The kept plan holds no run's snapshot.
+        let mut scans = 0;
+        cached
+            .plan
+            .apply(|node| {
+                if let Some(scan) = node.downcast_ref::<StrataScan>() {
+                    assert!(!scan.holds_reads());
+                    scans += 1;
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+            .unwrap();
+        assert_eq!(scans, 2);
+        assert!(
+            cached
+                .task
+                .session_config()
+                .get_extension::<StatementSnapshot>()
+                .is_none()
+        );
         let params = [Value::from("T4"), Value::Int(30)];
         let run = cached.for_run(session.reads(), &params).unwrap();
         let batches = session

@@ -185,6 +185,22 @@ impl StrataScan {
         Ok(query)
     }
 
+    /// This scan as a kept plan holds it between runs: reading no snapshot (one kept would
+    /// hold the database's old versions for as long as the plan lives).
+    pub(crate) fn for_keeping(&self) -> StrataScan {
+        let mut scan = self.for_run_parts();
+        scan.reads = None;
+        scan.params = self.params.clone();
+        scan.dynamic = self.dynamic.clone();
+        scan
+    }
+
+    /// Whether it reads a snapshot or transaction of its own.
+    #[cfg(test)]
+    pub(crate) fn holds_reads(&self) -> bool {
+        self.reads.is_some()
+    }
+
     /// This scan for one run of a cached plan ([`crate::fast::Prepared`]): reading `reads`,
     /// its placeholders bound to `params`, without the dynamic filters of the run before
     /// (the plan's filter pushdown gives it the new run's).
@@ -193,18 +209,26 @@ impl StrataScan {
         reads: StatementSnapshot,
         params: Arc<StatementParams>,
     ) -> StrataScan {
+        let mut scan = self.for_run_parts();
+        scan.reads = Some(reads);
+        scan.params = Some(params);
+        scan
+    }
+
+    /// A copy of this scan without its reads, parameters, dynamic filters or metrics.
+    fn for_run_parts(&self) -> StrataScan {
         StrataScan {
             db: Arc::clone(&self.db),
             table: Arc::clone(&self.table),
             columns: self.columns.clone(),
             query: self.query.clone(),
-            reads: Some(reads),
+            reads: None,
             properties: Arc::clone(&self.properties),
             estimate: self.estimate.clone(),
             ordering: self.ordering.clone(),
             dynamic: Vec::new(),
             deferred: self.deferred.clone(),
-            params: Some(params),
+            params: None,
             metrics: ExecutionPlanMetricsSet::new(),
         }
     }
