@@ -39,12 +39,12 @@ use datafusion::sql::sqlparser::ast::{
 };
 use strata::{Db, Order, Query, Value};
 
-use crate::filter::{condition_of, has_placeholders};
+use crate::filter::{condition_with, has_placeholders};
 use crate::scan::{StrataScan, sorts_like_sql};
 use crate::schema::{Batcher, Column, TableSchema};
 use crate::session::{SqlSession, StatementParams, StatementSnapshot};
 use crate::table::StrataTable;
-use crate::values::{bind, param, scalar_of};
+use crate::values::{param, scalar_of};
 use crate::{Error, Result};
 
 /// Rows a fast query's first batch is sized for (it grows).
@@ -214,8 +214,7 @@ impl FastPlan {
     ) -> Result<Option<Vec<RecordBatch>>> {
         let mut query = Query::default();
         for f in &self.filters {
-            let bound = bind(f, params)?;
-            let Some(condition) = condition_of(&bound, &self.table) else {
+            let Some(condition) = condition_with(f, &self.table, params) else {
                 return Ok(None);
             };
             query.add_condition(condition);
@@ -492,12 +491,9 @@ impl Optimized {
     /// Whether `params` make every deferred conjunct convert.
     fn converts(&self, params: &[Value]) -> bool {
         self.deferred.iter().all(|(table, filters)| {
-            filters.iter().all(|f| {
-                bind(f, params)
-                    .ok()
-                    .and_then(|bound| condition_of(&bound, table))
-                    .is_some()
-            })
+            filters
+                .iter()
+                .all(|f| condition_with(f, table, params).is_some())
         })
     }
 

@@ -33,6 +33,15 @@ use crate::schema::{Column, ColumnType, TableSchema};
 
 /// `expr` as a Strata condition, if it means the same there.
 pub fn condition_of(expr: &Expr, schema: &TableSchema) -> Option<Condition> {
+    condition_with(expr, schema, &[])
+}
+
+/// [`condition_of`] with `params` the values of its placeholders (`$1` is `params[0]`): a
+/// placeholder converts as the literal of its value would.
+pub fn condition_with(expr: &Expr, schema: &TableSchema, params: &[Value]) -> Option<Condition> {
+    // The arms below convert their parts with the same values.
+    let condition_of = |e: &Expr, schema: &TableSchema| condition_with(e, schema, params);
+    let literal = |e: &Expr, kind: ColumnType| literal(e, kind, params);
     match expr {
         Expr::BinaryExpr(BinaryExpr { left, op, right }) => match op {
             Operator::And => Some(Condition::All(vec![
@@ -43,7 +52,7 @@ pub fn condition_of(expr: &Expr, schema: &TableSchema) -> Option<Condition> {
                 condition_of(left, schema)?,
                 condition_of(right, schema)?,
             ])),
-            _ => comparison(left, *op, right, schema),
+            _ => comparison(left, *op, right, schema, params),
         },
         Expr::Not(inner) => Some(condition_of(inner, schema)?.negate()),
         Expr::IsNull(inner) => Some(Condition::Is(Predicate::is_null(column_any(
@@ -132,13 +141,19 @@ pub fn converts_with_placeholders(expr: &Expr, schema: &TableSchema) -> bool {
 }
 
 /// `left op right` with a column on one side and a literal on the other.
-fn comparison(left: &Expr, op: Operator, right: &Expr, schema: &TableSchema) -> Option<Condition> {
+fn comparison(
+    left: &Expr,
+    op: Operator,
+    right: &Expr,
+    schema: &TableSchema,
+    params: &[Value],
+) -> Option<Condition> {
     let (field, value, op) = match (
         column_compared(left, schema),
         column_compared(right, schema),
     ) {
-        (Some((field, kind)), None) => (field, literal(right, kind)?, op),
-        (None, Some((field, kind))) => (field, literal(left, kind)?, op.swap()?),
+        (Some((field, kind)), None) => (field, literal(right, kind, params)?, op),
+        (None, Some((field, kind))) => (field, literal(left, kind, params)?, op.swap()?),
         _ => return None,
     };
     let op = match op {
@@ -169,11 +184,26 @@ fn column_any<'s>(expr: &Expr, schema: &'s TableSchema) -> Option<&'s str> {
 }
 
 /// The literal `expr` as a Strata value of a column of type `kind`, if it is one (not NULL).
-fn literal(expr: &Expr, kind: ColumnType) -> Option<Value> {
-    let Expr::Literal(v, _) = expr else {
-        return None;
-    };
-    scalar_value(v, kind)
+fn literal(expr: &Expr, kind: ColumnType, params: &[Value]) -> Option<Value> {
+    match expr {
+        Expr::Literal(v, _) => scalar_value(v, kind),
+        Expr::Placeholder(p) => {
+            let value = crate::values::param(&p.id, params).ok()?;
+            fits(kind, value).then(|| value.clone())
+        }
+        _ => None,
+    }
+}
+
+/// Whether `value` is a value of a column of type `kind` (not NULL).
+fn fits(kind: ColumnType, value: &Value) -> bool {
+    matches!(
+        (kind, value),
+        (ColumnType::Int, Value::Int(_))
+            | (ColumnType::Text, Value::Str(_))
+            | (ColumnType::Bool, Value::Bool(_))
+            | (ColumnType::Bytes, Value::Bytes(_))
+    )
 }
 
 /// `v` as a Strata value of a column of type `kind`, if it is one (not NULL).
@@ -197,14 +227,7 @@ fn scalar_value(v: &ScalarValue, kind: ColumnType) -> Option<Value> {
         }
         _ => None,
     }?;
-    let fits = matches!(
-        (kind, &value),
-        (ColumnType::Int, Value::Int(_))
-            | (ColumnType::Text, Value::Str(_))
-            | (ColumnType::Bool, Value::Bool(_))
-            | (ColumnType::Bytes, Value::Bytes(_))
-    );
-    fits.then_some(value)
+    fits(kind, &value).then_some(value)
 }
 
 /// The conjuncts of a physical filter Strata evaluates as SQL does — comparisons of a
@@ -308,6 +331,43 @@ mod tests {
 
     fn pushed(e: Expr) -> Option<String> {
         condition_of(&e, &schema()).map(|c| c.to_string())
+    }
+
+    /// A prepared statement's placeholders convert as their values' literals would, and a
+    /// value of another type, NULL or no value at all does not convert (the run is then
+    /// planned again with its values as literals).
+    #[test]
+    fn placeholders_convert_as_their_values_do() {
+        use datafusion::arrow::datatypes::{DataType, Field};
+        use datafusion::logical_expr::expr::Placeholder;
+        let placeholder = |id: &str, data_type: DataType| {
+            Expr::Placeholder(Placeholder::new_with_field(
+                id.into(),
+                Some(Arc::new(Field::new(id, data_type, true))),
+            ))
+        };
+        let e = col("town")
+            .eq(placeholder("$1", DataType::Utf8))
+            .and(col("id").between(placeholder("$2", DataType::Int64), lit(9i64)));
+        let with = |params: &[Value]| condition_with(&e, &schema(), params).map(|c| c.to_string());
+        assert_eq!(
+            with(&[Value::from("Ely"), Value::Int(3)]).as_deref(),
+            Some("town = 'Ely' AND id BETWEEN 3 AND 9")
+        );
+        assert_eq!(with(&[Value::from("Ely"), Value::from("3")]), None);
+        assert_eq!(with(&[Value::Null, Value::Int(3)]), None);
+        assert_eq!(with(&[Value::from("Ely")]), None);
+        assert!(has_placeholders(&e));
+        assert!(converts_with_placeholders(&e, &schema()));
+        // A float column takes no comparison, whatever the value.
+        let score = col("score").gt(placeholder("$1", DataType::Float64));
+        assert!(!converts_with_placeholders(&score, &schema()));
+        // A placeholder without a type: not taken.
+        let untyped = col("id").eq(Expr::Placeholder(Placeholder::new_with_field(
+            "$1".into(),
+            None,
+        )));
+        assert!(!converts_with_placeholders(&untyped, &schema()));
     }
 
     #[test]

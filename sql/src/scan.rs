@@ -40,10 +40,9 @@ use datafusion::physical_plan::{
 };
 use strata::{Db, Order, Query};
 
-use crate::filter::{condition_of, conditions_of_physical};
+use crate::filter::{condition_with, conditions_of_physical};
 use crate::schema::{Batcher, Column, ColumnType, TableSchema, arrow_schema};
 use crate::session::{RowSource, StatementParams, StatementSnapshot};
-use crate::values::bind;
 
 /// Scans one Strata table.
 pub struct StrataScan {
@@ -174,10 +173,9 @@ impl StrataScan {
             DataFusionError::Plan("a scan with parameters ($1 …) ran without their values".into())
         })?;
         for f in &self.deferred {
-            let bound = bind(f, &params.0).map_err(|e| DataFusionError::Plan(e.to_string()))?;
-            let condition = condition_of(&bound, &self.table).ok_or_else(|| {
+            let condition = condition_with(f, &self.table, &params.0).ok_or_else(|| {
                 DataFusionError::Plan(format!(
-                    "the parameters make a filter Strata cannot answer: {bound}"
+                    "the parameters make a filter Strata cannot answer: {f}"
                 ))
             })?;
             query.add_condition(condition);

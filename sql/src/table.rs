@@ -11,11 +11,10 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use strata::{Db, Query, Value};
 
-use crate::filter::{condition_of, converts_with_placeholders, has_placeholders};
+use crate::filter::{condition_of, condition_with, converts_with_placeholders, has_placeholders};
 use crate::scan::StrataScan;
 use crate::schema::TableSchema;
 use crate::session::{StatementParams, StatementSnapshot};
-use crate::values::bind;
 
 /// A Strata table as a DataFusion table. Filters Strata evaluates exactly
 /// ([`crate::filter`]) are pushed down, with the columns read and the `LIMIT`; Strata's
@@ -57,14 +56,15 @@ impl StrataTable {
         Arc::clone(&self.schema)
     }
 
-    /// The Strata query of the filters DataFusion pushed down to a scan of it.
-    fn query_of(&self, filters: &[Expr]) -> Result<Query> {
+    /// The Strata query of the filters DataFusion pushed down to a scan of it, `params` the
+    /// values of their placeholders.
+    fn query_of(&self, filters: &[Expr], params: &[Value]) -> Result<Query> {
         let mut query = Query::default();
         for f in filters {
             // DataFusion passes only the filters this table said it answers exactly; one
             // that does not convert would be a DataFusion change — refuse rather than
             // return rows it does not hold.
-            let condition = condition_of(f, &self.schema).ok_or_else(|| {
+            let condition = condition_with(f, &self.schema, params).ok_or_else(|| {
                 DataFusionError::Internal(format!(
                     "a filter Strata cannot answer reached its scan: {f}"
                 ))
@@ -82,11 +82,7 @@ impl StrataTable {
         limit: Option<usize>,
         params: &[Value],
     ) -> Result<f64> {
-        let bound = filters
-            .iter()
-            .map(|f| bind(f, params).map_err(|e| DataFusionError::Plan(e.to_string())))
-            .collect::<Result<Vec<_>>>()?;
-        let mut query = self.query_of(&bound)?;
+        let mut query = self.query_of(filters, params)?;
         query.limit = limit.map(|l| l as u64);
         let plan = self
             .db
@@ -147,7 +143,7 @@ impl TableProvider for StrataTable {
         // A prepared statement's conjuncts with placeholders wait for each run's values.
         let (deferred, now): (Vec<Expr>, Vec<Expr>) =
             filters.iter().cloned().partition(has_placeholders);
-        let mut query = self.query_of(&now)?;
+        let mut query = self.query_of(&now, &[])?;
         if projection.is_some() {
             // The key too, so an error about a row can name it.
             let mut fields: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();

@@ -12,9 +12,7 @@ use datafusion::arrow::datatypes::{
     UInt8Type, UInt16Type, UInt32Type, UInt64Type,
 };
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::error::{DataFusionError, Result};
-use datafusion::logical_expr::Expr;
 use datafusion::scalar::ScalarValue;
 use strata::{Record, Value};
 
@@ -98,22 +96,6 @@ pub fn scalar_of(v: &Value) -> ScalarValue {
         Value::Str(s) => ScalarValue::Utf8(Some(s.clone())),
         Value::Bytes(b) => ScalarValue::Binary(Some(b.clone())),
     }
-}
-
-/// `expr` with its placeholders replaced by `params`' values.
-pub(crate) fn bind(expr: &Expr, params: &[Value]) -> crate::Result<Expr> {
-    if params.is_empty() {
-        return Ok(expr.clone());
-    }
-    let bound = expr.clone().transform(|e| match e {
-        Expr::Placeholder(p) => {
-            let v = param(&p.id, params)
-                .map_err(|e| datafusion::error::DataFusionError::Plan(e.to_string()))?;
-            Ok(Transformed::yes(Expr::Literal(scalar_of(v), None)))
-        }
-        other => Ok(Transformed::no(other)),
-    })?;
-    Ok(bound.data)
 }
 
 /// The value of placeholder `id` (`$1` …).
