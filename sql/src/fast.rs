@@ -21,8 +21,10 @@ use datafusion::datasource::source_as_provider;
 use datafusion::execution::TaskContext;
 use datafusion::execution::context::SessionContext;
 use datafusion::execution::session_state::SessionState;
-use datafusion::logical_expr::utils::split_conjunction;
-use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, SortExpr, TableScan};
+use datafusion::logical_expr::utils::{conjunction, split_conjunction};
+use datafusion::logical_expr::{
+    Expr, FetchType, Filter, LogicalPlan, SkipType, SortExpr, TableScan,
+};
 use datafusion::optimizer::push_down_filter::PushDownFilter;
 use datafusion::optimizer::{Optimizer, OptimizerContext};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
@@ -31,6 +33,7 @@ use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::empty::EmptyExec;
 use datafusion::physical_plan::joins::HashJoinExec;
 use datafusion::physical_plan::placeholder_row::PlaceholderRowExec;
+use datafusion::physical_plan::scalar_subquery::ScalarSubqueryExec;
 use datafusion::physical_plan::sorts::sort::SortExec;
 use datafusion::scalar::ScalarValue;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
@@ -39,7 +42,7 @@ use datafusion::sql::sqlparser::ast::{
 };
 use strata::{Db, Order, Query, Value};
 
-use crate::filter::{condition_with, has_placeholders};
+use crate::filter::{condition_with, converts_with_placeholders, has_placeholders};
 use crate::scan::{StrataScan, sorts_like_sql};
 use crate::schema::{Batcher, Column, TableSchema};
 use crate::session::{SqlSession, StatementParams, StatementSnapshot};
@@ -348,13 +351,15 @@ impl<'s> Prepared<'s> {
         let kind = match FastPlan::of(&plan) {
             Some(fast) => PreparedKind::Fast(Box::new(fast), plan),
             None => {
-                let optimized = optimized_with_placeholders(&context, &plan).map(|optimized| {
-                    Box::new(Optimized {
-                        deferred: deferred_of(&optimized),
-                        plan: optimized,
-                        physical: Mutex::new(Physical::Untried),
-                    })
-                });
+                let optimized = optimized_with_placeholders(&context, &plan)
+                    .and_then(|optimized| placeholders_into_scans(optimized).ok())
+                    .map(|optimized| {
+                        Box::new(Optimized {
+                            deferred: deferred_of(&optimized),
+                            plan: optimized,
+                            physical: Mutex::new(Physical::Untried),
+                        })
+                    });
                 PreparedKind::Planned(plan, optimized)
             }
         };
@@ -479,8 +484,9 @@ enum Physical {
 /// run's snapshot with its values bound, every other node reset (a hash join's table and
 /// dynamic filter, a sort's), and DataFusion's filter pushdown run again to link the hash
 /// joins' new dynamic filters to the new scans. Kept only for plans whose every leaf is a
-/// Strata scan (or no table at all) and whose only dynamic filters are hash joins' and
-/// sorts' ([`reusable`]): a file scan or an aggregate keeps the filter of the run before.
+/// Strata scan (or no table at all), whose only dynamic filters are hash joins' and sorts'
+/// and that has no scalar subquery ([`reusable`]): a file scan or an aggregate keeps the
+/// filter of the run before, and a scalar subquery's copies share one slot for its value.
 struct Cached {
     plan: Arc<dyn ExecutionPlan>,
     task: Arc<TaskContext>,
@@ -589,13 +595,55 @@ fn reusable(plan: &Arc<dyn ExecutionPlan>) -> bool {
         let resets_filters = node.dynamic_expressions_produced().is_empty()
             || node.is::<HashJoinExec>()
             || node.is::<SortExec>();
-        reusable = (!leaf || fresh_leaf) && resets_filters;
+        // A scalar subquery's reset empties and reuses one slot for its value, which every
+        // run's copy shares: two runs at once would read each other's.
+        let shares_state = node.is::<ScalarSubqueryExec>();
+        reusable = (!leaf || fresh_leaf) && resets_filters && !shares_state;
         Ok(match reusable {
             true => TreeNodeRecursion::Continue,
             false => TreeNodeRecursion::Stop,
         })
     });
     reusable
+}
+
+/// `plan` with the conjuncts with placeholders of each filter right above a Strata table's
+/// scan moved into the scan, where they convert for values of their types
+/// ([`converts_with_placeholders`]): the scan binds them to each run's values. Done here, for
+/// a prepared statement's plan alone, and not by the table's answer to DataFusion's filter
+/// pushdown: DataFusion's own `PREPARE` re-optimises a plan once its values are in, and
+/// simplifies `flag = true` to `flag`, which Strata does not take.
+fn placeholders_into_scans(plan: LogicalPlan) -> Result<LogicalPlan> {
+    let moved = plan.transform_up_with_subqueries(|node| {
+        let LogicalPlan::Filter(filter) = &node else {
+            return Ok(Transformed::no(node));
+        };
+        let LogicalPlan::TableScan(scan) = filter.input.as_ref() else {
+            return Ok(Transformed::no(node));
+        };
+        let Some(table) = source_as_provider(&scan.source).ok().and_then(|p| {
+            (p.as_ref() as &dyn Any)
+                .downcast_ref::<StrataTable>()
+                .map(StrataTable::shared_columns)
+        }) else {
+            return Ok(Transformed::no(node));
+        };
+        let (taken, kept): (Vec<Expr>, Vec<Expr>) = split_conjunction(&filter.predicate)
+            .into_iter()
+            .cloned()
+            .partition(|c| has_placeholders(c) && converts_with_placeholders(c, &table));
+        if taken.is_empty() {
+            return Ok(Transformed::no(node));
+        }
+        let mut scan = scan.clone();
+        scan.filters.extend(taken);
+        let scan = LogicalPlan::TableScan(scan);
+        Ok(Transformed::yes(match conjunction(kept) {
+            Some(predicate) => LogicalPlan::Filter(Filter::try_new(predicate, Arc::new(scan))?),
+            None => scan,
+        }))
+    })?;
+    Ok(moved.data)
 }
 
 /// The conjuncts with placeholders the Strata scans of `plan` took, with their tables.

@@ -11,7 +11,7 @@ use datafusion::logical_expr::{Expr, TableProviderFilterPushDown};
 use datafusion::physical_plan::ExecutionPlan;
 use strata::{Db, Query, Value};
 
-use crate::filter::{condition_of, condition_with, converts_with_placeholders, has_placeholders};
+use crate::filter::{condition_of, condition_with, has_placeholders};
 use crate::scan::StrataScan;
 use crate::schema::TableSchema;
 use crate::session::{StatementParams, StatementSnapshot};
@@ -108,16 +108,9 @@ impl TableProvider for StrataTable {
     ) -> Result<Vec<TableProviderFilterPushDown>> {
         Ok(filters
             .iter()
-            .map(|f| {
-                let exact = match has_placeholders(f) {
-                    // A prepared statement's: bound when the scan runs.
-                    true => converts_with_placeholders(f, &self.schema),
-                    false => condition_of(f, &self.schema).is_some(),
-                };
-                match exact {
-                    true => TableProviderFilterPushDown::Exact,
-                    false => TableProviderFilterPushDown::Unsupported,
-                }
+            .map(|f| match condition_of(f, &self.schema) {
+                Some(_) => TableProviderFilterPushDown::Exact,
+                None => TableProviderFilterPushDown::Unsupported,
             })
             .collect())
     }

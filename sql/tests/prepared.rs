@@ -252,6 +252,27 @@ fn a_prepared_plan_that_cannot_run_twice_is_planned_each_run() {
         assert_eq!(ids(&got), want, "{town}");
     }
     assert!(!listed.reuses_plan());
+    // A scalar subquery: its runs' copies would share one slot for its value.
+    let scalar = session
+        .prepare(
+            "SELECT id FROM people WHERE town = $1 \
+             AND id < (SELECT count(*) FROM people WHERE town = $2) ORDER BY id",
+        )
+        .unwrap();
+    for (town, counted) in [("T1", "T2"), ("T3", "T0")] {
+        let got = scalar
+            .execute(&[Value::from(town), Value::from(counted)])
+            .unwrap();
+        let want = session
+            .execute(&format!(
+                "SELECT id FROM people WHERE town = '{town}' \
+                 AND id < (SELECT count(*) FROM people WHERE town = '{counted}') ORDER BY id"
+            ))
+            .unwrap();
+        assert_eq!(ids(&got), ids(&want), "{town}, {counted}");
+        assert!(!ids(&got).is_empty());
+    }
+    assert!(!scalar.reuses_plan());
     // An aggregate's plan is kept, and each run answers its own values.
     let top = session
         .prepare("SELECT max(id) AS top FROM people WHERE town = $1 AND id < $2")
@@ -263,4 +284,49 @@ fn a_prepared_plan_that_cannot_run_twice_is_planned_each_run() {
         assert_eq!(ids(&got), vec![want], "{town} below {below}");
     }
     assert!(top.reuses_plan());
+}
+
+/// DataFusion's own `PREPARE` / `EXECUTE`, in a context of the product's own: it optimises the
+/// plan with its placeholders, then again with the values in, simplifying `flag = true` to
+/// `flag` — which Strata's scans do not take, so its placeholders are not pushed into them.
+#[test]
+fn datafusions_own_prepare_and_execute_run_over_strata_tables() {
+    let (_dir, session) = session();
+    session
+        .execute("CREATE TABLE flags (id BIGINT PRIMARY KEY, flag BOOLEAN)")
+        .unwrap();
+    session
+        .execute("INSERT INTO flags VALUES (1, true), (2, false), (3, true)")
+        .unwrap();
+    let context = datafusion::prelude::SessionContext::new();
+    context.register_catalog(
+        "strata",
+        Arc::new(strata_sql::StrataCatalog::new(Arc::clone(session.db()))),
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let got = runtime.block_on(async {
+        context
+            .sql("PREPARE on_off AS SELECT id FROM strata.public.flags WHERE flag = $1 ORDER BY id")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let on = context
+            .sql("EXECUTE on_off(true)")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let off = context
+            .sql("EXECUTE on_off(false)")
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        (ids(&on), ids(&off))
+    });
+    assert_eq!(got, (vec![1, 3], vec![2]));
 }
