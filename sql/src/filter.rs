@@ -125,7 +125,7 @@ pub fn has_placeholders(expr: &Expr) -> bool {
 /// Whether a conjunct with placeholders converts when each holds a value of the type
 /// DataFusion inferred for it. A scan then takes it, to bind to each run's values; a run
 /// whose values make it not convert (another type, a `LIKE` pattern that is no prefix) is
-/// planned again with them as literals (`crate::fast::Prepared`).
+/// planned again with them as literals (`crate::prepared::Prepared`).
 pub fn converts_with_placeholders(expr: &Expr, schema: &TableSchema) -> bool {
     let sample = expr.clone().transform(|e| match e {
         Expr::Placeholder(p) => {

@@ -35,6 +35,7 @@ pub mod dml;
 pub mod fast;
 pub mod filter;
 pub mod limit;
+pub mod prepared;
 pub mod scan;
 pub mod schema;
 pub mod session;
@@ -44,7 +45,7 @@ pub mod values;
 
 pub use catalog::StrataCatalog;
 pub use datafusion;
-pub use fast::Prepared;
+pub use prepared::Prepared;
 pub use session::{SMALL_STATEMENT_ROWS, SqlSession};
 pub use table::StrataTable;
 

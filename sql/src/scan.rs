@@ -199,7 +199,7 @@ impl StrataScan {
         self.reads.is_some()
     }
 
-    /// This scan for one run of a cached plan ([`crate::fast::Prepared`]): reading `reads`,
+    /// This scan for one run of a cached plan ([`crate::prepared::Prepared`]): reading `reads`,
     /// its placeholders bound to `params`, without the dynamic filters of the run before
     /// (the plan's filter pushdown gives it the new run's).
     pub(crate) fn for_run(

@@ -28,8 +28,9 @@ use datafusion::sql::sqlparser::ast::Statement;
 use strata::{Db, DbSnapshot, OwnedTransaction, Value};
 
 use crate::catalog::{SCHEMA, StrataCatalog};
-use crate::fast::{FastPlan, Prepared};
+use crate::fast::FastPlan;
 use crate::limit::LimitIntoStrataScan;
+use crate::prepared::Prepared;
 use crate::table::StrataTable;
 use crate::{Error, Result, ddl, dml};
 
