@@ -341,17 +341,11 @@ impl<'a> Estimator<'a> {
     /// outside them shared among the values outside them, at most the least listed value's
     /// frequency.
     fn unlisted_equal(&self, c: &ColumnStats) -> f64 {
-        let frequent: f64 = c.frequent.iter().map(|(_, f)| f).sum();
-        let rest = 1.0 - c.most_common_fraction() - frequent - c.null_fraction;
+        let (common, frequent, least) = c.listed_frequencies();
+        let rest = 1.0 - common - frequent - c.null_fraction;
         let listed = (c.most_common.len() + c.frequent.len()) as f64;
         let others = (c.distinct - listed).max(1.0);
         let mut sel = rest / others;
-        let least = c
-            .most_common
-            .iter()
-            .chain(&c.frequent)
-            .map(|(_, f)| *f)
-            .reduce(f64::min);
         if let Some(least) = least {
             sel = sel.min(least);
         }

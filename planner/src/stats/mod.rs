@@ -68,7 +68,18 @@ pub struct ColumnStats {
 impl ColumnStats {
     /// The summed frequency of the most common values.
     pub fn most_common_fraction(&self) -> f64 {
-        self.most_common.iter().map(|(_, f)| f).sum()
+        frequencies(&self.most_common).0
+    }
+
+    /// What an equality on a value on neither list is judged by, in one walk over each
+    /// list: the most common values' summed frequency, the frequent values' summed
+    /// frequency, and the least frequency on either list (`None` when both are empty).
+    pub fn listed_frequencies(&self) -> (f64, f64, Option<f64>) {
+        let (common, common_least) = frequencies(&self.most_common);
+        let (frequent, frequent_least) = frequencies(&self.frequent);
+        let least = common_least.min(frequent_least);
+        let listed = !self.most_common.is_empty() || !self.frequent.is_empty();
+        (common, frequent, listed.then_some(least))
     }
 
     /// The frequency of `value` if it is a most-common value.
@@ -86,6 +97,36 @@ impl ColumnStats {
             .ok()
             .map(|at| self.frequent[at].1)
     }
+}
+
+/// The summed and the least frequency of `list` (`+∞` for an empty list). Four running sums
+/// and minima side by side: a frequent list holds up to a thousand values, and one running sum
+/// waits on each addition before the next (the walks over a date's lists were 2.5 % of a
+/// day's 274-row index query, planned at each query).
+fn frequencies(list: &[(Value, f64)]) -> (f64, f64) {
+    let mut sums = [0.0f64; 4];
+    let mut least = [f64::INFINITY; 4];
+    let mut chunks = list.chunks_exact(4);
+    for chunk in &mut chunks {
+        for (lane, (_, f)) in chunk.iter().enumerate() {
+            sums[lane] += f;
+            // A comparison, not `f64::min` (whose NaN rule costs three more instructions a
+            // value): a NaN is passed over, as `f64::min` passes it over.
+            if *f < least[lane] {
+                least[lane] = *f;
+            }
+        }
+    }
+    for (lane, (_, f)) in chunks.remainder().iter().enumerate() {
+        sums[lane] += f;
+        if *f < least[lane] {
+            least[lane] = *f;
+        }
+    }
+    (
+        (sums[0] + sums[1]) + (sums[2] + sums[3]),
+        least[0].min(least[1]).min(least[2].min(least[3])),
+    )
 }
 
 /// A field group's statistics: a composite index prefix, e.g. `(town, last_name)`.

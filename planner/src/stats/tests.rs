@@ -348,3 +348,43 @@ fn statistics_an_earlier_build_wrote_with_a_lost_float_are_unknown_not_malformed
         Err(StatsError::Malformed(_))
     ));
 }
+
+#[test]
+fn listed_frequencies_sum_and_find_the_least_over_every_lane() {
+    // Lengths around the four lanes, the least value at each place in turn.
+    for common_len in 0..10usize {
+        for frequent_len in [0usize, 1, 3, 4, 7, 13] {
+            for low in 0..common_len.max(frequent_len).max(1) {
+                let list = |len: usize, base: f64| -> Vec<(Value, f64)> {
+                    (0..len)
+                        .map(|i| {
+                            let f = if i == low {
+                                0.0001
+                            } else {
+                                base + i as f64 * 0.001
+                            };
+                            (Value::Int(i as i64), f)
+                        })
+                        .collect()
+                };
+                let c = ColumnStats {
+                    most_common: list(common_len, 0.05),
+                    frequent: list(frequent_len, 0.002),
+                    ..ColumnStats::default()
+                };
+                let sum = |l: &[(Value, f64)]| l.iter().map(|(_, f)| f).sum::<f64>();
+                let least = c
+                    .most_common
+                    .iter()
+                    .chain(&c.frequent)
+                    .map(|(_, f)| *f)
+                    .reduce(f64::min);
+                let (common, frequent, got) = c.listed_frequencies();
+                assert!((common - sum(&c.most_common)).abs() < 1e-12);
+                assert!((frequent - sum(&c.frequent)).abs() < 1e-12);
+                assert_eq!(got, least, "{common_len} {frequent_len} {low}");
+                assert!((c.most_common_fraction() - common).abs() < 1e-15);
+            }
+        }
+    }
+}
