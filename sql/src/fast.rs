@@ -19,7 +19,7 @@ use datafusion::common::tree_node::TreeNode;
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, SortExpr, TableScan};
-use strata::{Db, Order, Query, Value};
+use strata::{Db, Order, Query, Record, Value};
 
 use crate::Result;
 use crate::filter::condition_with;
@@ -203,7 +203,7 @@ impl FastPlan {
         query.projection = self.projection.clone();
         query.order = self.order.clone();
         query.limit = self.limit;
-        let rows = reads.rows(db, &self.table.table, &query)?;
+        let mut rows = reads.rows(db, &self.table.table, &query)?;
         let expected = self
             .limit
             .map_or(FAST_BATCH, |l| (l as usize).min(FAST_BATCH));
@@ -217,8 +217,9 @@ impl FastPlan {
             )
         });
         let mut batches = Vec::new();
-        for row in rows {
-            batcher.add(&row?)?;
+        let mut row = Record::default();
+        while rows.next_into(&mut row)? {
+            batcher.add(&row)?;
             if batcher.full() {
                 batches.push(batcher.finish()?);
             }

@@ -38,7 +38,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream,
 };
-use strata::{Db, Order, Query};
+use strata::{Db, Order, Query, Record};
 
 use crate::filter::{condition_with, conditions_of_physical};
 use crate::schema::{Batcher, Column, ColumnType, TableSchema, arrow_schema};
@@ -516,6 +516,7 @@ impl ExecutionPlan for StrataScan {
         let batches = Batches {
             open: Some(open),
             rows: None,
+            record: Record::default(),
             batcher,
             output_rows,
             strata_time,
@@ -576,6 +577,8 @@ struct Batches {
     open: Option<Opener>,
     /// `None` before they are opened and once they have run out.
     rows: Option<RowSource>,
+    /// The row being read: each is read into the buffers of the one before.
+    record: Record,
     batcher: Batcher,
     output_rows: Count,
     strata_time: Time,
@@ -594,18 +597,18 @@ impl Iterator for Batches {
         }
         let rows = self.rows.as_mut()?;
         while !self.batcher.full() {
-            match rows.next() {
-                Some(Ok(record)) => {
-                    if let Err(e) = self.batcher.add(&record) {
+            match rows.next_into(&mut self.record) {
+                Ok(true) => {
+                    if let Err(e) = self.batcher.add(&self.record) {
                         self.rows = None;
                         return Some(Err(e));
                     }
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     self.rows = None;
                     return Some(Err(DataFusionError::External(Box::new(e))));
                 }
-                None => {
+                Ok(false) => {
                     self.rows = None;
                     break;
                 }

@@ -469,7 +469,33 @@ impl StatementSnapshot {
 pub struct StatementParams(pub Vec<Value>);
 
 /// The rows of a scan, as Strata reads them.
-pub type RowSource = Box<dyn Iterator<Item = strata::Result<strata::Record>> + Send>;
+pub type RowSource = Box<dyn ReadRows>;
+
+/// Rows read one at a time into a record the reader keeps, so a run of rows is built in the
+/// same buffers ([`strata::Rows::next_into`]).
+pub trait ReadRows: Send {
+    /// Reads the next row into `record`; `Ok(false)` at the end.
+    fn next_into(&mut self, record: &mut strata::Record) -> strata::Result<bool>;
+}
+
+impl ReadRows for strata::OwnedRows {
+    fn next_into(&mut self, record: &mut strata::Record) -> strata::Result<bool> {
+        strata::Rows::next_into(self, record)
+    }
+}
+
+/// A transaction's rows, read whole while it was locked.
+impl ReadRows for std::vec::IntoIter<strata::Result<strata::Record>> {
+    fn next_into(&mut self, record: &mut strata::Record) -> strata::Result<bool> {
+        match self.next() {
+            Some(next) => {
+                *record = next?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
 
 /// The parameters of a prepared statement, checked against the count it expects.
 pub(crate) fn check_params(expected: usize, params: &[Value]) -> Result<()> {

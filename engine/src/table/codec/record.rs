@@ -238,6 +238,11 @@ impl Record {
         Record { names, values }
     }
 
+    /// Its values, for a reader that builds the next record in their buffers.
+    pub(crate) fn into_values(self) -> Vec<Value> {
+        self.values
+    }
+
     /// The value of `name`, if the record has it.
     pub fn get(&self, name: &str) -> Option<&Value> {
         self.position(name).ok().map(|i| &self.values[i])

@@ -543,6 +543,30 @@ impl RowReader {
         Ok(Record::from_names(names, values))
     }
 
+    /// [`RowReader::build`] in the buffers of `spare`, a record the caller is done with:
+    /// its values' vector, and the buffer of each text or byte value where the row has a
+    /// text or bytes at the same place (a row of a known layout keeps its fields' places, so
+    /// a run of rows allocates nothing after its first).
+    #[inline(always)]
+    pub(crate) fn build_reusing(
+        &mut self,
+        bytes: &[u8],
+        spare: Record,
+    ) -> Result<Record, RecordError> {
+        if !in_place(bytes) {
+            return self.build(bytes);
+        }
+        let (at, view) = self.view(bytes)?;
+        let layout = &mut self.layouts[at];
+        layout.serve();
+        let mut values = spare.into_values();
+        values.resize(layout.kept_at.len(), Value::Null);
+        for (slot, &i) in values.iter_mut().zip(&layout.kept_at) {
+            view.value_into(i, slot)?;
+        }
+        Ok(Record::from_names(layout.kept_names.clone(), values))
+    }
+
     /// The kept fields of `bytes`, for a caller that puts them in a record of its own: their
     /// names (shared by the rows of a version-2 layout), and their values, read one by one
     /// from the row where it lies.

@@ -224,6 +224,7 @@ impl StreamKit<'_> {
             reader,
             mode,
             fetched: VecDeque::new(),
+            spare: None,
             fetch_values: Vec::new(),
             fact_cursor: None,
             merge_fetches,

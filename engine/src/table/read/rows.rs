@@ -467,6 +467,30 @@ impl<'a> Rows<'a> {
     pub fn db(&self) -> &Db {
         &self.db
     }
+
+    /// Reads the next row into `record`, building it in `record`'s buffers (its values, and
+    /// the strings of its text values): a reader done with each row before it reads the
+    /// next reads a run of rows without allocating for them, as a CSV reader's
+    /// `read_record` does. `Ok(false)` at the end, `record` then empty.
+    pub fn next_into(&mut self, record: &mut Record) -> Result<bool> {
+        self.recycle(std::mem::take(record));
+        match self.next() {
+            Some(Ok(next)) => {
+                *record = next;
+                Ok(true)
+            }
+            Some(Err(e)) => Err(e),
+            None => Ok(false),
+        }
+    }
+
+    /// Gives `record`'s buffers to the stream that builds the next row, when one stream
+    /// builds the rows in the order they are returned.
+    fn recycle(&mut self, record: Record) {
+        if let ([stream], None, None) = (&mut self.streams[..], &self.merge_by, &self.ready) {
+            stream.spare = Some(record);
+        }
+    }
 }
 
 impl Iterator for Rows<'_> {

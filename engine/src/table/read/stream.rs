@@ -149,6 +149,9 @@ pub(crate) struct Stream {
     /// row would hold until it is built (two atomic counts and two calls through the block's
     /// table of functions a row, 4.4 % of a clustered fetch's time in `perf`).
     pub(crate) fetch_values: Vec<u8>,
+    /// A record its reader gave back ([`Rows::next_into`](crate::Rows::next_into)), or one
+    /// the re-check rejected: the next row is built in its buffers.
+    pub(crate) spare: Option<Record>,
     /// A cursor on one fact shard, for batches fetched as a merge ([`Stream::fetch_merged`]),
     /// kept from batch to batch, and whether this stream still fetches that way.
     pub(crate) fact_cursor: Option<(usize, Box<Cursor>)>,
@@ -298,16 +301,17 @@ impl Stream {
     ) -> Result<Option<Record>> {
         if likely && self.reader.builds_tested() {
             let start = self.timed.then(Instant::now);
-            let record = self
-                .reader
-                .build(bytes)
-                .map_err(|e| self.corrupt_row(shard, key, e))?;
+            let record = self.build(shard, key, bytes)?;
             let passes = matches(&record, &self.predicates);
             if let Some(start) = start {
                 self.stats.filter_time += start.elapsed();
             }
             self.share_layout();
-            return Ok(passes.then_some(record));
+            if !passes {
+                self.spare = Some(record);
+                return Ok(None);
+            }
+            return Ok(Some(record));
         }
         if !self.passes_row(shard, key, bytes)? || !self.passes_filter(shard, key, bytes)? {
             return Ok(None);
@@ -355,15 +359,23 @@ impl Stream {
     /// query keeps.
     fn build_row(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<Record> {
         let start = self.timed.then(Instant::now);
-        let record = self
-            .reader
-            .build(bytes)
-            .map_err(|e| self.corrupt_row(shard, key, e))?;
+        let record = self.build(shard, key, bytes)?;
         if let Some(start) = start {
             self.stats.filter_time += start.elapsed();
         }
         self.share_layout();
         Ok(record)
+    }
+
+    /// The record of the stored row `bytes` (at `key` of fact shard `shard`), built in the
+    /// spare record's buffers when there is one.
+    #[inline(always)]
+    fn build(&mut self, shard: usize, key: &[u8], bytes: &[u8]) -> Result<Record> {
+        let built = match self.spare.take() {
+            Some(spare) => self.reader.build_reusing(bytes, spare),
+            None => self.reader.build(bytes),
+        };
+        built.map_err(|e| self.corrupt_row(shard, key, e))
     }
 
     /// Gives the table the field names of the rows read, for the readers of later queries,

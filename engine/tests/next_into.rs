@@ -1,0 +1,119 @@
+//! `Rows::next_into` reads the rows `Rows::next` reads — over rows of several layouts, rows
+//! the re-check rejects, index fetches, scans and sharded tables — and builds each row in the
+//! buffers of the record it is given.
+
+use strata::{Db, Options, Predicate, Projection, Query, Record, TableOptions, Value, record};
+
+/// A table of rows whose fields vary (several layouts), with text, numbers, bytes and NULLs,
+/// indexed by `town`; on disk and in the memtable both.
+fn table(db: &Db, name: &str, options: TableOptions) {
+    db.create_table(name, ["id"], options).unwrap();
+    db.create_index(name, "by_town", ["town"], Projection::KeysOnly)
+        .unwrap();
+    for id in 0..400i64 {
+        let mut r = record! { "id" => id, "town" => format!("town{}", id % 5) };
+        if id % 3 == 0 {
+            r.set("nick", "n".repeat(id as usize % 40));
+        }
+        if id % 4 == 0 {
+            r.set("score", id as f64 / 4.0);
+        }
+        if id % 7 == 0 {
+            r.set("blob", Value::Bytes(vec![id as u8; 3]));
+        }
+        if id % 11 == 0 {
+            r.set("nick", Value::Null);
+        }
+        db.insert(name, r).unwrap();
+        if id == 250 {
+            db.flush().unwrap();
+        }
+    }
+}
+
+fn by_next(db: &Db, table: &str, query: &Query) -> Vec<Record> {
+    db.query(table, query)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+fn by_next_into(db: &Db, table: &str, query: &Query) -> Vec<Record> {
+    let mut rows = db.query(table, query).unwrap();
+    let mut record = Record::default();
+    let mut out = Vec::new();
+    while rows.next_into(&mut record).unwrap() {
+        out.push(record.clone());
+    }
+    assert!(record.is_empty(), "the end leaves the record empty");
+    out
+}
+
+#[test]
+fn next_into_reads_the_rows_next_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    table(&db, "t", TableOptions::default());
+    table(&db, "sharded", TableOptions::default().shards(4));
+    let projected = |mut q: Query, fields: &[&str]| {
+        q.projection = Some(fields.iter().map(|f| f.to_string()).collect());
+        q
+    };
+    let queries = [
+        Query::default(),
+        // An index fetch whose re-check rejects most rows it builds.
+        Query::default()
+            .filter(Predicate::eq("town", "town2"))
+            .filter(Predicate::gt("score", 20.0)),
+        projected(
+            Query::default().filter(Predicate::eq("town", "town3")),
+            &["id", "nick"],
+        ),
+        // A scan whose rows are tested before they are built.
+        projected(
+            Query::default().filter(Predicate::ge("id", 100)),
+            &["blob", "id"],
+        ),
+        Query::default().filter(Predicate::in_list("id", [Value::Int(3), Value::Int(33)])),
+    ];
+    for table in ["t", "sharded"] {
+        for query in &queries {
+            let expected = by_next(&db, table, query);
+            assert!(!expected.is_empty(), "{table}: {query:?} finds rows");
+            assert_eq!(
+                by_next_into(&db, table, query),
+                expected,
+                "{table}: {query:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn next_into_builds_each_row_in_the_buffers_of_the_one_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    table(&db, "t", TableOptions::default());
+    db.flush().unwrap();
+    let mut query = Query::default().filter(Predicate::eq("town", "town1"));
+    // Not covered by the index's entries: each row is fetched and built.
+    query.projection = Some(vec!["id".into(), "score".into(), "town".into()]);
+    let mut rows = db.query("t", &query).unwrap();
+    let mut record = Record::default();
+    assert!(rows.next_into(&mut record).unwrap());
+    // A text buffer far larger than any town: a row built in it keeps its capacity, one
+    // built afresh has room for its own text only.
+    let mut roomy = String::with_capacity(4096);
+    roomy.push_str("placeholder");
+    record.set("town", roomy);
+    assert!(rows.next_into(&mut record).unwrap());
+    let Value::Str(town) = record.value("town") else {
+        panic!("town is text: {record:?}");
+    };
+    assert_eq!(town, "town1");
+    assert!(
+        town.capacity() >= 4096,
+        "built afresh: capacity {}",
+        town.capacity()
+    );
+}
