@@ -32,7 +32,7 @@ use datafusion::arrow::array::{
 use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
-use strata::{Db, Query, Record, Value};
+use strata::{Db, FieldNames, Query, Record, Value};
 
 /// Rows read to infer a table's columns.
 pub const SAMPLE_ROWS: u64 = 1_000;
@@ -209,6 +209,11 @@ pub struct Batcher {
     slots: Vec<usize>,
     /// The columns' positions, in their names' order (a record's fields' order).
     by_name: Vec<usize>,
+    /// The field names of the record added last, and `(field, column)` for each column one
+    /// of its fields fills: the rows of a query share one list of names, so their fields are
+    /// matched to columns once, not by comparing names in every row.
+    names: Option<FieldNames>,
+    places: Vec<(usize, usize)>,
     /// How many columns stage in each buffer.
     ints: usize,
     floats: usize,
@@ -288,6 +293,8 @@ impl Batcher {
         Batcher {
             table: Arc::clone(table),
             by_name,
+            names: None,
+            places: Vec::new(),
             nulls: vec![0; columns.len()],
             columns,
             schema,
@@ -331,7 +338,9 @@ impl Batcher {
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
     /// table, the row's key and the field (and the row is not added).
     pub fn add(&mut self, record: &Record) -> Result<(), DataFusionError> {
-        static NULL: Value = Value::Null;
+        if !self.names.as_ref().is_some_and(|n| record.has_names(n)) {
+            self.learn(record);
+        }
         let staged = &mut self.staged;
         let marks = staged.marks();
         staged.make_room(
@@ -339,38 +348,11 @@ impl Batcher {
             [self.ints, self.floats, self.bools, self.texts],
             self.columns.len(),
         );
-        let [ints, floats, bools, _, spans, valid] = marks;
-        // The record's fields and the columns both in name order: one walk finds them all.
-        let mut fields = record.iter().peekable();
-        for &i in &self.by_name {
-            let column = &self.columns[i];
-            while fields
-                .next_if(|(name, _)| *name < column.name.as_str())
-                .is_some()
-            {}
-            let v = match fields.peek() {
-                Some((name, v)) if *name == column.name => *v,
-                _ => &NULL,
-            };
-            let slot = self.slots[i];
-            let lenient = column.mixed && column.kind == ColumnType::Text;
-            let fit = match (column.kind, v) {
-                (_, Value::Null) => Ok(()),
-                (ColumnType::Int, Value::Int(x)) => set(&mut staged.ints[ints + slot], *x),
-                (ColumnType::Float, Value::Float(x)) => set(&mut staged.floats[floats + slot], *x),
-                (ColumnType::Float, Value::Int(x)) => {
-                    set(&mut staged.floats[floats + slot], *x as f64)
-                }
-                (ColumnType::Bool, Value::Bool(x)) => set(&mut staged.bools[bools + slot], *x),
-                (ColumnType::Text, Value::Str(x)) => staged.stage_bytes(spans + slot, x.as_bytes()),
-                (ColumnType::Bytes, Value::Bytes(x)) => staged.stage_bytes(spans + slot, x),
-                (ColumnType::Text, other) if lenient => {
-                    let text = other.sql_literal().to_string();
-                    staged.stage_bytes(spans + slot, text.as_bytes())
-                }
-                _ => Err(Unfit::Kind),
-            };
-            if let Err(unfit) = fit {
+        // A column the record has no field for stays NULL, as `make_room` left it.
+        let values = record.values();
+        for &(j, i) in &self.places {
+            let (v, column) = (&values[j], &self.columns[i]);
+            if let Err(unfit) = staged.stage(marks, self.slots[i], column, v) {
                 staged.rewind(marks);
                 return Err(match unfit {
                     Unfit::Kind => self.misfit(record, column, v),
@@ -381,10 +363,26 @@ impl Batcher {
                     )),
                 });
             }
-            staged.valid[valid + i] = !v.is_null();
+            staged.valid[marks[5] + i] = !v.is_null();
         }
         self.rows += 1;
         Ok(())
+    }
+
+    /// Learns where the fields of `record`'s names go: both its fields and the columns in
+    /// name order, one walk finds them all (a field two columns read goes to both).
+    #[cold]
+    fn learn(&mut self, record: &Record) {
+        self.places.clear();
+        let mut fields = record.iter().enumerate().peekable();
+        for &i in &self.by_name {
+            let name = self.columns[i].name.as_str();
+            while fields.next_if(|(_, (field, _))| *field < name).is_some() {}
+            if let Some((j, _)) = fields.peek().filter(|(_, (field, _))| *field == name) {
+                self.places.push((*j, i));
+            }
+        }
+        self.names = Some(record.field_names());
     }
 
     /// The error for `v`, of `record`, not fitting `column`.
@@ -596,6 +594,34 @@ impl Staged {
         // Empty spans; `stage_bytes` keeps the bytes under `i32::MAX`.
         self.spans.resize(marks[4] + counts[3], (0, 0));
         self.valid.resize(marks[5] + width, false);
+    }
+
+    /// Stages `v` as the value of `column` (at `slot` among its kind's) in the row at
+    /// `marks`; a NULL leaves the column's place as it is.
+    #[inline]
+    fn stage(
+        &mut self,
+        marks: Marks,
+        slot: usize,
+        column: &Column,
+        v: &Value,
+    ) -> Result<(), Unfit> {
+        let [ints, floats, bools, _, spans, _] = marks;
+        let lenient = column.mixed && column.kind == ColumnType::Text;
+        match (column.kind, v) {
+            (_, Value::Null) => Ok(()),
+            (ColumnType::Int, Value::Int(x)) => set(&mut self.ints[ints + slot], *x),
+            (ColumnType::Float, Value::Float(x)) => set(&mut self.floats[floats + slot], *x),
+            (ColumnType::Float, Value::Int(x)) => set(&mut self.floats[floats + slot], *x as f64),
+            (ColumnType::Bool, Value::Bool(x)) => set(&mut self.bools[bools + slot], *x),
+            (ColumnType::Text, Value::Str(x)) => self.stage_bytes(spans + slot, x.as_bytes()),
+            (ColumnType::Bytes, Value::Bytes(x)) => self.stage_bytes(spans + slot, x),
+            (ColumnType::Text, other) if lenient => {
+                let text = other.sql_literal().to_string();
+                self.stage_bytes(spans + slot, text.as_bytes())
+            }
+            _ => Err(Unfit::Kind),
+        }
     }
 
     /// Stages a text or byte value as the one at `span`, if the batch has room for it

@@ -79,7 +79,7 @@ impl Deref for NameList {
 
 impl PartialEq for NameList {
     fn eq(&self, other: &NameList) -> bool {
-        **self == **other
+        self.same_list(other) || **self == **other
     }
 }
 

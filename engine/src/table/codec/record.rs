@@ -214,11 +214,6 @@ impl Record {
         matches!(self.names, NameList::Interned(_))
     }
 
-    /// The names list, for a caller that remembers which lists it has checked.
-    pub(crate) fn field_names(&self) -> FieldNames {
-        FieldNames::from_list(self.names.clone())
-    }
-
     /// A record of `fields`, which the caller has checked are in strictly ascending name
     /// order (a decoder that checked the stored order).
     pub(crate) fn from_sorted(fields: Vec<(Name, Value)>) -> Record {
@@ -272,6 +267,35 @@ impl Record {
     /// The fields in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.names.iter().map(|k| &**k).zip(&self.values)
+    }
+
+    /// Its values, in its names' order ([`Record::field_names`]).
+    pub fn values(&self) -> &[Value] {
+        &self.values
+    }
+
+    /// Its field names, as a list it shares (a pointer copied, or a count taken): a reader
+    /// that maps each name to a place of its own once keeps the list, and asks
+    /// [`Record::has_names`] of the records after.
+    pub fn field_names(&self) -> FieldNames {
+        FieldNames::from_list(self.names.clone())
+    }
+
+    /// Whether its field names are `names`: at once when they are the very list (the rows a
+    /// query reads from one layout share theirs), else compared name by name.
+    ///
+    /// ```
+    /// use strata::{FieldNames, Record, Value, record};
+    /// let names = FieldNames::new(["id", "town"])?;
+    /// let row = Record::with_names(&names, vec![Value::Int(7), Value::from("Ely")])?;
+    /// assert!(row.has_names(&names));
+    /// assert_eq!(row.values(), [Value::Int(7), Value::from("Ely")]);
+    /// assert!(record! { "id" => 8, "town" => "Ayr" }.has_names(&row.field_names()));
+    /// assert!(!record! { "id" => 8 }.has_names(&names));
+    /// # Ok::<(), strata::Error>(())
+    /// ```
+    pub fn has_names(&self, names: &FieldNames) -> bool {
+        self.names == *names.list()
     }
 
     /// Number of fields.
