@@ -49,8 +49,9 @@ struct Layout {
     head: Box<[u8]>,
     /// Where the names section starts in the head (its end for version 3).
     names_at: usize,
-    /// The names, by position.
-    names: Vec<Name>,
+    /// The names, by position (the table's own list, for a layout the table knows: shared,
+    /// not copied name by name).
+    names: Arc<[Name]>,
     /// `(position, place among the tested fields)` of every tested field the layout has.
     tested_at: Vec<(usize, usize)>,
     /// The position of each tested field (by its place among them), if the layout has it.
@@ -235,7 +236,7 @@ impl RowReader {
         put_varint(&mut head, section.len() as u64);
         let names_at = head.len();
         head.extend(section);
-        let layout = self.layout_of_names(head.into(), names_at, names.to_vec());
+        let layout = self.layout_of_names(head.into(), names_at, names);
         self.layouts.insert(0, layout);
         self.layouts.truncate(LAYOUTS);
         self.current = 0;
@@ -245,7 +246,7 @@ impl RowReader {
     /// strictly ascending order.
     pub(crate) fn layout(&self) -> Vec<Arc<str>> {
         match (self.layouts.get(self.current), &self.primer) {
-            (Some(layout), _) => layout.names.clone(),
+            (Some(layout), _) => layout.names.to_vec(),
             (None, Some(names)) => names.to_vec(),
             (None, None) => self.slots.iter().map(|s| Arc::clone(&s.name)).collect(),
         }
@@ -253,7 +254,7 @@ impl RowReader {
 
     /// The layout of `names` (checked: a names section and its names, in order), with where
     /// this reader's tested and kept fields are in it.
-    fn layout_of_names(&self, head: Box<[u8]>, names_at: usize, names: Vec<Name>) -> Layout {
+    fn layout_of_names(&self, head: Box<[u8]>, names_at: usize, names: Arc<[Name]>) -> Layout {
         let mut tested_at = Vec::new();
         let mut tested_position = vec![None; self.tested.len()];
         let mut kept_at = Vec::new();
@@ -266,8 +267,13 @@ impl RowReader {
                 kept_at.push(i);
             }
         }
-        let kept: Vec<Name> = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
-        let kept_names = NameList::from(kept);
+        // A reader that keeps every field (`SELECT *`) shares the layout's list.
+        let kept_names = if kept_at.len() == names.len() {
+            NameList::from(Arc::clone(&names))
+        } else {
+            let kept: Vec<Name> = kept_at.iter().map(|&i| Arc::clone(&names[i])).collect();
+            NameList::from(kept)
+        };
         Layout {
             head,
             names_at,
@@ -332,7 +338,7 @@ impl RowReader {
     fn learn(&mut self, bytes: &[u8], view: &View<'_>) -> Result<usize, RecordError> {
         let names = self.names_of(view.count(), view.names())?;
         let (names_at, head) = view.head();
-        let layout = self.layout_of_names(bytes[..head].into(), names_at, names);
+        let layout = self.layout_of_names(bytes[..head].into(), names_at, names.into());
         Ok(self.place(layout))
     }
 
@@ -345,7 +351,7 @@ impl RowReader {
             .dictionary
             .names(number)
             .ok_or(RecordError::UnknownLayout(number))?;
-        let layout = self.layout_of_names(bytes[..head].into(), head, names.to_vec());
+        let layout = self.layout_of_names(bytes[..head].into(), head, names);
         Ok(self.place(layout))
     }
 
@@ -729,6 +735,24 @@ mod tests {
                 assert!(!starts_with(&other, &head), "length {n}, differing at {at}");
             }
         }
+    }
+
+    #[test]
+    fn a_reader_of_every_field_builds_rows_on_the_tables_own_list_of_names() {
+        let row = record! { "id" => 7, "town" => "Redmond", "zip" => "98052" };
+        let layouts = Arc::new(Layouts::from_sections([row.names_section()]).unwrap());
+        let stored = layouts.encode_known(&row);
+        let table_names = NameList::from(layouts.names(0).unwrap());
+        let mut every = RowReader::new(&["town"], None).with_layouts(&layouts);
+        let built = every.build(&stored).unwrap();
+        assert_eq!(built, row);
+        assert!(built.field_names().list().same_list(&table_names));
+        // A reader of some fields builds its own list of them.
+        let mut some =
+            RowReader::new(&[], Some(vec!["id".into(), "zip".into()])).with_layouts(&layouts);
+        let built = some.build(&stored).unwrap();
+        assert_eq!(built, record! { "id" => 7, "zip" => "98052" });
+        assert!(!built.field_names().list().same_list(&table_names));
     }
 
     #[test]
