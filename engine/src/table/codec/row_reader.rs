@@ -550,9 +550,9 @@ impl RowReader {
     }
 
     /// [`RowReader::build`] in the buffers of `spare`, a record the caller is done with:
-    /// its values' vector, and the buffer of each text or byte value where the row has a
-    /// text or bytes at the same place (a row of a known layout keeps its fields' places, so
-    /// a run of rows allocates nothing after its first).
+    /// its values' vector, and the string of each text value where the row has a text at
+    /// the same place (the rows of one layout keep their fields' places, so a run of them
+    /// allocates nothing for its texts after the first).
     #[inline(always)]
     pub(crate) fn build_reusing(
         &mut self,
