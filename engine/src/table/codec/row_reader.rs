@@ -194,6 +194,35 @@ impl RowReader {
         }
     }
 
+    /// Whether [`RowReader::testing`] with these arguments makes a reader that reads as this
+    /// one does (the same tested fields in the same order, the same kept fields), so that a
+    /// query of that shape may take this one up with the layouts it learnt ([`ReaderPool`]).
+    pub(crate) fn fits(&self, tested: &[&str], also: &[&str], kept: Option<&[String]>) -> bool {
+        let has = |name: &str| self.tested_slot(name).is_some();
+        let same_tested = self.predicate_slots.len() == tested.len()
+            && (self.predicate_slots.iter().zip(tested)).all(|(&s, t)| self.tested[s] == *t)
+            && also.iter().all(|a| has(a))
+            && (self.tested.iter())
+                .all(|t| tested.contains(&t.as_str()) || also.contains(&t.as_str()));
+        let same_kept = match (&self.kept, kept) {
+            (None, None) => true,
+            (Some(mine), Some(asked)) => {
+                asked.iter().all(|a| mine.binary_search(a).is_ok())
+                    && mine.iter().all(|m| asked.contains(m))
+            }
+            _ => false,
+        };
+        same_tested && same_kept
+    }
+
+    /// Forgets what it holds of the query it read last — the tested values of its last row
+    /// and the byte tests made of that query's predicates — keeping the layouts it learnt.
+    pub(crate) fn reset(&mut self) {
+        self.byte_tests.clear();
+        self.clear_tested();
+        self.next_asked.set(0);
+    }
+
     /// This reader, reading rows of a table whose layouts are `layouts`.
     pub(crate) fn with_layouts(mut self, layouts: &Arc<Layouts>) -> RowReader {
         self.dictionary = Arc::clone(layouts);

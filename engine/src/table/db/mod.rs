@@ -4,7 +4,8 @@
 //!   stores (shard store `n` holds shard `n` of every table with more than `n` shards), the
 //!   published tables, and the parts the other rooms keep in it (the `commit` room's stripes,
 //!   resolver, outbox tracker and state file; the `stats` room's sketches and counters).
-//! - `Table`, one published definition with its open column families, statistics and caches.
+//! - `Table`, one published definition with its open column families, statistics and caches
+//!   (`reader_pool`: the row readers its queries' streams finished with).
 //!   Readers and writers take a table's current definition from an `RwLock`ed map of
 //!   `Arc<Table>`s; DDL publishes a new `Arc`.
 //! - The handle's writes to the catalog (`catalog`: definitions, statistics, layouts), the
@@ -38,6 +39,8 @@ use crate::table::commit::change_log::FeedRegistry;
 use crate::table::commit::outbox::{Tracker, outbox_seq};
 use crate::table::commit::resolver::Resolver;
 use crate::table::db::options::Options;
+use crate::table::db::reader_pool::ReaderPool;
+
 use crate::table::stats::advice::Usage;
 use crate::table::stats::planning::{Planning, for_planning};
 use crate::table::stats::sketch::{LiveStats, SketchFactory};
@@ -48,6 +51,7 @@ use crate::table::commit::txn_state::TxnState;
 pub(crate) mod catalog;
 pub(crate) mod changes;
 pub(crate) mod options;
+pub(crate) mod reader_pool;
 
 /// A database of tables with index tables, over one LSM store. `Send + Sync`: share it
 /// between threads by reference or in an `Arc`.
@@ -157,6 +161,8 @@ pub(crate) struct Table {
     pub(crate) fast_rows: Arc<FastRowsCache>,
     /// The layouts its rows are stored by (kept across republished definitions).
     pub(crate) layouts: Arc<Layouts>,
+    /// Row readers its queries' streams finished with.
+    pub(crate) readers: ReaderPool,
 }
 
 /// A table's families in one shard store.
@@ -189,6 +195,7 @@ impl Table {
             row_layout: OnceLock::new(),
             fast_rows: Arc::default(),
             layouts,
+            readers: ReaderPool::default(),
         }
     }
 

@@ -176,6 +176,14 @@ pub(crate) struct Stream {
     pub(crate) done: bool,
 }
 
+impl Drop for Stream {
+    /// Gives its reader back to its table's pool, for the next query of its shape.
+    fn drop(&mut self) {
+        let reader = std::mem::replace(&mut self.reader, RowReader::new(&[], None));
+        self.table.readers.give_back(reader);
+    }
+}
+
 /// What a stream tests on each record besides its predicates: the query's conditions
 /// (`OR`s), and, for a part of a union, its member (`all`) and the members of the parts
 /// before it (`none`: a row one of those returned is not returned again).
