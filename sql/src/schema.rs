@@ -26,8 +26,8 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{
-    ArrayRef, BinaryArray, BooleanArray, BooleanBufferBuilder, Float64Array, Int64Array,
-    RecordBatch, RecordBatchOptions, StringArray,
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int64Array, RecordBatch, RecordBatchOptions,
+    StringArray,
 };
 use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
@@ -467,18 +467,17 @@ impl Batcher {
         }
         let with_nulls = self.nulls.iter().filter(|&&n| n > 0).count();
         let validity = (with_nulls > 0).then(|| {
-            let mut validity = BooleanBufferBuilder::new(with_nulls * rows);
-            for (i, _) in self.nulls.iter().enumerate().filter(|(_, n)| **n > 0) {
-                for row in 0..rows {
-                    validity.append(staged.valid[row * width + i]);
-                }
-            }
-            validity.finish()
+            let nullable = self.nulls.iter().enumerate().filter(|(_, n)| **n > 0);
+            let bits = nullable.flat_map(|(i, _)| (0..rows).map(move |row| row * width + i));
+            packed(bits.map(|at| staged.valid[at]), with_nulls * rows)
         });
         Ok(LaidOut {
             ints: ints.map(Buffer::from_vec),
             floats: floats.map(Buffer::from_vec),
-            bools: bools.map(BooleanBuffer::from),
+            bools: bools.map(|b| {
+                let len = b.len();
+                packed(b.into_iter(), len)
+            }),
             texts,
             validity,
         })
@@ -495,6 +494,17 @@ impl Batcher {
         staged.valid.clear();
         self.rows = 0;
     }
+}
+
+/// `len` bits packed into a buffer allocated as a vector's: Arrow's own builders allocate
+/// 64-byte aligned memory, which the allocator serves without its per-thread cache
+/// (`posix_memalign` was 3 % of a SQL point query in `perf`).
+fn packed(bits: impl Iterator<Item = bool>, len: usize) -> BooleanBuffer {
+    let mut bytes = vec![0u8; len.div_ceil(8)];
+    for (i, bit) in bits.enumerate().take(len) {
+        bytes[i / 8] |= u8::from(bit) << (i % 8);
+    }
+    BooleanBuffer::new(Buffer::from_vec(bytes), 0, len)
 }
 
 /// A batch's buffers, each kind's columns one after another.
@@ -663,6 +673,16 @@ mod tests {
     use strata::record;
 
     use super::*;
+
+    #[test]
+    fn packed_bits_are_the_bits_arrow_packs() {
+        for len in [0, 1, 7, 8, 9, 20, 64, 65] {
+            let bits: Vec<bool> = (0..len).map(|i| i % 3 == 0 || i % 7 == 5).collect();
+            let ours = packed(bits.iter().copied(), len);
+            assert_eq!(ours, BooleanBuffer::from(bits.clone()), "{len} bits");
+            assert_eq!(ours.iter().collect::<Vec<_>>(), bits);
+        }
+    }
 
     fn column(name: &str, kind: ColumnType) -> Column {
         Column {
