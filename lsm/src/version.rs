@@ -52,11 +52,16 @@ impl TableFile {
         key >= &self.meta.smallest_key[..] && key <= &self.meta.largest_key[..]
     }
 
-    pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo) -> Result<Option<Found>> {
-        let entry = self
-            .table
-            .get(key, snapshot)
-            .map_err(|e| Error::table(self.path.clone(), &e))?;
+    /// The newest version of `key` visible at `snapshot` here; `likely`: the key is expected
+    /// here (the last level), so its block starts loading before the filter is asked
+    /// ([`strata_sstable::Table::get_likely`]).
+    pub(crate) fn get(&self, key: &[u8], snapshot: SeqNo, likely: bool) -> Result<Option<Found>> {
+        let entry = if likely {
+            self.table.get_likely(key, snapshot)
+        } else {
+            self.table.get(key, snapshot)
+        };
+        let entry = entry.map_err(|e| Error::table(self.path.clone(), &e))?;
         Ok(entry.map(found))
     }
 
@@ -160,6 +165,8 @@ impl SuperVersion {
                 return Ok(Some(found));
             }
         }
+        // A key not found above the last level holding tables is there if anywhere.
+        let last = self.levels.iter().rposition(|tables| !tables.is_empty());
         for (level, tables) in self.levels.iter().enumerate() {
             let candidates: &[Arc<TableFile>] = if level == 0 {
                 tables
@@ -167,8 +174,9 @@ impl SuperVersion {
                 let at = tables.partition_point(|t| &t.meta.largest_key[..] < key);
                 tables.get(at..at + 1).unwrap_or(&[])
             };
+            let likely = level > 0 && Some(level) == last;
             for table in candidates.iter().filter(|t| t.may_hold(key)) {
-                if let Some(found) = table.get(key, snapshot)? {
+                if let Some(found) = table.get(key, snapshot, likely)? {
                     return Ok(Some(found));
                 }
             }

@@ -368,8 +368,36 @@ impl Table {
         if !loaded.filter.may_contain(user_key) {
             return Ok(None);
         }
-        let index = &loaded.index;
-        let first = index.search(user_key, snapshot_seqno);
+        let first = loaded.index.search(user_key, snapshot_seqno);
+        self.get_from(&loaded.index, first, user_key, snapshot_seqno)
+    }
+
+    /// [`Table::get`] for a key likely to be here: in the last level of a tree, where a key
+    /// not found above is if it is anywhere. The block that would hold it starts loading (its
+    /// restart array, read first) before the filter is asked, so that the filter's probes,
+    /// each a load from anywhere in it, and the block's first loads overlap instead of
+    /// following one another. A key the filter rules out costs an index search and a load
+    /// it did not need.
+    pub fn get_likely(&self, user_key: &[u8], snapshot_seqno: u64) -> Result<Option<Entry>> {
+        let loaded = self.loaded()?;
+        let first = loaded.index.search(user_key, snapshot_seqno);
+        if first < loaded.index.len() {
+            self.touch(&loaded.index, first);
+        }
+        if !loaded.filter.may_contain(user_key) {
+            return Ok(None);
+        }
+        self.get_from(&loaded.index, first, user_key, snapshot_seqno)
+    }
+
+    /// The newest visible version of `user_key`, looked for from data block `first` on.
+    fn get_from(
+        &self,
+        index: &Index,
+        first: usize,
+        user_key: &[u8],
+        snapshot_seqno: u64,
+    ) -> Result<Option<Entry>> {
         // At most two blocks: the target may lie after the first one's last key.
         for block_number in first..index.len().min(first + 2) {
             let block = self.data_block(block_number)?;

@@ -549,11 +549,10 @@ fn point_keys(
     Some(keys.into())
 }
 
-/// How a stream reads its rows: the fields of the `predicates` it tests first, then only the fields the
-/// query returns or orders by built (every field when it returns them all, or when an async
-/// index's entry must be re-derived from the row).
-/// The reader of `table`'s rows for a stream of `query` that tests `predicates`: one its pool
-/// kept from a query of the same shape, else a new one.
+/// The reader of `table`'s rows for a stream of `query` that tests `predicates` — one its
+/// pool kept from a query of the same shape, else a new one. It tests the fields of the
+/// predicates first, then builds only the fields the query returns or orders by (every field
+/// when it returns them all, or when an async index's entry must be re-derived from the row).
 fn row_reader(table: &Table, query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader {
     let tested: Vec<&str> = predicates.iter().map(|p| p.field.as_str()).collect();
     // The conditions are tested on a row's values before it is built, and on the record of

@@ -247,3 +247,26 @@ fn block_separators_ascend_and_fall_between_the_blocks_they_separate() {
     let damaged = Table::open(Bytes::from(damaged), 2, None).unwrap();
     assert!(damaged.block_separators().is_empty());
 }
+
+#[test]
+fn a_lookup_expecting_its_key_answers_as_a_plain_lookup() {
+    let options = crate::TableOptions {
+        block_size_bytes: 256,
+        ..crate::TableOptions::default()
+    };
+    let file = built(500, 4, b"value", options);
+    let table = Table::open(Bytes::from(file), 1, None).unwrap();
+    // Every key, keys between and past them (the filter rules most out), and a snapshot
+    // before the keys were written.
+    let mut keys: Vec<String> = (0..500).map(|i| format!("key{i:04}")).collect();
+    keys.extend((0..500).map(|i| format!("key{i:04}x")));
+    keys.extend(["a", "key", "key9999", "zzz"].map(String::from));
+    for key in &keys {
+        for seqno in [0, 1, 9] {
+            let plain = table.get(key.as_bytes(), seqno).unwrap();
+            let likely = table.get_likely(key.as_bytes(), seqno).unwrap();
+            assert_eq!(likely, plain, "{key} at {seqno}");
+        }
+    }
+    assert!(table.get_likely(b"key0123", 9).unwrap().is_some());
+}
