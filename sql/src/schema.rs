@@ -222,6 +222,8 @@ pub struct Batcher {
     staged: Staged,
     /// Each column's NULLs in the batch being finished.
     nulls: Vec<usize>,
+    /// Text offsets and bytes gathered while a batch is laid out (kept from batch to batch).
+    scratch: Vec<u8>,
     rows: usize,
 }
 
@@ -296,6 +298,7 @@ impl Batcher {
             names: None,
             places: Vec::new(),
             nulls: vec![0; columns.len()],
+            scratch: Vec::new(),
             columns,
             schema,
             slots,
@@ -411,15 +414,10 @@ impl Batcher {
         let mut with_nulls = 0;
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for (i, column) in self.columns.iter().enumerate() {
-            let nulls = match &laid.validity {
-                Some(validity) if self.nulls[i] > 0 => {
-                    with_nulls += 1;
-                    Some(NullBuffer::new(
-                        validity.slice((with_nulls - 1) * rows, rows),
-                    ))
-                }
-                _ => None,
-            };
+            let nulls = (self.nulls[i] > 0).then(|| {
+                with_nulls += 1;
+                laid.nulls(with_nulls - 1, rows)
+            });
             arrays.push(laid.column(column.kind, self.slots[i], rows, nulls)?);
         }
         self.clear();
@@ -432,54 +430,86 @@ impl Batcher {
         )?)
     }
 
-    /// The staged `rows` laid out column after column, each kind (and the validity of the
-    /// columns with NULLs) in one buffer its columns slice; a kind no column has costs
-    /// nothing.
+    /// The staged `rows` laid out column after column in one buffer, each kind in its section
+    /// ([`LaidOut`]); a kind no column has takes no room.
     fn lay_out(&mut self, rows: usize) -> Result<LaidOut, DataFusionError> {
         let staged = &self.staged;
         let width = self.columns.len();
-        let ints = (self.ints > 0).then(|| by_column(&staged.ints, self.ints, rows));
-        let floats = (self.floats > 0).then(|| by_column(&staged.floats, self.floats, rows));
-        let bools = (self.bools > 0).then(|| by_column(&staged.bools, self.bools, rows));
-        let mut texts = None;
-        if self.texts > 0 {
-            let mut bytes = Vec::with_capacity(staged.bytes.len());
-            let mut offsets: Vec<i32> = Vec::with_capacity(self.texts * (rows + 1));
-            let mut starts = Vec::with_capacity(self.texts + 1);
-            for slot in 0..self.texts {
-                let base = bytes.len();
-                starts.push(base);
-                offsets.push(0);
-                for row in 0..rows {
-                    let (start, len) = staged.spans[row * self.texts + slot];
-                    bytes.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
-                    // `add` keeps a batch's bytes under `i32::MAX`.
-                    offsets.push((bytes.len() - base) as i32);
-                }
-            }
-            starts.push(bytes.len());
-            texts = Some((Buffer::from_vec(bytes), Buffer::from_vec(offsets), starts));
-        }
         for (i, nulls) in self.nulls.iter_mut().enumerate() {
             *nulls = (0..rows)
                 .filter(|row| !staged.valid[row * width + i])
                 .count();
         }
         let with_nulls = self.nulls.iter().filter(|&&n| n > 0).count();
-        let validity = (with_nulls > 0).then(|| {
-            let nullable = self.nulls.iter().enumerate().filter(|(_, n)| **n > 0);
-            let bits = nullable.flat_map(|(i, _)| (0..rows).map(move |row| row * width + i));
-            packed(bits.map(|at| staged.valid[at]), with_nulls * rows)
-        });
+        let words = (self.ints + self.floats) * rows
+            + (self.texts * (rows + 1)).div_ceil(2)
+            + staged.bytes.len().div_ceil(8)
+            + (with_nulls * rows).div_ceil(64)
+            + (self.bools * rows).div_ceil(64)
+            + 3;
+        let mut out = Words::with_capacity(words);
+        let ints = out.len();
+        for slot in 0..self.ints {
+            for row in 0..rows {
+                out.put_word(staged.ints[row * self.ints + slot] as u64);
+            }
+        }
+        let floats = out.len();
+        for slot in 0..self.floats {
+            for row in 0..rows {
+                out.put_word(staged.floats[row * self.floats + slot].to_bits());
+            }
+        }
+        // Each column's offsets, from 0 in its own bytes; then the bytes, column by column:
+        // gathered in a scratch buffer kept from batch to batch, then put as whole words.
+        let scratch = &mut self.scratch;
+        scratch.clear();
+        let offsets = out.len();
+        let mut starts = Vec::with_capacity(self.texts + 1);
+        let mut at = 0usize;
+        for slot in 0..self.texts {
+            starts.push(at);
+            let base = at;
+            scratch.extend_from_slice(&0i32.to_ne_bytes());
+            for row in 0..rows {
+                at += staged.spans[row * self.texts + slot].1 as usize;
+                // `add` keeps a batch's bytes under `i32::MAX`.
+                scratch.extend_from_slice(&((at - base) as i32).to_ne_bytes());
+            }
+        }
+        starts.push(at);
+        out.put(scratch);
+        out.align();
+        let bytes = out.len();
+        scratch.clear();
+        for slot in 0..self.texts {
+            for row in 0..rows {
+                let (start, len) = staged.spans[row * self.texts + slot];
+                scratch.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
+            }
+        }
+        out.put(scratch);
+        out.align();
+        let validity = out.len();
+        let nullable = self.nulls.iter().enumerate().filter(|(_, n)| **n > 0);
+        out.put_bits(
+            nullable.flat_map(|(i, _)| (0..rows).map(move |row| staged.valid[row * width + i])),
+        );
+        out.align();
+        let bools = out.len();
+        let kinds = self.bools;
+        out.put_bits(
+            (0..kinds).flat_map(|slot| (0..rows).map(move |row| staged.bools[row * kinds + slot])),
+        );
         Ok(LaidOut {
-            ints: ints.map(Buffer::from_vec),
-            floats: floats.map(Buffer::from_vec),
-            bools: bools.map(|b| {
-                let len = b.len();
-                packed(b.into_iter(), len)
-            }),
-            texts,
+            buffer: out.finish(),
+            ints,
+            floats,
+            offsets,
+            bytes,
+            starts,
             validity,
+            bools,
         })
     }
 
@@ -496,31 +526,26 @@ impl Batcher {
     }
 }
 
-/// `len` bits packed into a buffer allocated as a vector's: Arrow's own builders allocate
-/// 64-byte aligned memory, which the allocator serves without its per-thread cache
-/// (`posix_memalign` was 3 % of a SQL point query in `perf`).
-fn packed(bits: impl Iterator<Item = bool>, len: usize) -> BooleanBuffer {
-    let mut bytes = vec![0u8; len.div_ceil(8)];
-    for (i, bit) in bits.enumerate().take(len) {
-        bytes[i / 8] |= u8::from(bit) << (i % 8);
-    }
-    BooleanBuffer::new(Buffer::from_vec(bytes), 0, len)
-}
-
-/// A batch's buffers, each kind's columns one after another.
+/// A batch's values in one buffer (one allocation and one reference count for the whole
+/// batch, not one or two per kind): each kind's columns one after another in its section —
+/// integers and floats, text offsets (`rows + 1` a column, from 0 in the column's bytes), the
+/// text bytes, the validity bits of the columns with NULLs, the booleans' bits — each section
+/// starting on an 8-byte boundary of the buffer, which starts on one.
 struct LaidOut {
-    ints: Option<Buffer>,
-    floats: Option<Buffer>,
-    bools: Option<BooleanBuffer>,
-    /// Text and byte values: their bytes, their offsets (`rows + 1` a column, from 0 in the
-    /// column's bytes), and where each column's bytes start (and the last ends).
-    texts: Option<(Buffer, Buffer, Vec<usize>)>,
-    /// The validity of the columns with NULLs.
-    validity: Option<BooleanBuffer>,
+    buffer: Buffer,
+    /// Where each section starts, in bytes.
+    ints: usize,
+    floats: usize,
+    offsets: usize,
+    bytes: usize,
+    validity: usize,
+    bools: usize,
+    /// Where each text column's bytes start in their section (and the last ends).
+    starts: Vec<usize>,
 }
 
 impl LaidOut {
-    /// The column of `kind` at `slot` among its kind's.
+    /// The column of `kind` at `slot` among its kind's, with `nulls`.
     fn column(
         &self,
         kind: ColumnType,
@@ -528,31 +553,27 @@ impl LaidOut {
         rows: usize,
         nulls: Option<NullBuffer>,
     ) -> Result<ArrayRef, DataFusionError> {
-        let missing = || DataFusionError::Internal(format!("no {kind:?} buffer laid out"));
+        let buffer = || self.buffer.clone();
         Ok(match kind {
-            ColumnType::Int => {
-                let ints = self.ints.clone().ok_or_else(missing)?;
-                Arc::new(Int64Array::new(
-                    ScalarBuffer::new(ints, slot * rows, rows),
-                    nulls,
-                ))
-            }
-            ColumnType::Float => {
-                let floats = self.floats.clone().ok_or_else(missing)?;
-                Arc::new(Float64Array::new(
-                    ScalarBuffer::new(floats, slot * rows, rows),
-                    nulls,
-                ))
-            }
-            ColumnType::Bool => {
-                let bools = self.bools.as_ref().ok_or_else(missing)?;
-                Arc::new(BooleanArray::new(bools.slice(slot * rows, rows), nulls))
-            }
+            ColumnType::Int => Arc::new(Int64Array::new(
+                ScalarBuffer::new(buffer(), self.ints / 8 + slot * rows, rows),
+                nulls,
+            )),
+            ColumnType::Float => Arc::new(Float64Array::new(
+                ScalarBuffer::new(buffer(), self.floats / 8 + slot * rows, rows),
+                nulls,
+            )),
+            ColumnType::Bool => Arc::new(BooleanArray::new(
+                BooleanBuffer::new(buffer(), self.bools * 8 + slot * rows, rows),
+                nulls,
+            )),
             ColumnType::Text | ColumnType::Bytes => {
-                let (bytes, offsets, starts) = self.texts.as_ref().ok_or_else(missing)?;
-                let offsets = ScalarBuffer::new(offsets.clone(), slot * (rows + 1), rows + 1);
-                let offsets = OffsetBuffer::new(offsets);
-                let values = bytes.slice_with_length(starts[slot], starts[slot + 1] - starts[slot]);
+                let at = self.offsets / 4 + slot * (rows + 1);
+                let offsets = OffsetBuffer::new(ScalarBuffer::new(buffer(), at, rows + 1));
+                let (start, end) = (self.starts[slot], self.starts[slot + 1]);
+                let values = self
+                    .buffer
+                    .slice_with_length(self.bytes + start, end - start);
                 if kind == ColumnType::Text {
                     Arc::new(StringArray::try_new(offsets, values, nulls)?)
                 } else {
@@ -560,6 +581,103 @@ impl LaidOut {
                 }
             }
         })
+    }
+
+    /// The validity of the `k`th column with NULLs.
+    fn nulls(&self, k: usize, rows: usize) -> NullBuffer {
+        NullBuffer::new(BooleanBuffer::new(
+            self.buffer.clone(),
+            self.validity * 8 + k * rows,
+            rows,
+        ))
+    }
+}
+
+/// Bytes written into 8-byte words, so that the buffer they become is aligned for any
+/// column's values.
+struct Words {
+    words: Vec<u64>,
+    /// Bytes written.
+    len: usize,
+}
+
+impl Words {
+    fn with_capacity(words: usize) -> Words {
+        Words {
+            words: Vec::with_capacity(words),
+            len: 0,
+        }
+    }
+
+    /// Bytes written so far.
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// A whole word, where a word starts.
+    fn put_word(&mut self, word: u64) {
+        debug_assert!(self.len.is_multiple_of(8));
+        self.words.push(word);
+        self.len += 8;
+    }
+
+    fn put(&mut self, mut bytes: &[u8]) {
+        // Into the word begun, then whole words, then a word begun.
+        while !self.len.is_multiple_of(8) {
+            let Some((&b, rest)) = bytes.split_first() else {
+                return;
+            };
+            self.put_byte(b);
+            bytes = rest;
+        }
+        let mut whole = bytes.chunks_exact(8);
+        for chunk in &mut whole {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.words.push(u64::from_ne_bytes(word));
+            self.len += 8;
+        }
+        for &b in whole.remainder() {
+            self.put_byte(b);
+        }
+    }
+
+    fn put_byte(&mut self, b: u8) {
+        if self.len.is_multiple_of(8) {
+            self.words.push(0);
+        }
+        if let Some(last) = self.words.last_mut() {
+            let mut word = last.to_ne_bytes();
+            word[self.len % 8] = b;
+            *last = u64::from_ne_bytes(word);
+        }
+        self.len += 1;
+    }
+
+    /// `bits`, packed as Arrow packs them (bit `i` in byte `i / 8`, least significant first).
+    fn put_bits(&mut self, bits: impl Iterator<Item = bool>) {
+        let mut byte = 0u8;
+        let mut count = 0usize;
+        for bit in bits {
+            byte |= u8::from(bit) << (count % 8);
+            count += 1;
+            if count.is_multiple_of(8) {
+                self.put_byte(byte);
+                byte = 0;
+            }
+        }
+        if !count.is_multiple_of(8) {
+            self.put_byte(byte);
+        }
+    }
+
+    /// Pads to the next 8-byte boundary.
+    fn align(&mut self) {
+        self.len = self.len.div_ceil(8) * 8;
+    }
+
+    fn finish(self) -> Buffer {
+        Buffer::from_vec(self.words)
     }
 }
 
@@ -654,18 +772,6 @@ fn set<T>(slot: &mut T, x: T) -> Result<(), Unfit> {
     Ok(())
 }
 
-/// `staged` (rows of `width` values) laid out column after column.
-fn by_column<T: Copy>(staged: &[T], width: usize, rows: usize) -> Vec<T> {
-    if width == 1 {
-        return staged.to_vec();
-    }
-    let mut out = Vec::with_capacity(staged.len());
-    for slot in 0..width {
-        out.extend((0..rows).map(|row| staged[row * width + slot]));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use datafusion::arrow::array::{Array, AsArray};
@@ -675,13 +781,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn packed_bits_are_the_bits_arrow_packs() {
+    fn words_hold_bytes_and_bits_where_arrow_reads_them() {
         for len in [0, 1, 7, 8, 9, 20, 64, 65] {
             let bits: Vec<bool> = (0..len).map(|i| i % 3 == 0 || i % 7 == 5).collect();
-            let ours = packed(bits.iter().copied(), len);
+            // After 3 bytes, aligned: the bits start a word.
+            let mut words = Words::with_capacity(1);
+            words.put(b"abc");
+            words.align();
+            let at = words.len();
+            words.put_bits(bits.iter().copied());
+            let buffer = words.finish();
+            assert_eq!(&buffer.as_slice()[..3], b"abc");
+            let ours = BooleanBuffer::new(buffer, at * 8, len);
             assert_eq!(ours, BooleanBuffer::from(bits.clone()), "{len} bits");
-            assert_eq!(ours.iter().collect::<Vec<_>>(), bits);
         }
+        let mut words = Words::with_capacity(0);
+        words.put(b"12345");
+        words.put(b"6789abcdefghij");
+        words.put(&7i64.to_ne_bytes());
+        assert_eq!(words.len(), 27);
+        let mut expected = b"123456789abcdefghij".to_vec();
+        expected.extend(7i64.to_ne_bytes());
+        assert_eq!(&words.finish().as_slice()[..27], &expected[..]);
     }
 
     fn column(name: &str, kind: ColumnType) -> Column {
