@@ -232,7 +232,7 @@ impl FastPlan {
     }
 }
 
-/// Whether `expr` is built only of what [`condition_of`] may convert — columns, literals,
+/// Whether `expr` is built only of what [`condition_of`](crate::filter::condition_of) may convert — columns, literals,
 /// placeholders, comparisons, `AND`/`OR`/`NOT`, `BETWEEN`, `IN` lists, `IS NULL`, `LIKE` —
 /// so a subquery or a function sends the statement through DataFusion from the start.
 fn plain(expr: &Expr) -> bool {

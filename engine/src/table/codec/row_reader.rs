@@ -196,7 +196,8 @@ impl RowReader {
 
     /// Whether [`RowReader::testing`] with these arguments makes a reader that reads as this
     /// one does (the same tested fields in the same order, the same kept fields), so that a
-    /// query of that shape may take this one up with the layouts it learnt ([`ReaderPool`]).
+    /// query of that shape may take this one up with the layouts it learnt (its table's pool
+    /// of readers, `db/reader_pool.rs`).
     pub(crate) fn fits(&self, tested: &[&str], also: &[&str], kept: Option<&[String]>) -> bool {
         let has = |name: &str| self.tested_slot(name).is_some();
         let same_tested = self.predicate_slots.len() == tested.len()
