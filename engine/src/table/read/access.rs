@@ -549,11 +549,40 @@ fn point_keys(
     Some(keys.into())
 }
 
+/// The one primary key of `table` that `by_field` binds every key field of to a single value,
+/// and the predicates a row found there still has to pass; `None` when they name no key or
+/// several.
+pub(crate) fn single_key(
+    table: &Table,
+    predicates: &[Predicate],
+    by_field: &Constraints<'_>,
+) -> Option<(Vec<u8>, Arc<[Predicate]>)> {
+    let def = &table.def;
+    let keys_of = def.key_format();
+    let mut key = Vec::with_capacity(16);
+    for field in &def.primary_key {
+        let [value] = by_field.get(field)?.key_values()? else {
+            return None;
+        };
+        keys_of.encode_value(value, &mut key);
+    }
+    let exact = Exact {
+        equal: def.primary_key.iter().map(String::as_str).collect(),
+        range: None,
+    };
+    Some((key, residual(predicates, by_field, &exact)))
+}
+
 /// The reader of `table`'s rows for a stream of `query` that tests `predicates` — one its
 /// pool kept from a query of the same shape, else a new one. It tests the fields of the
 /// predicates first, then builds only the fields the query returns or orders by (every field
 /// when it returns them all, or when an async index's entry must be re-derived from the row).
-fn row_reader(table: &Table, query: &Query, predicates: &[Predicate], mode: Mode) -> RowReader {
+pub(crate) fn row_reader(
+    table: &Table,
+    query: &Query,
+    predicates: &[Predicate],
+    mode: Mode,
+) -> RowReader {
     let tested: Vec<&str> = predicates.iter().map(|p| p.field.as_str()).collect();
     // The conditions are tested on a row's values before it is built, and on the record of
     // a row built first: their fields are read and built too.

@@ -3,6 +3,7 @@
 //! - `query`: `Db::query` and its forms (`explain`, `explain_analyze`, owned rows): planning
 //!   with the statistics of the moment, the point-query fast path.
 //! - `rows`: `Rows`, the executor that fills, merges, sorts and projects the streams.
+//! - `point`: one row by its whole primary key, read without a stream.
 //! - `access`: a chosen plan turned into key ranges or keys per shard.
 //! - `stream`: one shard's reader in its four modes (fact range, keys, covering index entries,
 //!   index entries with fetches), with prefetching batched reads.
@@ -12,6 +13,7 @@
 //! ranges a transaction validates) and `db`.
 
 pub(crate) mod access;
+pub(crate) mod point;
 pub(crate) mod query;
 pub(crate) mod rows;
 pub(crate) mod snapshot;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use strata_planner::selectivity::constraints;
-use strata_planner::{Plan, Query};
+use strata_planner::{Access, Plan, Query};
 
 use crate::error::Result;
 use crate::lsm::Snapshot;
@@ -15,6 +15,7 @@ use crate::table::codec::record::Record;
 use crate::table::commit::resolver::ReadRange;
 use crate::table::db::{Db, Table};
 use crate::table::read::access::{Direction, StreamKit, access_order, direction};
+use crate::table::read::point::read_point;
 use crate::table::read::snapshot::DbSnapshot;
 use crate::table::read::stream::RowFilter;
 use crate::table::read::stream::{Mode, Source, Stream};
@@ -195,8 +196,6 @@ impl<'a> Rows<'a> {
         let query = Arc::new(query);
         let by_field = constraints(&query.predicates);
         let access = &plan.chosen.access;
-        let order_fields = access_order(&table, access)?;
-        let direction = direction(&query, &by_field, order_fields.as_deref());
         // One snapshot of the whole database (its floors read before it: no outbox entry it
         // sees is below its floor).
         let now;
@@ -207,6 +206,33 @@ impl<'a> Rows<'a> {
                 &now
             }
         };
+        // One row by its whole primary key: read at once, without a stream.
+        if !timed
+            && matches!(access, Access::PrimaryKeyLookup { .. })
+            && let Some(point) = read_point(&table, &query, &by_field, at, reading.record)?
+        {
+            let mut rows = Rows {
+                db,
+                table,
+                query,
+                streams: Vec::new(),
+                heads: Vec::new(),
+                merge_by: None,
+                descending: false,
+                parallel: false,
+                batch: 1,
+                ready: None,
+                built_projected: point.built_projected,
+                stats: point.stats,
+                done: false,
+                read_ranges: point.read.into_iter().collect(),
+            };
+            let found = point.record.map(|r| rows.project(r));
+            rows.ready = Some(found.into_iter().collect());
+            return Ok(rows);
+        }
+        let order_fields = access_order(&table, access)?;
+        let direction = direction(&query, &by_field, order_fields.as_deref());
         let floors: Vec<u64> = table
             .shards
             .iter()
