@@ -3,8 +3,8 @@
 //! A query that binds every primary-key field to one value reads at most one row: the
 //! lookup, the re-check of what the key does not answer, and the row's build, with the
 //! table's pooled row reader. A stream for it (its source, read-ahead, fetch buffers, its
-//! shared handles and their release) cost `Db::query` ~6,000 of a point query's ~21,600
-//! instructions (callgrind), against ~15,400 for `Db::get`'s whole lookup and decode.
+//! shared handles and their release) cost `Db::query` ~3,600 of a point query's ~21,600
+//! instructions (callgrind; `Db::get`'s whole lookup and full decode is ~15,400).
 
 use strata_planner::Query;
 use strata_planner::selectivity::Constraints;
