@@ -7,6 +7,7 @@
 //! again (`Cached`). Other statements (DML) have their values written in and run as new.
 
 use std::any::Any;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use datafusion::arrow::array::RecordBatch;
@@ -20,6 +21,7 @@ use datafusion::logical_expr::utils::{conjunction, split_conjunction};
 use datafusion::logical_expr::{Expr, Filter, LogicalPlan};
 use datafusion::optimizer::push_down_filter::PushDownFilter;
 use datafusion::optimizer::{Optimizer, OptimizerContext};
+use datafusion::physical_expr::expressions::{DynamicFilterPhysicalExpr, lit};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
 use datafusion::physical_optimizer::filter_pushdown::FilterPushdown;
 use datafusion::physical_plan::ExecutionPlan;
@@ -216,9 +218,9 @@ enum Physical {
 }
 
 /// A physical plan made once and run many times. Each run gets fresh scans reading the
-/// run's snapshot with its values bound, every other node reset (a hash join's table and
-/// dynamic filter, a sort's), and DataFusion's filter pushdown run again to link the hash
-/// joins' new dynamic filters to the new scans. Kept only for plans whose every leaf is a
+/// run's snapshot with its values bound, every other node reset (a hash join's table, a
+/// sort's), and a new dynamic filter for each hash join and sort, linked to the scans the
+/// old one reached ([`Cached::for_run`]). Kept only for plans whose every leaf is a
 /// Strata scan (or no table at all), whose only dynamic filters are hash joins' and sorts'
 /// and that has no scalar subquery ([`reusable`]): a file scan or an aggregate keeps the
 /// filter of the run before, and a scalar subquery's copies share one slot for its value.
@@ -300,13 +302,20 @@ impl Cached {
         })
     }
 
-    /// The plan for one run reading `reads` with `params`.
+    /// The plan for one run reading `reads` with `params`: renewed with each producer's new
+    /// dynamic filter handed straight to the scans its old one reached ([`Cached::renewed`]),
+    /// or, where that cannot be done, reset and linked by DataFusion's filter pushdown again —
+    /// which also recomputes the properties of every node above a scan (a fifth of a small
+    /// join's instructions).
     fn for_run(
         &self,
         reads: StatementSnapshot,
         params: &[Value],
     ) -> Result<Arc<dyn ExecutionPlan>> {
         let params = Arc::new(StatementParams(params.to_vec()));
+        if let Some(plan) = self.renewed(&reads, &params)? {
+            return Ok(plan);
+        }
         let fresh = Arc::clone(&self.plan)
             .transform_up(|node| {
                 let fresh = match node.downcast_ref::<StrataScan>() {
@@ -317,6 +326,75 @@ impl Cached {
             })?
             .data;
         Ok(FilterPushdown::new_post_optimization().optimize(fresh, &self.config)?)
+    }
+
+    /// The plan for one run with every node reset and every dynamic filter made anew: one new
+    /// filter for each a hash join or sort produces, put in the producer and, with each scan's
+    /// columns, in every scan the old one reached — what the filter pushdown would link, since
+    /// the kept plan's links are the pushdown's own. `None` when a scan holds a filter no
+    /// hash join or sort of the plan produced, or a producer is of another kind.
+    fn renewed(
+        &self,
+        reads: &StatementSnapshot,
+        params: &Arc<StatementParams>,
+    ) -> Result<Option<Arc<dyn ExecutionPlan>>> {
+        let mut renewed: HashMap<u64, Arc<DynamicFilterPhysicalExpr>> = HashMap::new();
+        let mut known = true;
+        self.plan.apply(|node| {
+            let produced = node.dynamic_expressions_produced();
+            // One filter a node, which the walk below puts back in it.
+            known &= produced.len() <= 1;
+            for old in produced {
+                known &= node.is::<HashJoinExec>() || node.is::<SortExec>();
+                let Some(id) = old.expression_id() else {
+                    known = false;
+                    continue;
+                };
+                let columns = old.children().into_iter().cloned().collect();
+                renewed.insert(
+                    id,
+                    Arc::new(DynamicFilterPhysicalExpr::new(columns, lit(true))),
+                );
+            }
+            Ok(TreeNodeRecursion::Continue)
+        })?;
+        if !known {
+            return Ok(None);
+        }
+        let mut linked = true;
+        let plan = Arc::clone(&self.plan)
+            .transform_up(|node| {
+                if let Some(scan) = node.downcast_ref::<StrataScan>() {
+                    let fresh = scan.for_run_renewed(reads.clone(), Arc::clone(params), &renewed);
+                    linked &= fresh.is_some();
+                    let fresh =
+                        fresh.unwrap_or_else(|| scan.for_run(reads.clone(), Arc::clone(params)));
+                    return Ok(Transformed::yes(Arc::new(fresh) as Arc<dyn ExecutionPlan>));
+                }
+                let new = node
+                    .dynamic_expressions_produced()
+                    .first()
+                    .and_then(|old| old.expression_id())
+                    .and_then(|id| renewed.get(&id))
+                    .cloned();
+                let reset = Arc::clone(&node).reset_state()?;
+                let fresh: Arc<dyn ExecutionPlan> = match new {
+                    None => reset,
+                    Some(new) => {
+                        if let Some(join) = reset.downcast_ref::<HashJoinExec>() {
+                            Arc::new(join.builder().build()?.with_dynamic_filter_expr(new)?)
+                        } else if let Some(sort) = reset.downcast_ref::<SortExec>() {
+                            Arc::new(sort.clone().with_dynamic_filter_expr(new)?)
+                        } else {
+                            linked = false;
+                            reset
+                        }
+                    }
+                };
+                Ok(Transformed::yes(fresh))
+            })?
+            .data;
+        Ok(linked.then_some(plan))
     }
 }
 
@@ -515,7 +593,8 @@ mod tests {
 
     /// Each run of a kept join plan links a new dynamic filter from its hash join to its probe
     /// scan, holding that run's keys — not none (the reset alone drops the join's filter, and
-    /// the probe side would be read whole) and not the kept plan's beside it.
+    /// the probe side would be read whole) and not the kept plan's beside it — without
+    /// running DataFusion's filter pushdown again.
     #[test]
     fn each_run_of_a_kept_join_gives_its_probe_scan_that_runs_keys() {
         let dir = tempfile::tempdir().unwrap();
@@ -572,6 +651,9 @@ mod tests {
                 .is_none()
         );
         let params = [Value::from("T4"), Value::Int(30)];
+        // Linked straight, not by DataFusion's filter pushdown run again.
+        let bound = Arc::new(StatementParams(params.to_vec()));
+        assert!(cached.renewed(&session.reads(), &bound).unwrap().is_some());
         let run = cached.for_run(session.reads(), &params).unwrap();
         let batches = session
             .block_on(async {

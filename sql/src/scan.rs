@@ -8,6 +8,7 @@
 //! `EXPLAIN` shows the query and the plan Strata chose for it when the scan was planned
 //! (`StrataScan: table=… plan=index by_town rows≈… where=…`).
 
+use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
 use datafusion::arrow::array::RecordBatch;
@@ -23,6 +24,7 @@ use datafusion::logical_expr::Expr;
 use datafusion::physical_expr::EquivalenceProperties;
 use datafusion::physical_expr::PhysicalSortExpr;
 use datafusion::physical_expr::expressions::Column as PhysicalColumn;
+use datafusion::physical_expr::expressions::DynamicFilterPhysicalExpr;
 use datafusion::physical_expr_common::physical_expr::snapshot_physical_expr;
 use datafusion::physical_plan::execution_plan::apply_expression_roots;
 use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
@@ -211,6 +213,28 @@ impl StrataScan {
         scan.reads = Some(reads);
         scan.params = Some(params);
         scan
+    }
+
+    /// This scan for one run as [`StrataScan::for_run`], each of its dynamic filters swapped
+    /// for the new run's filter from the same producer (`renewed`, by the old filter's
+    /// [`PhysicalExpr::expression_id`]), with this scan's columns. `None` when a filter has no
+    /// renewal there: the caller links the run's filters by DataFusion's pushdown instead.
+    pub(crate) fn for_run_renewed(
+        &self,
+        reads: StatementSnapshot,
+        params: Arc<StatementParams>,
+        renewed: &HashMap<u64, Arc<DynamicFilterPhysicalExpr>>,
+    ) -> Option<StrataScan> {
+        let mut scan = self.for_run(reads, params);
+        for old in &self.dynamic {
+            let new = renewed.get(&old.expression_id()?)?;
+            let columns = old.children().into_iter().cloned().collect();
+            let new = (Arc::clone(new) as Arc<dyn PhysicalExpr>)
+                .with_new_children(columns)
+                .ok()?;
+            scan.dynamic.push(new);
+        }
+        Some(scan)
     }
 
     /// A copy of this scan without its reads, parameters, dynamic filters or metrics.

@@ -133,6 +133,10 @@ fn a_prepared_statement_through_datafusion_answers_each_parameter_as_its_literal
          WHERE a.town = $1 AND a.id < $2 ORDER BY a.id",
         "SELECT id FROM people WHERE town = $1 AND id > $2 \
          AND id IN (SELECT id + 1 FROM people WHERE town = 'T3') ORDER BY id",
+        // A sort keeping its first rows, whose dynamic filter (the rows' bound so far)
+        // reaches the scans below the join: each run's must start empty.
+        "SELECT a.id, b.name FROM people a JOIN people b ON b.id = a.id + 7 \
+         WHERE a.town = $1 AND a.id >= $2 ORDER BY b.name DESC, a.id LIMIT 3",
     ];
     let text = |batches: Vec<RecordBatch>| {
         datafusion::arrow::util::pretty::pretty_format_batches(&batches)
