@@ -209,11 +209,10 @@ pub struct Batcher {
     slots: Vec<usize>,
     /// The columns' positions, in their names' order (a record's fields' order).
     by_name: Vec<usize>,
-    /// The field names of the record added last, and `(field, column)` for each column one
-    /// of its fields fills: the rows of a query share one list of names, so their fields are
-    /// matched to columns once, not by comparing names in every row.
-    names: Option<FieldNames>,
-    places: Vec<(usize, usize)>,
+    /// The field layouts met lately ([`Layout`]), the last record's first: the rows of a
+    /// query share a few lists of names (a field some rows lack makes another), so their
+    /// fields are matched to columns once a list, not by comparing names in every row.
+    layouts: Vec<Layout>,
     /// How many columns stage in each buffer.
     ints: usize,
     floats: usize,
@@ -226,6 +225,16 @@ pub struct Batcher {
     scratch: Vec<u8>,
     rows: usize,
 }
+
+/// A list of field names and `(field, column)` for each column one of its fields fills.
+struct Layout {
+    names: FieldNames,
+    places: Vec<(usize, usize)>,
+}
+
+/// How many layouts a [`Batcher`] remembers: rows of one table seldom have more, and a
+/// record's names are compared with each before it is matched anew.
+const LAYOUTS: usize = 4;
 
 /// The values of the rows since the last batch, row after row.
 #[derive(Default)]
@@ -295,8 +304,7 @@ impl Batcher {
         Batcher {
             table: Arc::clone(table),
             by_name,
-            names: None,
-            places: Vec::new(),
+            layouts: Vec::with_capacity(LAYOUTS),
             nulls: vec![0; columns.len()],
             scratch: Vec::new(),
             columns,
@@ -341,7 +349,11 @@ impl Batcher {
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
     /// table, the row's key and the field (and the row is not added).
     pub fn add(&mut self, record: &Record) -> Result<(), DataFusionError> {
-        if !self.names.as_ref().is_some_and(|n| record.has_names(n)) {
+        if !self
+            .layouts
+            .first()
+            .is_some_and(|l| record.has_names(&l.names))
+        {
             self.learn(record);
         }
         let staged = &mut self.staged;
@@ -353,7 +365,7 @@ impl Batcher {
         );
         // A column the record has no field for stays NULL, as `make_room` left it.
         let values = record.values();
-        for &(j, i) in &self.places {
+        for &(j, i) in &self.layouts[0].places {
             let (v, column) = (&values[j], &self.columns[i]);
             if let Err(unfit) = staged.stage(marks, self.slots[i], column, v) {
                 staged.rewind(marks);
@@ -372,20 +384,29 @@ impl Batcher {
         Ok(())
     }
 
-    /// Learns where the fields of `record`'s names go: both its fields and the columns in
-    /// name order, one walk finds them all (a field two columns read goes to both).
+    /// Puts the layout of `record`'s names first: one remembered, else learnt — where its
+    /// fields go, found in one walk of its fields and the columns in name order (a field two
+    /// columns read goes to both) — in the place of the one met longest ago.
     #[cold]
     fn learn(&mut self, record: &Record) {
-        self.places.clear();
+        if let Some(at) = self.layouts.iter().position(|l| record.has_names(&l.names)) {
+            self.layouts[..=at].rotate_right(1);
+            return;
+        }
+        let mut places = Vec::with_capacity(self.columns.len());
         let mut fields = record.iter().enumerate().peekable();
         for &i in &self.by_name {
             let name = self.columns[i].name.as_str();
             while fields.next_if(|(_, (field, _))| *field < name).is_some() {}
             if let Some((j, _)) = fields.peek().filter(|(_, (field, _))| *field == name) {
-                self.places.push((*j, i));
+                places.push((*j, i));
             }
         }
-        self.names = Some(record.field_names());
+        if self.layouts.len() == LAYOUTS {
+            self.layouts.pop();
+        }
+        let names = record.field_names();
+        self.layouts.insert(0, Layout { names, places });
     }
 
     /// The error for `v`, of `record`, not fitting `column`.
@@ -889,6 +910,20 @@ mod tests {
             check(&batcher.finish().unwrap(), &ids);
             assert_eq!(batcher.rows(), 0);
         }
+    }
+
+    /// Rows of more field layouts than a batcher remembers (here 20: a field no column reads
+    /// makes five of each of `row`'s four), met in turn and out of turn.
+    #[test]
+    fn rows_of_more_layouts_than_remembered_fill_their_columns() {
+        let mut batcher = batcher();
+        let ids: Vec<i64> = (1..70).chain([5, 5, 12, 1, 60, 2]).collect();
+        for &id in &ids {
+            let mut r = row(id);
+            r.set(format!("unread{}", id % 5), id);
+            batcher.add(&r).unwrap();
+        }
+        check(&batcher.finish().unwrap(), &ids);
     }
 
     #[test]
