@@ -345,12 +345,23 @@ impl Cached {
             // One filter a node, which the walk below puts back in it.
             known &= produced.len() <= 1;
             for old in produced {
-                known &= node.is::<HashJoinExec>() || node.is::<SortExec>();
+                // The columns the producer makes its filter over, as DataFusion does: the
+                // join's probe-side keys, the sort's expressions.
+                let columns: Vec<_> = if let Some(join) = node.downcast_ref::<HashJoinExec>() {
+                    join.on()
+                        .iter()
+                        .map(|(_, probe)| Arc::clone(probe))
+                        .collect()
+                } else if let Some(sort) = node.downcast_ref::<SortExec>() {
+                    sort.expr().iter().map(|e| Arc::clone(&e.expr)).collect()
+                } else {
+                    known = false;
+                    continue;
+                };
                 let Some(id) = old.expression_id() else {
                     known = false;
                     continue;
                 };
-                let columns = old.children().into_iter().cloned().collect();
                 renewed.insert(
                     id,
                     Arc::new(DynamicFilterPhysicalExpr::new(columns, lit(true))),

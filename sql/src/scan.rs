@@ -228,10 +228,15 @@ impl StrataScan {
         let mut scan = self.for_run(reads, params);
         for old in &self.dynamic {
             let new = renewed.get(&old.expression_id()?)?;
-            let columns = old.children().into_iter().cloned().collect();
-            let new = (Arc::clone(new) as Arc<dyn PhysicalExpr>)
-                .with_new_children(columns)
-                .ok()?;
+            let columns: Vec<_> = old.children().into_iter().cloned().collect();
+            let new = Arc::clone(new) as Arc<dyn PhysicalExpr>;
+            // Remapped only where the scan names the columns otherwise (a remapped filter
+            // rewrites its expression on each read).
+            let new = if new.children().into_iter().eq(columns.iter()) {
+                new
+            } else {
+                new.with_new_children(columns).ok()?
+            };
             scan.dynamic.push(new);
         }
         Some(scan)

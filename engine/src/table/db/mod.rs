@@ -35,6 +35,7 @@ use crate::table::codec::format::{
 use crate::table::codec::key::decode_value;
 use crate::table::codec::layouts::Layouts;
 use crate::table::codec::record::Record;
+use crate::table::codec::row_reader::RowReader;
 use crate::table::commit::change_log::FeedRegistry;
 use crate::table::commit::outbox::{Tracker, outbox_seq};
 use crate::table::commit::resolver::Resolver;
@@ -271,6 +272,14 @@ impl Table {
                 .as_ref()
                 .map(|s| Arc::new(for_planning(s.clone()))),
         })
+    }
+
+    /// Keeps `reader`'s field names as the table's row layout, if none is kept yet (after a
+    /// query read a row: the next queries' readers start from them).
+    pub(crate) fn share_row_layout(&self, reader: &RowReader) {
+        if self.row_layout.get().is_none() {
+            let _ = self.row_layout.set(reader.layout().into());
+        }
     }
 }
 

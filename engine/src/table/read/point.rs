@@ -17,7 +17,7 @@ use crate::table::db::Table;
 use crate::table::read::access::{row_reader, single_key};
 use crate::table::read::rows::ExecStats;
 use crate::table::read::snapshot::DbSnapshot;
-use crate::table::read::stream::Mode;
+use crate::table::read::stream::{Mode, matches};
 
 /// What a point read found.
 pub(crate) struct PointRead {
@@ -56,8 +56,7 @@ pub(crate) fn read_point(
         // the reader builds every tested field, as a stream's fetch does.
         if reader.builds_tested() {
             let record = reader.build(bytes)?;
-            let passes = predicates.iter().all(|p| p.matches(record.value(&p.field)));
-            Ok(passes.then_some(record))
+            Ok(matches(&record, &predicates).then_some(record))
         } else if reader.test_passes(bytes, &predicates)? {
             reader.build(bytes).map(Some)
         } else {
@@ -68,8 +67,8 @@ pub(crate) fn read_point(
         .projection
         .as_ref()
         .is_some_and(|fields| reader.keeps_only(fields));
-    if built.is_some() && table.row_layout.get().is_none() {
-        let _ = table.row_layout.set(reader.layout().into());
+    if built.is_some() {
+        table.share_row_layout(&reader);
     }
     table.readers.give_back(reader);
     let record = built

@@ -206,7 +206,8 @@ impl RowFilter {
     }
 }
 
-fn matches(record: &Record, predicates: &[Predicate]) -> bool {
+/// Whether `record` passes every one of `predicates`.
+pub(crate) fn matches(record: &Record, predicates: &[Predicate]) -> bool {
     predicates.iter().all(|p| p.matches(record.value(&p.field)))
 }
 
@@ -389,9 +390,7 @@ impl Stream {
     /// Gives the table the field names of the rows read, for the readers of later queries,
     /// if it has none yet.
     fn share_layout(&self) {
-        if self.table.row_layout.get().is_none() {
-            let _ = self.table.row_layout.set(self.reader.layout().into());
-        }
+        self.table.share_row_layout(&self.reader);
     }
 
     /// The error for the damaged row at `key` of fact shard `shard`.

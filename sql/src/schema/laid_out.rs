@@ -1,0 +1,197 @@
+//! A record batch's values laid out in one Arrow buffer ([`LaidOut`]), written through
+//! [`Words`]: what [`super::Batcher::finish`] builds its columns' arrays from.
+
+use std::sync::Arc;
+
+use datafusion::arrow::array::{
+    ArrayRef, BinaryArray, BooleanArray, Float64Array, Int64Array, StringArray,
+};
+use datafusion::arrow::buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
+use datafusion::error::DataFusionError;
+
+use super::ColumnType;
+
+/// A batch's values in one buffer (one allocation and one reference count for the whole
+/// batch, not one or two per kind): each kind's columns one after another in its section —
+/// integers and floats, text offsets (`rows + 1` a column, from 0 in the column's bytes), the
+/// text bytes, the validity bits of the columns with NULLs, the booleans' bits — each section
+/// starting on an 8-byte boundary of the buffer, which starts on one.
+pub(super) struct LaidOut {
+    pub(super) buffer: Buffer,
+    /// Where each section starts, in bytes.
+    pub(super) ints: usize,
+    pub(super) floats: usize,
+    pub(super) offsets: usize,
+    pub(super) bytes: usize,
+    pub(super) validity: usize,
+    pub(super) bools: usize,
+    /// Where each text column's bytes start in their section (and the last ends).
+    pub(super) starts: Vec<usize>,
+}
+
+impl LaidOut {
+    /// The column of `kind` at `slot` among its kind's, with `nulls`.
+    pub(super) fn column(
+        &self,
+        kind: ColumnType,
+        slot: usize,
+        rows: usize,
+        nulls: Option<NullBuffer>,
+    ) -> Result<ArrayRef, DataFusionError> {
+        let buffer = || self.buffer.clone();
+        Ok(match kind {
+            ColumnType::Int => Arc::new(Int64Array::new(
+                ScalarBuffer::new(buffer(), self.ints / 8 + slot * rows, rows),
+                nulls,
+            )),
+            ColumnType::Float => Arc::new(Float64Array::new(
+                ScalarBuffer::new(buffer(), self.floats / 8 + slot * rows, rows),
+                nulls,
+            )),
+            ColumnType::Bool => Arc::new(BooleanArray::new(
+                BooleanBuffer::new(buffer(), self.bools * 8 + slot * rows, rows),
+                nulls,
+            )),
+            ColumnType::Text | ColumnType::Bytes => {
+                let at = self.offsets / 4 + slot * (rows + 1);
+                let offsets = OffsetBuffer::new(ScalarBuffer::new(buffer(), at, rows + 1));
+                let (start, end) = (self.starts[slot], self.starts[slot + 1]);
+                let values = self
+                    .buffer
+                    .slice_with_length(self.bytes + start, end - start);
+                if kind == ColumnType::Text {
+                    Arc::new(StringArray::try_new(offsets, values, nulls)?)
+                } else {
+                    Arc::new(BinaryArray::try_new(offsets, values, nulls)?)
+                }
+            }
+        })
+    }
+
+    /// The validity of the `k`th column with NULLs.
+    pub(super) fn nulls(&self, k: usize, rows: usize) -> NullBuffer {
+        NullBuffer::new(BooleanBuffer::new(
+            self.buffer.clone(),
+            self.validity * 8 + k * rows,
+            rows,
+        ))
+    }
+}
+
+/// Bytes written into 8-byte words, so that the buffer they become is aligned for any
+/// column's values.
+pub(super) struct Words {
+    words: Vec<u64>,
+    /// Bytes written.
+    len: usize,
+}
+
+impl Words {
+    pub(super) fn with_capacity(words: usize) -> Words {
+        Words {
+            words: Vec::with_capacity(words),
+            len: 0,
+        }
+    }
+
+    /// Bytes written so far.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// A whole word, where a word starts.
+    pub(super) fn put_word(&mut self, word: u64) {
+        debug_assert!(self.len.is_multiple_of(8));
+        self.words.push(word);
+        self.len += 8;
+    }
+
+    pub(super) fn put(&mut self, mut bytes: &[u8]) {
+        // Into the word begun, then whole words, then a word begun.
+        while !self.len.is_multiple_of(8) {
+            let Some((&b, rest)) = bytes.split_first() else {
+                return;
+            };
+            self.put_byte(b);
+            bytes = rest;
+        }
+        let mut whole = bytes.chunks_exact(8);
+        for chunk in &mut whole {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            self.words.push(u64::from_ne_bytes(word));
+            self.len += 8;
+        }
+        for &b in whole.remainder() {
+            self.put_byte(b);
+        }
+    }
+
+    pub(super) fn put_byte(&mut self, b: u8) {
+        if self.len.is_multiple_of(8) {
+            self.words.push(0);
+        }
+        if let Some(last) = self.words.last_mut() {
+            let mut word = last.to_ne_bytes();
+            word[self.len % 8] = b;
+            *last = u64::from_ne_bytes(word);
+        }
+        self.len += 1;
+    }
+
+    /// `bits`, packed as Arrow packs them (bit `i` in byte `i / 8`, least significant first).
+    pub(super) fn put_bits(&mut self, bits: impl Iterator<Item = bool>) {
+        let mut byte = 0u8;
+        let mut count = 0usize;
+        for bit in bits {
+            byte |= u8::from(bit) << (count % 8);
+            count += 1;
+            if count.is_multiple_of(8) {
+                self.put_byte(byte);
+                byte = 0;
+            }
+        }
+        if !count.is_multiple_of(8) {
+            self.put_byte(byte);
+        }
+    }
+
+    /// Pads to the next 8-byte boundary.
+    pub(super) fn align(&mut self) {
+        self.len = self.len.div_ceil(8) * 8;
+    }
+
+    pub(super) fn finish(self) -> Buffer {
+        Buffer::from_vec(self.words)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_hold_bytes_and_bits_where_arrow_reads_them() {
+        for len in [0, 1, 7, 8, 9, 20, 64, 65] {
+            let bits: Vec<bool> = (0..len).map(|i| i % 3 == 0 || i % 7 == 5).collect();
+            // After 3 bytes, aligned: the bits start a word.
+            let mut words = Words::with_capacity(1);
+            words.put(b"abc");
+            words.align();
+            let at = words.len();
+            words.put_bits(bits.iter().copied());
+            let buffer = words.finish();
+            assert_eq!(&buffer.as_slice()[..3], b"abc");
+            let ours = BooleanBuffer::new(buffer, at * 8, len);
+            assert_eq!(ours, BooleanBuffer::from(bits.clone()), "{len} bits");
+        }
+        let mut words = Words::with_capacity(0);
+        words.put(b"12345");
+        words.put(b"6789abcdefghij");
+        words.put(&7i64.to_ne_bytes());
+        assert_eq!(words.len(), 27);
+        let mut expected = b"123456789abcdefghij".to_vec();
+        expected.extend(7i64.to_ne_bytes());
+        assert_eq!(&words.finish().as_slice()[..27], &expected[..]);
+    }
+}
