@@ -149,6 +149,9 @@ pub(crate) struct RowReader {
     /// How each predicate is tested on a value's bytes ([`RowReader::test_passes`]), made
     /// on its first row.
     byte_tests: Vec<ByteTest>,
+    /// A record a caller was done with, whose buffers [`RowReader::build_spared`] builds the
+    /// next row in ([`RowReader::keep_spare`]).
+    spare: Option<Record>,
 }
 
 impl RowReader {
@@ -191,6 +194,7 @@ impl RowReader {
             primer: None,
             dictionary: Arc::clone(&NONE),
             byte_tests: Vec::new(),
+            spare: None,
         }
     }
 
@@ -577,6 +581,27 @@ impl RowReader {
     pub(crate) fn build(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
         let (names, values) = self.build_parts(bytes)?;
         Ok(Record::from_names(names, values))
+    }
+
+    /// [`RowReader::build`] in the buffers of the record kept with
+    /// [`RowReader::keep_spare`], if there is one.
+    #[inline(always)]
+    pub(crate) fn build_spared(&mut self, bytes: &[u8]) -> Result<Record, RecordError> {
+        match self.spare.take() {
+            Some(spare) => self.build_reusing(bytes, spare),
+            None => self.build(bytes),
+        }
+    }
+
+    /// Keeps `record`, which its holder is done with, for [`RowReader::build_spared`] to
+    /// build a later row in its buffers (a record of text fields is an allocation a field).
+    pub(crate) fn keep_spare(&mut self, record: Record) {
+        self.spare = Some(record);
+    }
+
+    /// Whether it keeps a record's buffers for its next build.
+    pub(crate) fn has_spare(&self) -> bool {
+        self.spare.is_some()
     }
 
     /// [`RowReader::build`] in the buffers of `spare`, a record the caller is done with:

@@ -55,10 +55,10 @@ pub(crate) fn read_point(
         // A row its key names is likely to pass: built first and tested on its record when
         // the reader builds every tested field, as a stream's fetch does.
         if reader.builds_tested() {
-            let record = reader.build(bytes)?;
+            let record = reader.build_spared(bytes)?;
             Ok(matches(&record, &predicates).then_some(record))
         } else if reader.test_passes(bytes, &predicates)? {
-            reader.build(bytes).map(Some)
+            reader.build_spared(bytes).map(Some)
         } else {
             Ok(None)
         }

@@ -511,10 +511,13 @@ impl<'a> Rows<'a> {
     }
 
     /// Gives `record`'s buffers to the stream that builds the next row, when one stream
-    /// builds the rows in the order they are returned.
+    /// builds the rows in the order they are returned; a point query's (no stream) to its
+    /// table's readers, for a later query's row.
     fn recycle(&mut self, record: Record) {
         if let ([stream], None, None) = (&mut self.streams[..], &self.merge_by, &self.ready) {
             stream.spare = Some(record);
+        } else if self.streams.is_empty() && !record.is_empty() {
+            self.table.readers.give_spare(record);
         }
     }
 }
