@@ -357,11 +357,15 @@ impl Batcher {
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
     /// table, the row's key and the field (and the row is not added).
     pub fn add(&mut self, record: &Record) -> Result<(), DataFusionError> {
-        if !self
-            .layouts
-            .first()
-            .is_some_and(|l| record.shares_names(&l.names))
-        {
+        let known = match self.layouts.first() {
+            Some(l) if record.shares_names(&l.names) => true,
+            Some(l) if record.has_names(&l.names) => {
+                self.keep_lasting_names(0, record);
+                true
+            }
+            _ => false,
+        };
+        if !known {
             self.learn(record);
         }
         let staged = &mut self.staged;
@@ -398,9 +402,7 @@ impl Batcher {
     #[cold]
     fn learn(&mut self, record: &Record) {
         if let Some(at) = self.layouts.iter().position(|l| record.has_names(&l.names)) {
-            // The record's own list from now on: the rows after it that share it are known
-            // by one pointer compared, not their names (~200 instructions a row, callgrind).
-            self.layouts[at].names = record.field_names();
+            self.keep_lasting_names(at, record);
             self.layouts[..=at].rotate_right(1);
             return;
         }
@@ -418,6 +420,17 @@ impl Batcher {
         }
         let names = record.field_names();
         self.layouts.insert(0, Layout { names, places });
+    }
+
+    /// Keeps `record`'s list of names for layout `at` (whose names it has) if the list lasts
+    /// (`Record::names_are_lasting`): the rows after it that share it are then known by one
+    /// pointer compared, not by their names (~200 instructions a row, callgrind). A list
+    /// that does not last (each row's own, or a reader's before its layout is interned) is
+    /// not taken up: rows that alternate between such lists would swap them at every row.
+    fn keep_lasting_names(&mut self, at: usize, record: &Record) {
+        if record.names_are_lasting() {
+            self.layouts[at].names = record.field_names();
+        }
     }
 
     /// The error for `v`, of `record`, not fitting `column`.
@@ -441,28 +454,32 @@ impl Batcher {
 
     /// The rows added so far as one batch, and a fresh start.
     pub fn finish(&mut self) -> Result<RecordBatch, DataFusionError> {
+        self.finish_checked(cfg!(debug_assertions))
+    }
+
+    /// [`Batcher::finish`], the arrays checked as Arrow checks them when `check`, else taken
+    /// as made (a batch's texts' UTF-8, its NULL counts, its arrays against its schema were
+    /// ~2,500 of a SQL point query's ~30,000 instructions, callgrind). Release builds skip
+    /// the checks; debug builds, and the tests, which also build batches unchecked and
+    /// validate them in full, make them.
+    fn finish_checked(&mut self, check: bool) -> Result<RecordBatch, DataFusionError> {
         let rows = std::mem::take(&mut self.rows);
-        let laid = self.lay_out(rows)?;
-        let mut with_nulls = 0;
-        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
-        for (i, column) in self.columns.iter().enumerate() {
-            let nulls = (self.nulls[i] > 0).then(|| {
-                with_nulls += 1;
-                laid.nulls(with_nulls - 1, rows, self.nulls[i])
-            });
-            arrays.push(laid.column(column.kind, self.slots[i], rows, nulls)?);
-        }
+        let laid = self.lay_out(rows);
+        let arrays = laid.and_then(|laid| self.arrays(&laid, rows, check));
+        // Cleared whatever happened: a batch that failed leaves no rows to the next one.
         self.clear();
-        if self.schema_fits && !cfg!(debug_assertions) {
+        let arrays = arrays?;
+        if self.schema_fits && !check {
             #[expect(
                 unsafe_code,
-                reason = "Arrow's checks of arrays made to fit: ~1,100 of a SQL point \
-                          query's ~32,000 instructions (callgrind)"
+                reason = "Arrow's checks of arrays made to fit their schema: ~1,100 of a SQL \
+                          point query's ~30,000 instructions (callgrind)"
             )]
-            // SAFETY: `schema_fits` says the schema has one nullable field for each column,
-            // of the type `LaidOut::column` gives that column's array; every array holds
-            // `rows` values. `try_new_with_options` below checks no more than this (debug
-            // builds, and so the tests, take that path and check every batch they make).
+            // SAFETY: `schema_fits` says the schema has one field for each column, of the type
+            // `LaidOut::column` gives that column's array (and nullable, though `new_unchecked`
+            // needs no more than the types); every array holds `rows` values, the count given.
+            // `try_new_with_options` below checks no more than this; the tests build batches
+            // both ways and compare them.
             return Ok(unsafe { RecordBatch::new_unchecked(self.schema(), arrays, rows) });
         }
         // No columns (`count(*)`): the batch still says how many rows it stands for.
@@ -472,6 +489,27 @@ impl Batcher {
             arrays,
             &options,
         )?)
+    }
+
+    /// Each column's array of the batch `laid` (of `rows` rows).
+    fn arrays(
+        &self,
+        laid: &LaidOut,
+        rows: usize,
+        check: bool,
+    ) -> Result<Vec<ArrayRef>, DataFusionError> {
+        let mut with_nulls = 0;
+        let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
+        for (i, column) in self.columns.iter().enumerate() {
+            let nulls = if self.nulls[i] > 0 {
+                with_nulls += 1;
+                Some(laid.nulls(with_nulls - 1, rows, self.nulls[i], check)?)
+            } else {
+                None
+            };
+            arrays.push(laid.column(column.kind, self.slots[i], rows, nulls, check)?);
+        }
+        Ok(arrays)
     }
 
     /// The staged `rows` laid out column after column in one buffer, each kind in its section
@@ -809,25 +847,86 @@ mod tests {
     }
 
     #[test]
-    fn a_layout_met_again_in_an_equal_list_of_names_keeps_that_list() {
+    fn a_layout_keeps_a_lasting_list_of_its_names_and_no_other() {
+        // Rows read from a table, their layout served long enough that its list lasts.
+        let dir = tempfile::tempdir().unwrap();
+        let db = Db::open(dir.path(), strata::Options::default()).unwrap();
+        db.create_table("t", ["id"], strata::TableOptions::default())
+            .unwrap();
+        for id in 1..=100i64 {
+            db.insert("t", row(id)).unwrap();
+        }
+        let read: Vec<Record> = (db.query("t", &Query::default()).unwrap())
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let lasting = read.last().unwrap();
+        assert!(lasting.names_are_lasting());
         let mut batcher = batcher();
-        let first = row(1);
+        // A list of its own, equal: the layout is learnt with it.
+        let first = row(100);
+        assert!(!first.names_are_lasting() && !first.shares_names(&lasting.field_names()));
         batcher.add(&first).unwrap();
-        // Equal names in a list of their own (as a layout's list, once interned, is).
+        // The lasting list is taken up: the rows that share it are known by it alone.
+        batcher.add(lasting).unwrap();
+        assert!(lasting.shares_names(&batcher.layouts[0].names));
+        // Another list of its own, equal, is not: the lasting one stays.
         let names = FieldNames::new(first.iter().map(|(name, _)| name)).unwrap();
-        let again = Record::with_names(&names, first.values().to_vec()).unwrap();
-        assert!(!again.shares_names(&first.field_names()));
-        batcher.add(&again).unwrap();
-        // The rows after it that share its list are known by the list alone.
-        assert!(again.shares_names(&batcher.layouts[0].names));
-        batcher.add(&again).unwrap();
-        check(&batcher.finish().unwrap(), &[1, 1, 1]);
+        let own = Record::with_names(&names, first.values().to_vec()).unwrap();
+        batcher.add(&own).unwrap();
+        assert!(lasting.shares_names(&batcher.layouts[0].names));
+        assert!(!own.shares_names(&batcher.layouts[0].names));
+        check(&batcher.finish().unwrap(), &[100, 100, 100]);
+    }
+
+    #[test]
+    fn a_batch_made_unchecked_is_the_batch_made_checked_and_valid_in_full() {
+        let mut columns = batcher().columns.to_vec();
+        // A lenient column of mixed kinds, its values written as text.
+        columns.push(Column {
+            name: "mixed".into(),
+            kind: ColumnType::Text,
+            mixed: true,
+        });
+        let columns: Arc<[Column]> = columns.into();
+        let table = batcher().table;
+        let ids: Vec<i64> = (0..40).collect();
+        let batch = |check: bool, rows: &[i64]| {
+            let mut batcher = Batcher::new(&table, Arc::clone(&columns));
+            for &id in rows {
+                let mut r = row(id);
+                match id % 4 {
+                    0 => r.set("mixed", id),
+                    1 => r.set("mixed", format!("ü{id}")),
+                    2 => r.set("mixed", ""),
+                    _ => None,
+                };
+                if id % 5 == 0 {
+                    r.set("name", "");
+                }
+                batcher.add(&r).unwrap();
+            }
+            batcher.finish_checked(check).unwrap()
+        };
+        for rows in [&ids[..], &ids[..1], &ids[3..4], &[]] {
+            let (checked, unchecked) = (batch(true, rows), batch(false, rows));
+            assert_eq!(unchecked, checked, "{} rows", rows.len());
+            for (column, field) in unchecked.columns().iter().zip(unchecked.schema().fields()) {
+                column.to_data().validate_full().unwrap();
+                assert_eq!(column.data_type(), field.data_type());
+                assert_eq!(column.len(), rows.len());
+            }
+            let again = RecordBatch::try_new(unchecked.schema(), unchecked.columns().to_vec());
+            assert_eq!(again.unwrap(), checked);
+        }
     }
 
     #[test]
     fn only_a_schema_of_nullable_fields_of_the_columns_types_is_taken_as_fitting() {
-        let columns: Arc<[Column]> =
-            vec![column("id", ColumnType::Int), column("name", ColumnType::Text)].into();
+        let columns: Arc<[Column]> = vec![
+            column("id", ColumnType::Int),
+            column("name", ColumnType::Text),
+        ]
+        .into();
         let table = batcher().table;
         let fits = |fields: Vec<Field>| {
             let schema = Arc::new(Schema::new(fields));

@@ -30,13 +30,15 @@ pub(super) struct LaidOut {
 }
 
 impl LaidOut {
-    /// The column of `kind` at `slot` among its kind's, with `nulls`.
+    /// The column of `kind` at `slot` among its kind's, with `nulls`; its texts checked
+    /// as Arrow checks them when `check` (else taken as `Batcher::lay_out` made them).
     pub(super) fn column(
         &self,
         kind: ColumnType,
         slot: usize,
         rows: usize,
         nulls: Option<NullBuffer>,
+        check: bool,
     ) -> Result<ArrayRef, DataFusionError> {
         let buffer = || self.buffer.clone();
         Ok(match kind {
@@ -59,46 +61,61 @@ impl LaidOut {
                 let values = self
                     .buffer
                     .slice_with_length(self.bytes + start, end - start);
-                if kind == ColumnType::Text && !cfg!(debug_assertions) {
-                    #[expect(
-                        unsafe_code,
-                        reason = "a check of UTF-8 the values' `&str`s were made with: ~100 \
-                                  instructions a column of a SQL point query, more for long texts"
-                    )]
-                    // SAFETY: the offsets start at 0 and grow by each value's length to the
-                    // end of `values` (`Batcher::lay_out`), and each value between two of them
-                    // is the bytes of a `&str` (`Staged::stage` stages only those in a text
-                    // column): valid UTF-8, each offset on a character's boundary; `nulls`
-                    // has a bit for each of the `rows` values. Debug
-                    // builds, and so the tests, check every text column with `try_new`.
-                    Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
-                } else if kind == ColumnType::Text {
-                    Arc::new(StringArray::try_new(offsets, values, nulls)?)
-                } else {
-                    Arc::new(BinaryArray::try_new(offsets, values, nulls)?)
+                match kind {
+                    ColumnType::Text if check => {
+                        Arc::new(StringArray::try_new(offsets, values, nulls)?)
+                    }
+                    ColumnType::Text => {
+                        #[expect(
+                            unsafe_code,
+                            reason = "a check of UTF-8 that the values' `&str`s were made \
+                                      with: ~100 instructions a column of a SQL point query, \
+                                      more for long texts"
+                        )]
+                        // SAFETY: the offsets start at 0 and grow by each value's length to
+                        // the end of `values` (`Batcher::lay_out`; `OffsetBuffer::new` has
+                        // checked they never fall), and each value between two of them is the
+                        // bytes of a `&str` (`Staged::stage` stages only those in a text
+                        // column, which has a slot of its own): valid UTF-8, each offset on a
+                        // character's boundary; `nulls` has a bit for each of the `rows`
+                        // values. Debug builds take the checked path; the tests build batches
+                        // both ways and validate these arrays in full.
+                        Arc::new(unsafe { StringArray::new_unchecked(offsets, values, nulls) })
+                    }
+                    _ => Arc::new(BinaryArray::try_new(offsets, values, nulls)?),
                 }
             }
         })
     }
 
-    /// The validity of the `k`th column with NULLs, which has `count` of them.
-    pub(super) fn nulls(&self, k: usize, rows: usize, count: usize) -> NullBuffer {
+    /// The validity of the `k`th column with NULLs, which has `count` of them (counted
+    /// again, and compared, when `check`).
+    pub(super) fn nulls(
+        &self,
+        k: usize,
+        rows: usize,
+        count: usize,
+        check: bool,
+    ) -> Result<NullBuffer, DataFusionError> {
         let bits = BooleanBuffer::new(self.buffer.clone(), self.validity * 8 + k * rows, rows);
-        if cfg!(debug_assertions) {
+        if check {
             let nulls = NullBuffer::new(bits);
-            assert_eq!(nulls.null_count(), count, "column {k}'s NULLs miscounted");
-            return nulls;
+            if nulls.null_count() != count {
+                return Err(DataFusionError::Internal(format!(
+                    "a batch's column {k} has {} NULLs, counted {count}",
+                    nulls.null_count()
+                )));
+            }
+            return Ok(nulls);
         }
         #[expect(
             unsafe_code,
             reason = "a count of the NULLs `Batcher::lay_out` has just counted"
         )]
-        // SAFETY: `count` is the number of rows whose value the column lacks, counted from
-        // the same flags these bits were written from (`Batcher::lay_out`); debug builds, and
-        // so the tests, count the bits again and compare.
-        unsafe {
-            NullBuffer::new_unchecked(bits, count)
-        }
+        // SAFETY: `count` is the number of rows whose value the column lacks, counted from the
+        // same flags, in the same order, as these bits were written (`Batcher::lay_out`);
+        // debug builds count the bits again and compare, and so do the tests.
+        Ok(unsafe { NullBuffer::new_unchecked(bits, count) })
     }
 }
 

@@ -214,6 +214,14 @@ impl Record {
     /// Whether this record's names are an interned list (`name_list.rs`).
     #[cfg(test)]
     pub(crate) fn names_are_interned(&self) -> bool {
+        self.names_are_lasting()
+    }
+
+    /// Whether its names are a list kept for the life of the process, as the rows a query
+    /// reads of a layout that has served a few dozen rows have: a reader may keep the list at
+    /// no cost (no reference count) and know the rows after it that share it by one pointer
+    /// compared ([`Record::shares_names`]).
+    pub fn names_are_lasting(&self) -> bool {
         matches!(self.names, NameList::Interned(_))
     }
 

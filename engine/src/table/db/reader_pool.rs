@@ -6,6 +6,8 @@
 
 use std::sync::Mutex;
 
+use strata_planner::Value;
+
 use crate::table::codec::record::Record;
 use crate::table::codec::row_reader::RowReader;
 
@@ -13,6 +15,11 @@ use crate::table::codec::row_reader::RowReader;
 /// TUNING: the shapes an application queries a table in at once are few; the search for one
 /// that fits stays short, and the layouts each holds are a few hundred bytes.
 const POOLED_READERS: usize = 8;
+
+/// The most text and bytes a record given to a reader as its spare may hold.
+/// TUNING: a row of a few dozen ordinary fields holds a few KiB; a record that held a large
+/// value (a row may be megabytes) is not worth keeping in each of a table's readers.
+const SPARE_BYTES: usize = 64 << 10;
 
 /// The readers a table's finished streams gave back, the last given back last.
 #[derive(Default)]
@@ -51,7 +58,18 @@ impl ReaderPool {
     /// keeps none: the next query to take that reader builds its row in the record's
     /// buffers. A point query's one row was ~1,300 of its ~34,000 instructions through SQL
     /// in allocations (a string a text field, callgrind) that the row before had made.
+    /// A record holding more than [`SPARE_BYTES`] of text and bytes is dropped instead.
     pub(crate) fn give_spare(&self, record: Record) {
+        let held: usize = (record.values().iter())
+            .map(|v| match v {
+                Value::Str(s) => s.capacity(),
+                Value::Bytes(b) => b.capacity(),
+                _ => 0,
+            })
+            .sum();
+        if held > SPARE_BYTES {
+            return;
+        }
         let Ok(mut pool) = self.0.try_lock() else {
             return;
         };
@@ -69,7 +87,10 @@ impl ReaderPool {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
+    use crate::table::codec::layouts::Layouts;
 
     fn kept(fields: &[&str]) -> Option<Vec<String>> {
         Some(fields.iter().map(|f| f.to_string()).collect())
@@ -107,6 +128,38 @@ mod tests {
         let every = RowReader::testing(&[], &[], None);
         assert!(every.fits(&[], &[], None));
         assert!(!every.fits(&[], &[], kept(&["id"]).as_deref()));
+    }
+
+    #[test]
+    fn a_spare_record_goes_to_the_last_reader_given_back_if_it_has_none_and_is_small() {
+        let pool = ReaderPool::default();
+        let record = |text: usize| {
+            let mut r = Record::new();
+            r.set("id", 1);
+            r.set("notes", "x".repeat(text));
+            r
+        };
+        pool.give_spare(record(10));
+        pool.give_back(RowReader::testing(&["town"], &[], None));
+        pool.give_back(RowReader::testing(&["age"], &[], None));
+        pool.give_spare(record(SPARE_BYTES + 1));
+        let has_spare = |tested: &str| pool.take(&[tested], &[], None).unwrap().has_spare();
+        assert!(!has_spare("age"), "a large record is dropped");
+        let layouts = Arc::new(Layouts::from_sections([record(3).names_section()]).unwrap());
+        pool.give_back(RowReader::testing(&["age"], &[], None).with_layouts(&layouts));
+        pool.give_spare(record(SPARE_BYTES / 2));
+        pool.give_spare(record(10));
+        let mut age = pool.take(&["age"], &[], None).unwrap();
+        assert!(age.has_spare(), "the last reader given back keeps it");
+        assert!(!has_spare("town"), "one spare, to one reader");
+        // The next row is built in the spare's buffers, and is that row alone.
+        let built = age.build_spared(&layouts.encode_known(&record(3))).unwrap();
+        assert!(!age.has_spare());
+        assert_eq!(built, record(3));
+        let Value::Str(notes) = built.value("notes") else {
+            panic!("notes is text: {built:?}");
+        };
+        assert!(notes.capacity() >= SPARE_BYTES / 2, "built afresh");
     }
 
     #[test]
