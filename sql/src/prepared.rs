@@ -53,6 +53,8 @@ pub struct Prepared<'s> {
     kind: PreparedKind,
     /// How many parameters it takes.
     params: usize,
+    /// The physical plan of its last run through DataFusion, with that run's metrics.
+    last_plan: Mutex<Option<Arc<dyn ExecutionPlan>>>,
 }
 
 enum PreparedKind {
@@ -80,6 +82,7 @@ impl<'s> Prepared<'s> {
                 session,
                 kind: PreparedKind::Statement(s.clone()),
                 params,
+                last_plan: Mutex::new(None),
             });
         }
         let context = session.statement_context(session.reads());
@@ -104,6 +107,7 @@ impl<'s> Prepared<'s> {
             session,
             kind,
             params,
+            last_plan: Mutex::new(None),
         })
     }
 
@@ -130,12 +134,29 @@ impl<'s> Prepared<'s> {
         }
     }
 
+    /// The physical plan its last run through DataFusion ran, with that run's metrics (each
+    /// Strata scan's rows and `strata_time`, each operator's own): what `EXPLAIN ANALYZE`
+    /// would show of that run, without running it again. `None` before such a run, and for a
+    /// run of the fast path or of a statement that is not a query.
+    pub fn last_run_plan(&self) -> Option<Arc<dyn ExecutionPlan>> {
+        self.last_plan
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Keeps `plan` as the last run's, or forgets the last one (`None`: a run without one).
+    fn keep_plan(&self, plan: Option<&Arc<dyn ExecutionPlan>>) {
+        *self.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = plan.map(Arc::clone);
+    }
+
     /// Runs it with `params` (`$1` is `params[0]`), blocking.
     pub fn execute(&self, params: &[Value]) -> Result<Vec<RecordBatch>> {
         if let PreparedKind::Fast(fast, _) = &self.kind {
             // No runtime needed: Strata alone.
             crate::session::check_params(self.params, params)?;
             if let Some(batches) = fast.run(self.session.db(), &self.session.reads(), params)? {
+                self.keep_plan(None);
                 return Ok(batches);
             }
         }
@@ -150,6 +171,7 @@ impl<'s> Prepared<'s> {
             PreparedKind::Fast(fast, plan) => {
                 let reads = session.reads();
                 if let Some(batches) = fast.run(session.db(), &reads, params)? {
+                    self.keep_plan(None);
                     return Ok(batches);
                 }
                 self.through_datafusion(plan, reads, params).await
@@ -162,6 +184,7 @@ impl<'s> Prepared<'s> {
                 if let Some(cached) = optimized.cached(session, &reads, params).await {
                     let physical = cached.for_run(reads, params)?;
                     let task = Arc::clone(&cached.task);
+                    self.keep_plan(Some(&physical));
                     return Ok(datafusion::physical_plan::collect(physical, task).await?);
                 }
                 let context = session.statement_context(reads);
@@ -172,7 +195,7 @@ impl<'s> Prepared<'s> {
                 let state = context.state();
                 let pushed = Optimizer::with_rules(vec![Arc::new(PushDownFilter::new())])
                     .optimize(bound, &optimizer_context(&state), |_, _| {})?;
-                crate::session::run_optimized(&context, pushed).await
+                self.run_kept(&context, pushed).await
             }
             PreparedKind::Planned(plan, None) => {
                 self.through_datafusion(plan, session.reads(), params).await
@@ -180,6 +203,7 @@ impl<'s> Prepared<'s> {
             PreparedKind::Statement(statement) => {
                 let mut statement = statement.clone();
                 bind_statement(&mut statement, params)?;
+                self.keep_plan(None);
                 session.sql(&statement.to_string()).await
             }
         }
@@ -194,7 +218,25 @@ impl<'s> Prepared<'s> {
         let context = self.session.statement_context(reads);
         let scalars: Vec<ScalarValue> = params.iter().map(scalar_of).collect();
         let plan = plan.clone().with_param_values(scalars)?;
-        crate::session::run_plan(&context, plan).await
+        if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)) {
+            // DataFusion's own DDL and `SET` (`CREATE EXTERNAL TABLE`): its context runs them.
+            self.keep_plan(None);
+            return crate::session::run_plan(&context, plan).await;
+        }
+        let optimized = context.state().optimize(&plan)?;
+        self.run_kept(&context, optimized).await
+    }
+
+    /// Runs `optimized` as `session::run_optimized` does, keeping its physical plan as the
+    /// last run's.
+    async fn run_kept(
+        &self,
+        context: &SessionContext,
+        optimized: LogicalPlan,
+    ) -> Result<Vec<RecordBatch>> {
+        let (physical, state) = crate::session::physical_plan(context, &optimized, &[]).await?;
+        self.keep_plan(Some(&physical));
+        Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
     }
 }
 

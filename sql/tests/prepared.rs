@@ -5,8 +5,11 @@
 use std::sync::Arc;
 
 use datafusion::arrow::array::{Array, Int64Array, RecordBatch, StringArray};
+use datafusion::physical_plan::ExecutionPlan;
+use datafusion::physical_plan::metrics::MetricsSet;
 use strata::{Db, IndexOptions, Options, Value};
 use strata_sql::SqlSession;
+use strata_sql::scan::STRATA_TIME;
 
 fn session() -> (tempfile::TempDir, SqlSession) {
     let dir = tempfile::tempdir().unwrap();
@@ -288,6 +291,80 @@ fn a_prepared_plan_that_cannot_run_twice_is_planned_each_run() {
         assert_eq!(ids(&got), vec![want], "{town} below {below}");
     }
     assert!(top.reuses_plan());
+}
+
+/// The sum over `plan` and every node below it of what `metric` reads of each node's
+/// metrics.
+fn metric_sum(
+    plan: &Arc<dyn ExecutionPlan>,
+    metric: &dyn Fn(&MetricsSet) -> Option<usize>,
+) -> usize {
+    let own = plan.metrics().and_then(|m| metric(&m)).unwrap_or(0);
+    own + plan
+        .children()
+        .into_iter()
+        .map(|c| metric_sum(c, metric))
+        .sum::<usize>()
+}
+
+#[test]
+fn each_run_through_datafusion_leaves_its_plan_with_that_runs_metrics() {
+    let (_dir, session) = session();
+    // The fast path: no plan.
+    let point = session
+        .prepare("SELECT * FROM people WHERE id = $1")
+        .unwrap();
+    assert!(point.last_run_plan().is_none());
+    point.execute(&[Value::Int(3)]).unwrap();
+    assert!(point.last_run_plan().is_none());
+    // A self-join, its plan kept from the second run on: each run's plan counts that run's
+    // rows and Strata's time, not the runs' before it.
+    let join = session
+        .prepare(
+            "SELECT a.id, b.id FROM people a JOIN people b ON b.town = a.town \
+             WHERE a.id < $1 AND b.id < $2 ORDER BY a.id, b.id",
+        )
+        .unwrap();
+    assert!(join.last_run_plan().is_none());
+    for (a, b) in [(3, 20), (3, 20), (10, 50), (2, 7), (10, 50)] {
+        let got = join.execute(&[Value::Int(a), Value::Int(b)]).unwrap();
+        let rows: usize = got.iter().map(RecordBatch::num_rows).sum();
+        let plan = join.last_run_plan().unwrap();
+        let returned = plan.metrics().and_then(|m| m.output_rows());
+        assert_eq!(returned, Some(rows), "{a}, {b}: the root's rows");
+        // The nodes' rows: at least the join's and the first side's scan's (the second
+        // side's scan reads only the towns the first side's rows have).
+        let scanned = metric_sum(&plan, &|m| m.output_rows());
+        assert!(
+            scanned >= rows + a as usize,
+            "{a}, {b}: {scanned} rows counted"
+        );
+        let strata = metric_sum(&plan, &|m| m.sum_by_name(STRATA_TIME).map(|v| v.as_usize()));
+        assert!(strata > 0, "{a}, {b}: Strata's time");
+    }
+    assert!(join.reuses_plan());
+    // A plan made each run has its run's too.
+    let listed = session
+        .prepare(
+            "SELECT p.id FROM people p JOIN (VALUES (1), (8), (15)) AS v(x) \
+             ON v.x = p.id WHERE p.town = $1",
+        )
+        .unwrap();
+    let got = listed.execute(&[Value::from("T1")]).unwrap();
+    let plan = listed.last_run_plan().unwrap();
+    assert_eq!(
+        plan.metrics().and_then(|m| m.output_rows()),
+        Some(ids(&got).len())
+    );
+    assert!(!listed.reuses_plan());
+    // A run of the fast path after one through DataFusion leaves none.
+    let either = session
+        .prepare("SELECT id FROM people WHERE town = $1 ORDER BY id LIMIT 3")
+        .unwrap();
+    either.execute(&[Value::from("T1")]).unwrap();
+    either.execute(&[Value::Int(1)]).unwrap_or_default();
+    either.execute(&[Value::from("T1")]).unwrap();
+    assert!(either.is_fast() && either.last_run_plan().is_none());
 }
 
 /// DataFusion's own `PREPARE` / `EXECUTE`, in a context of the product's own: it optimises the
