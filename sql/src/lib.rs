@@ -45,7 +45,7 @@ pub mod values;
 
 pub use catalog::StrataCatalog;
 pub use datafusion;
-pub use prepared::Prepared;
+pub use prepared::{Prepared, RunPlan};
 pub use session::{SMALL_STATEMENT_ROWS, SqlSession};
 pub use table::StrataTable;
 

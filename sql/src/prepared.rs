@@ -53,8 +53,6 @@ pub struct Prepared<'s> {
     kind: PreparedKind,
     /// How many parameters it takes.
     params: usize,
-    /// The physical plan of its last run through DataFusion, with that run's metrics.
-    last_plan: Mutex<Option<Arc<dyn ExecutionPlan>>>,
 }
 
 enum PreparedKind {
@@ -82,7 +80,6 @@ impl<'s> Prepared<'s> {
                 session,
                 kind: PreparedKind::Statement(s.clone()),
                 params,
-                last_plan: Mutex::new(None),
             });
         }
         let context = session.statement_context(session.reads());
@@ -107,7 +104,6 @@ impl<'s> Prepared<'s> {
             session,
             kind,
             params,
-            last_plan: Mutex::new(None),
         })
     }
 
@@ -134,45 +130,42 @@ impl<'s> Prepared<'s> {
         }
     }
 
-    /// The physical plan its last run through DataFusion ran, with that run's metrics (each
-    /// Strata scan's rows and `strata_time`, each operator's own): what `EXPLAIN ANALYZE`
-    /// would show of that run, without running it again. `None` before such a run, and for a
-    /// run of the fast path or of a statement that is not a query.
-    pub fn last_run_plan(&self) -> Option<Arc<dyn ExecutionPlan>> {
-        self.last_plan
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// Keeps `plan` as the last run's, or forgets the last one (`None`: a run without one).
-    fn keep_plan(&self, plan: Option<&Arc<dyn ExecutionPlan>>) {
-        *self.last_plan.lock().unwrap_or_else(|e| e.into_inner()) = plan.map(Arc::clone);
-    }
-
     /// Runs it with `params` (`$1` is `params[0]`), blocking.
     pub fn execute(&self, params: &[Value]) -> Result<Vec<RecordBatch>> {
+        self.execute_with_plan(params).map(|(batches, _)| batches)
+    }
+
+    /// [`Prepared::execute`], with the physical plan the run ran through DataFusion and that
+    /// run's metrics (each Strata scan's rows and `strata_time`, each operator's own): what
+    /// `EXPLAIN ANALYZE` would show of that run, without running it again. `None` for a run
+    /// of the fast path or of a statement that is not a query. The plan holds the run's
+    /// snapshot (its rows' versions stay readable) for as long as it is kept.
+    pub fn execute_with_plan(&self, params: &[Value]) -> Result<(Vec<RecordBatch>, RunPlan)> {
         if let PreparedKind::Fast(fast, _) = &self.kind {
             // No runtime needed: Strata alone.
             crate::session::check_params(self.params, params)?;
             if let Some(batches) = fast.run(self.session.db(), &self.session.reads(), params)? {
-                self.keep_plan(None);
-                return Ok(batches);
+                return Ok((batches, None));
             }
         }
-        self.session.block_on(self.run(params))
+        self.session.block_on(self.run_with_plan(params))
     }
 
     /// Runs it with `params`.
     pub async fn run(&self, params: &[Value]) -> Result<Vec<RecordBatch>> {
+        self.run_with_plan(params).await.map(|(batches, _)| batches)
+    }
+
+    /// [`Prepared::run`], with the physical plan of a run through DataFusion
+    /// ([`Prepared::execute_with_plan`]).
+    pub async fn run_with_plan(&self, params: &[Value]) -> Result<(Vec<RecordBatch>, RunPlan)> {
         crate::session::check_params(self.params, params)?;
         let session = self.session;
         match &self.kind {
             PreparedKind::Fast(fast, plan) => {
                 let reads = session.reads();
                 if let Some(batches) = fast.run(session.db(), &reads, params)? {
-                    self.keep_plan(None);
-                    return Ok(batches);
+                    return Ok((batches, None));
                 }
                 self.through_datafusion(plan, reads, params).await
             }
@@ -184,8 +177,9 @@ impl<'s> Prepared<'s> {
                 if let Some(cached) = optimized.cached(session, &reads, params).await {
                     let physical = cached.for_run(reads, params)?;
                     let task = Arc::clone(&cached.task);
-                    self.keep_plan(Some(&physical));
-                    return Ok(datafusion::physical_plan::collect(physical, task).await?);
+                    let batches =
+                        datafusion::physical_plan::collect(Arc::clone(&physical), task).await?;
+                    return Ok((batches, Some(physical)));
                 }
                 let context = session.statement_context(reads);
                 let scalars: Vec<ScalarValue> = params.iter().map(scalar_of).collect();
@@ -195,7 +189,9 @@ impl<'s> Prepared<'s> {
                 let state = context.state();
                 let pushed = Optimizer::with_rules(vec![Arc::new(PushDownFilter::new())])
                     .optimize(bound, &optimizer_context(&state), |_, _| {})?;
-                self.run_kept(&context, pushed).await
+                let (batches, physical) =
+                    crate::session::run_optimized_plan(&context, pushed).await?;
+                Ok((batches, Some(physical)))
             }
             PreparedKind::Planned(plan, None) => {
                 self.through_datafusion(plan, session.reads(), params).await
@@ -203,8 +199,7 @@ impl<'s> Prepared<'s> {
             PreparedKind::Statement(statement) => {
                 let mut statement = statement.clone();
                 bind_statement(&mut statement, params)?;
-                self.keep_plan(None);
-                session.sql(&statement.to_string()).await
+                Ok((session.sql(&statement.to_string()).await?, None))
             }
         }
     }
@@ -214,31 +209,18 @@ impl<'s> Prepared<'s> {
         plan: &LogicalPlan,
         reads: StatementSnapshot,
         params: &[Value],
-    ) -> Result<Vec<RecordBatch>> {
+    ) -> Result<(Vec<RecordBatch>, RunPlan)> {
         let context = self.session.statement_context(reads);
         let scalars: Vec<ScalarValue> = params.iter().map(scalar_of).collect();
         let plan = plan.clone().with_param_values(scalars)?;
-        if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)) {
-            // DataFusion's own DDL and `SET` (`CREATE EXTERNAL TABLE`): its context runs them.
-            self.keep_plan(None);
-            return crate::session::run_plan(&context, plan).await;
-        }
-        let optimized = context.state().optimize(&plan)?;
-        self.run_kept(&context, optimized).await
-    }
-
-    /// Runs `optimized` as `session::run_optimized` does, keeping its physical plan as the
-    /// last run's.
-    async fn run_kept(
-        &self,
-        context: &SessionContext,
-        optimized: LogicalPlan,
-    ) -> Result<Vec<RecordBatch>> {
-        let (physical, state) = crate::session::physical_plan(context, &optimized, &[]).await?;
-        self.keep_plan(Some(&physical));
-        Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+        let (batches, physical) = crate::session::run_plan_with_plan(&context, plan).await?;
+        Ok((batches, physical))
     }
 }
+
+/// The physical plan a prepared statement's run ran through DataFusion, with that run's
+/// metrics ([`Prepared::execute_with_plan`]); `None` when the run did not go through it.
+pub type RunPlan = Option<Arc<dyn ExecutionPlan>>;
 
 /// A prepared statement's plan optimised with its placeholders, and the physical plan made
 /// from it at the first run, kept when it can run again.

@@ -50,21 +50,35 @@ pub(crate) async fn run_plan(
     context: &SessionContext,
     plan: LogicalPlan,
 ) -> Result<Vec<RecordBatch>> {
-    if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)) {
-        // DataFusion's own DDL and `SET`: its context runs them.
-        return Ok(context.execute_logical_plan(plan).await?.collect().await?);
-    }
-    let optimized = context.state().optimize(&plan)?;
-    run_optimized(context, optimized).await
+    Ok(run_plan_with_plan(context, plan).await?.0)
 }
 
-/// [`run_plan`] for a plan already optimised.
-pub(crate) async fn run_optimized(
+/// [`run_plan`], with the physical plan it ran (and its metrics), if it made one (not for
+/// DDL and `SET`).
+pub(crate) async fn run_plan_with_plan(
+    context: &SessionContext,
+    plan: LogicalPlan,
+) -> Result<(Vec<RecordBatch>, Option<Arc<dyn ExecutionPlan>>)> {
+    if matches!(plan, LogicalPlan::Ddl(_) | LogicalPlan::Statement(_)) {
+        // DataFusion's own DDL and `SET`: its context runs them.
+        let batches = context.execute_logical_plan(plan).await?.collect().await?;
+        return Ok((batches, None));
+    }
+    let optimized = context.state().optimize(&plan)?;
+    let (batches, physical) = run_optimized_plan(context, optimized).await?;
+    Ok((batches, Some(physical)))
+}
+
+/// [`run_plan`] for a plan already optimised, with the physical plan it ran (and its
+/// metrics).
+pub(crate) async fn run_optimized_plan(
     context: &SessionContext,
     optimized: LogicalPlan,
-) -> Result<Vec<RecordBatch>> {
+) -> Result<(Vec<RecordBatch>, Arc<dyn ExecutionPlan>)> {
     let (physical, state) = physical_plan(context, &optimized, &[]).await?;
-    Ok(datafusion::physical_plan::collect(physical, state.task_ctx()).await?)
+    let batches =
+        datafusion::physical_plan::collect(Arc::clone(&physical), state.task_ctx()).await?;
+    Ok((batches, physical))
 }
 
 /// `optimized` made physical — on one partition when every table it reads is a Strata

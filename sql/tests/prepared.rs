@@ -308,15 +308,15 @@ fn metric_sum(
 }
 
 #[test]
-fn each_run_through_datafusion_leaves_its_plan_with_that_runs_metrics() {
+fn each_run_through_datafusion_gives_its_plan_with_that_runs_metrics() {
     let (_dir, session) = session();
     // The fast path: no plan.
     let point = session
         .prepare("SELECT * FROM people WHERE id = $1")
         .unwrap();
-    assert!(point.last_run_plan().is_none());
-    point.execute(&[Value::Int(3)]).unwrap();
-    assert!(point.last_run_plan().is_none());
+    let (got, plan) = point.execute_with_plan(&[Value::Int(3)]).unwrap();
+    assert_eq!(ids(&got), vec![3]);
+    assert!(plan.is_none());
     // A self-join, its plan kept from the second run on: each run's plan counts that run's
     // rows and Strata's time, not the runs' before it.
     let join = session
@@ -325,11 +325,12 @@ fn each_run_through_datafusion_leaves_its_plan_with_that_runs_metrics() {
              WHERE a.id < $1 AND b.id < $2 ORDER BY a.id, b.id",
         )
         .unwrap();
-    assert!(join.last_run_plan().is_none());
     for (a, b) in [(3, 20), (3, 20), (10, 50), (2, 7), (10, 50)] {
-        let got = join.execute(&[Value::Int(a), Value::Int(b)]).unwrap();
+        let (got, plan) = join
+            .execute_with_plan(&[Value::Int(a), Value::Int(b)])
+            .unwrap();
         let rows: usize = got.iter().map(RecordBatch::num_rows).sum();
-        let plan = join.last_run_plan().unwrap();
+        let plan = plan.unwrap();
         let returned = plan.metrics().and_then(|m| m.output_rows());
         assert_eq!(returned, Some(rows), "{a}, {b}: the root's rows");
         // The nodes' rows: at least the join's and the first side's scan's (the second
@@ -343,6 +344,13 @@ fn each_run_through_datafusion_leaves_its_plan_with_that_runs_metrics() {
         assert!(strata > 0, "{a}, {b}: Strata's time");
     }
     assert!(join.reuses_plan());
+    // A value that does not convert (text for an integer) plans that run anew: its plan too.
+    let (got, plan) = join
+        .execute_with_plan(&[Value::from("3"), Value::Int(20)])
+        .unwrap();
+    let rows: usize = got.iter().map(RecordBatch::num_rows).sum();
+    let returned = plan.unwrap().metrics().and_then(|m| m.output_rows());
+    assert_eq!(returned, Some(rows));
     // A plan made each run has its run's too.
     let listed = session
         .prepare(
@@ -350,21 +358,18 @@ fn each_run_through_datafusion_leaves_its_plan_with_that_runs_metrics() {
              ON v.x = p.id WHERE p.town = $1",
         )
         .unwrap();
-    let got = listed.execute(&[Value::from("T1")]).unwrap();
-    let plan = listed.last_run_plan().unwrap();
+    let (got, plan) = listed.execute_with_plan(&[Value::from("T1")]).unwrap();
     assert_eq!(
-        plan.metrics().and_then(|m| m.output_rows()),
+        plan.unwrap().metrics().and_then(|m| m.output_rows()),
         Some(ids(&got).len())
     );
     assert!(!listed.reuses_plan());
-    // A run of the fast path after one through DataFusion leaves none.
-    let either = session
-        .prepare("SELECT id FROM people WHERE town = $1 ORDER BY id LIMIT 3")
+    // A statement that is not a query: none.
+    let insert = session
+        .prepare("INSERT INTO people VALUES ($1, 'new', 'T9')")
         .unwrap();
-    either.execute(&[Value::from("T1")]).unwrap();
-    either.execute(&[Value::Int(1)]).unwrap_or_default();
-    either.execute(&[Value::from("T1")]).unwrap();
-    assert!(either.is_fast() && either.last_run_plan().is_none());
+    let (_, plan) = insert.execute_with_plan(&[Value::Int(9000)]).unwrap();
+    assert!(plan.is_none());
 }
 
 /// DataFusion's own `PREPARE` / `EXECUTE`, in a context of the product's own: it optimises the
