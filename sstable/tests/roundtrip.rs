@@ -67,6 +67,7 @@ proptest! {
         raw in prop::collection::vec(entry(), 0..300),
         block_size in prop_oneof![Just(64usize), Just(512), Just(4096)],
         restart_interval in prop_oneof![Just(1usize), Just(3), Just(16)],
+        restart_bytes in prop_oneof![Just(usize::MAX), Just(1usize), Just(40), Just(512)],
         zstd: bool,
         version in 1..=FORMAT_VERSION,
         probes in prop::collection::vec((prop::collection::vec(0u8..5, 0..7), 0u64..60), 20),
@@ -74,7 +75,7 @@ proptest! {
         let entries = normalise(raw);
         let table = open(&build_version(
             &entries,
-            options(block_size, restart_interval, zstd),
+            TableOptions { restart_bytes, ..options(block_size, restart_interval, zstd) },
             version,
         ));
         prop_assert_eq!(table.properties().entries, entries.len() as u64);

@@ -15,6 +15,9 @@ pub(crate) struct BlockBuilder {
     restarts: Vec<u32>,
     restart_interval: usize,
     since_restart: usize,
+    /// Bytes of entries after which the next entry is a restart point, even before
+    /// `restart_interval` entries.
+    restart_bytes: usize,
     last_key: Vec<u8>,
     /// Values may share a prefix with the value before them (format version 2).
     share_values: bool,
@@ -32,6 +35,7 @@ impl BlockBuilder {
             restarts: Vec::new(),
             restart_interval,
             since_restart: 0,
+            restart_bytes: usize::MAX,
             last_key: Vec::new(),
             share_values,
             last_value: Vec::new(),
@@ -39,9 +43,20 @@ impl BlockBuilder {
         }
     }
 
+    /// Also makes an entry a restart point once the entries since the last one take
+    /// `bytes` or more (at least 1), so that a seek's walk from a restart point stays short
+    /// where entries are large (see [`TableOptions::restart_bytes`](crate::TableOptions)).
+    pub(crate) fn with_restart_bytes(mut self, bytes: usize) -> Self {
+        self.restart_bytes = bytes.max(1);
+        self
+    }
+
     /// Appends an entry. REQUIRES: it sorts after the previous entry (the table builder checks).
     pub(crate) fn add(&mut self, user_key: &[u8], trailer: u64, value: &[u8]) {
-        let restart = self.since_restart == self.restart_interval || self.entries == 0;
+        let since = self.restarts.last().map_or(0, |&at| at as usize);
+        let restart = self.since_restart == self.restart_interval
+            || self.entries == 0
+            || self.buf.len() - since >= self.restart_bytes;
         let shared = if restart {
             self.restarts.push(self.offset_u32());
             self.since_restart = 0;

@@ -60,10 +60,13 @@ pub fn model_get<'m>(
         .find(|(key, seqno, _, _)| key.as_slice() == user_key && *seqno <= snapshot)
 }
 
+/// Options with a full key every `restart_interval` entries and at no byte bound (the tests
+/// that place restart points count entries).
 pub fn options(block_size_bytes: usize, restart_interval: usize, zstd: bool) -> TableOptions {
     TableOptions {
         block_size_bytes,
         restart_interval,
+        restart_bytes: usize::MAX,
         compression: if zstd {
             Compression::Zstd { level: 1 }
         } else {

@@ -31,6 +31,7 @@ use crate::table::catalog::covering::KeyFields;
 use crate::table::codec::format::{KEY_NULL, shard_of};
 use crate::table::codec::key::{KeyFormat, prefix_successor};
 use crate::table::codec::row_reader::RowReader;
+use crate::table::db::reader_pool::FetchBuffers;
 use crate::table::db::{Db, Table, leading_value};
 use crate::table::read::stream::{
     FIRST_FETCH_BATCH, KeyRanges, Mode, RowFilter, Source, Stream, merge_pending,
@@ -210,6 +211,18 @@ impl StreamKit<'_> {
             } => clustered(self.table, ix),
             _ => false,
         };
+        // Only a stream that fetches rows uses them.
+        let buffers = if matches!(
+            mode,
+            Mode::Index {
+                covering: false,
+                ..
+            }
+        ) {
+            self.table.readers.take_buffers()
+        } else {
+            FetchBuffers::default()
+        };
         Stream {
             table: Arc::clone(self.table),
             predicates: Arc::clone(predicates),
@@ -222,11 +235,12 @@ impl StreamKit<'_> {
             mode,
             fetched: VecDeque::new(),
             spare: None,
-            fetch_values: Vec::new(),
+            fetch_values: buffers.values,
             fact_cursor: None,
             merge_fetches,
             covering,
-            fetch_keys: Vec::new(),
+            fetch_keys: buffers.keys,
+            fetch_targets: Vec::new(),
             range_prefix: (0, 0),
             fetch_batch: self.query.limit.map_or(FIRST_FETCH_BATCH, |limit| {
                 usize::try_from(limit).map_or(FIRST_FETCH_BATCH, |l| l.clamp(1, FIRST_FETCH_BATCH))

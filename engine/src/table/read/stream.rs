@@ -25,6 +25,7 @@ use crate::table::catalog::entry::{entry_target, index_entry, key_corrupt, recor
 use crate::table::codec::key::{decode_prefix, shared_prefix};
 use crate::table::codec::record::{Record, RecordError};
 use crate::table::codec::row_reader::RowReader;
+use crate::table::db::reader_pool::FetchBuffers;
 use crate::table::db::{ShardStore, Table};
 use crate::table::read::rows::ExecStats;
 
@@ -162,6 +163,8 @@ pub(crate) struct Stream {
     pub(crate) fetch_batch: usize,
     /// The entry keys of the batch being fetched, end to end (kept for the next batch).
     pub(crate) fetch_keys: Vec<u8>,
+    /// The targets of the batch being fetched (kept for the next batch).
+    pub(crate) fetch_targets: Vec<Target>,
     /// The whole key values every key of the range being read starts with (how many and
     /// their bytes; see [`shared_prefix`]), up to the first one a covering read needs:
     /// stepped over, not walked, in each entry.
@@ -181,6 +184,10 @@ impl Drop for Stream {
     fn drop(&mut self) {
         let reader = std::mem::replace(&mut self.reader, RowReader::new(&[], None));
         self.table.readers.give_back(reader);
+        self.table.readers.give_buffers(FetchBuffers {
+            keys: std::mem::take(&mut self.fetch_keys),
+            values: std::mem::take(&mut self.fetch_values),
+        });
     }
 }
 
@@ -875,7 +882,9 @@ impl Stream {
             // entry), each read where the cursor holds it.
             let mut buf = std::mem::take(&mut self.fetch_keys);
             buf.clear();
-            let mut batch: Vec<Target> = Vec::with_capacity(want);
+            let mut batch = std::mem::take(&mut self.fetch_targets);
+            batch.clear();
+            batch.reserve(want);
             while batch.len() < want {
                 let Some(held) = self.next_held()? else {
                     break;
@@ -905,6 +914,7 @@ impl Stream {
             }
             if batch.is_empty() {
                 self.fetch_keys = buf;
+                self.fetch_targets = batch;
                 return Ok(None);
             }
             if sorted {
@@ -919,8 +929,11 @@ impl Stream {
             let fetched = self.fetch_batch(&buf, &mut batch, &mut values);
             self.fetch_keys = buf;
             self.fetch_values = values;
+            if fetched.is_ok() {
+                self.fetched.extend(batch.drain(..));
+            }
+            self.fetch_targets = batch;
             fetched?;
-            self.fetched.extend(batch);
             if let Some(r) = self.next_fetched()? {
                 return Ok(Some(r));
             }

@@ -98,6 +98,68 @@ fn entries_read_back_both_ways_and_seek_finds_the_first_at_or_after() {
     }
 }
 
+#[test]
+fn large_entries_get_a_restart_point_every_few_and_read_back_the_same() {
+    // Entries of ~150 bytes: with a 512-byte bound a full key every fourth entry, not every
+    // sixteenth; small entries keep the interval.
+    let value = vec![b'v'; 140];
+    let keys: Vec<Vec<u8>> = (0..40u32)
+        .map(|i| format!("key{:03}", i * 2).into_bytes())
+        .collect();
+    let built = |bytes: usize, value: &[u8]| {
+        let mut builder = BlockBuilder::new(16, false).with_restart_bytes(bytes);
+        for key in &keys {
+            builder.add(key, pack_trailer(7, ValueKind::Put), value);
+        }
+        Block::new(Bytes::copy_from_slice(builder.finish()), false).expect("valid")
+    };
+    let entry = |value: &[u8]| {
+        let mut one = BlockBuilder::new(16, false);
+        one.add(&keys[0], pack_trailer(7, ValueKind::Put), value);
+        one.estimated_size() - 8
+    };
+    let per_restart = 512usize.div_ceil(entry(&value));
+    let large = built(512, &value);
+    assert_eq!(large.restart_count, 40usize.div_ceil(per_restart));
+    assert!(large.restart_count >= 10, "{}", large.restart_count);
+    assert_eq!(
+        built(usize::MAX, &value).restart_count,
+        3,
+        "every 16 entries"
+    );
+    assert_eq!(
+        built(512, b"v").restart_count,
+        3,
+        "small entries keep the interval"
+    );
+    assert_eq!(
+        built(1, b"v").restart_count,
+        40,
+        "a bound of one byte: every entry"
+    );
+    for block in [large, built(1, b"v")] {
+        let mut iter = block.iter();
+        iter.seek_to_first();
+        let mut read = Vec::new();
+        while iter.valid() {
+            read.push(iter.user_key().to_vec());
+            iter.next();
+        }
+        assert_eq!(read, keys);
+        for (i, key) in keys.iter().enumerate() {
+            iter.seek(key, u64::MAX >> 8);
+            assert_eq!(iter.user_key(), &key[..]);
+            let mut between = key.clone();
+            between.push(b'!');
+            iter.seek(&between, u64::MAX >> 8);
+            assert_eq!(iter.valid(), i + 1 < keys.len());
+            if i + 1 < keys.len() {
+                assert_eq!(iter.user_key(), &keys[i + 1][..]);
+            }
+        }
+    }
+}
+
 /// A block of `(shared, suffix, seqno)` entries written by hand (values empty), with
 /// restart points at the entries `restarts` names.
 fn raw_block(entries: &[(u64, &[u8], u64)], restarts: &[usize]) -> Block {

@@ -68,6 +68,7 @@ fn forged_table() -> Table {
     let options = crate::TableOptions {
         block_size_bytes: 1 << 16,
         restart_interval: 16,
+        restart_bytes: usize::MAX,
         compression: crate::Compression::None,
         bloom_bits_per_key: 10,
         share_value_prefixes: false,
