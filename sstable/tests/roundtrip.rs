@@ -200,7 +200,22 @@ fn values_sharing_a_head_are_stored_once_per_restart_interval() {
         ..TableOptions::default()
     };
     let new = build_version(&entries, sharing.clone(), FORMAT_VERSION);
-    assert_eq!(new, build(&entries, sharing), "the option writes version 2");
+    assert_eq!(
+        new,
+        build(&entries, sharing.clone()),
+        "the option writes version 2"
+    );
+    // A restart point stores its whole value: the byte bound on restart intervals, which
+    // would store the head every few rows, is not applied.
+    let unbounded = TableOptions {
+        restart_bytes: usize::MAX,
+        ..sharing
+    };
+    assert_eq!(
+        new,
+        build(&entries, unbounded),
+        "no byte bound on shared values"
+    );
     // Version 1 stores the head in every row; version 2 once every 16 entries and then a
     // two-byte length of what is shared.
     let head_bytes = (names.len() * entries.len()) as f64;

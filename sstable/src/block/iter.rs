@@ -137,6 +137,18 @@ impl Block {
             .and_then(|n| at.checked_add(n))
             .ok_or(BAD)?;
         let key = input.get(at..end).ok_or(BAD)?;
+        // Its value within the entries too: what a full read of the entry checks, so that a
+        // search reading restart keys alone accepts exactly the restart points it would.
+        let value_len = if self.shares_values {
+            value_field >> 1
+        } else {
+            value_field
+        };
+        usize::try_from(value_len)
+            .ok()
+            .and_then(|n| end.checked_add(n))
+            .filter(|&value_end| value_end <= input.len())
+            .ok_or(BAD)?;
         let (seqno, _) = unpack_trailer(trailer)
             .ok_or(Corruption::MalformedBlock(BlockFault::UnknownValueKind))?;
         Ok((key, seqno))

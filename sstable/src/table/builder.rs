@@ -52,9 +52,10 @@ pub struct TableOptions {
     /// ... and at the first entry after this many bytes of entries since the last full key
     /// (default 512), so that a seek, which binary-searches the full keys and then walks
     /// the entries after one, walks a few large entries, not sixteen: a table's stored rows
-    /// of a few hundred bytes get a full key every two to four rows, its index entries of a
-    /// few dozen bytes one every sixteen still. Any value reads the same; only the size
-    /// (four bytes and a key's shared prefix a full key) and the walk change.
+    /// of a few hundred bytes get a full key every two to four rows; entries under ~32 bytes
+    /// (most index entries) one every sixteen still. Any value reads the same; only the size
+    /// (four bytes and a key's shared prefix a full key) and the walk change. Not applied
+    /// with [`TableOptions::share_value_prefixes`], whose full keys store whole values.
     pub restart_bytes: usize,
     /// Data block compression (default none).
     pub compression: Compression,
@@ -78,6 +79,17 @@ pub struct TableOptions {
 /// callgrind), for 1.0 % more bytes in the table's files. Index entries (tens of bytes) rarely
 /// reach it before sixteen entries: their files kept their size to the byte.
 pub(crate) const RESTART_BYTES: usize = 512;
+
+/// The byte bound on a data block's restart intervals: none when values share prefixes
+/// (format version 2), where a restart point stores its whole value — a row's names section
+/// again each time, which the sharing exists to store once an interval.
+fn restart_bytes(options: &TableOptions, shares: bool) -> usize {
+    if shares {
+        usize::MAX
+    } else {
+        options.restart_bytes
+    }
+}
 
 impl Default for TableOptions {
     fn default() -> Self {
@@ -131,7 +143,7 @@ impl<W: Write> TableBuilder<W> {
         TableBuilder {
             writer,
             data_block: BlockBuilder::new(options.restart_interval, shares)
-                .with_restart_bytes(options.restart_bytes),
+                .with_restart_bytes(restart_bytes(&options, shares)),
             index_block: BlockBuilder::new(1, shares),
             options,
             offset: 0,
@@ -162,7 +174,7 @@ impl<W: Write> TableBuilder<W> {
         }
         let shares = version >= SHARED_VALUES_VERSION;
         self.data_block = BlockBuilder::new(self.options.restart_interval, shares)
-            .with_restart_bytes(self.options.restart_bytes);
+            .with_restart_bytes(restart_bytes(&self.options, shares));
         self.index_block = BlockBuilder::new(1, shares);
         self.version = version;
         Ok(self)
