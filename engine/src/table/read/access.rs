@@ -233,14 +233,14 @@ impl StreamKit<'_> {
             source,
             reader,
             mode,
-            fetched: VecDeque::new(),
+            fetched: buffers.fetched,
             spare: None,
             fetch_values: buffers.values,
             fact_cursor: None,
             merge_fetches,
             covering,
             fetch_keys: buffers.keys,
-            fetch_targets: Vec::new(),
+            fetch_targets: buffers.targets,
             range_prefix: (0, 0),
             fetch_batch: self.query.limit.map_or(FIRST_FETCH_BATCH, |limit| {
                 usize::try_from(limit).map_or(FIRST_FETCH_BATCH, |l| l.clamp(1, FIRST_FETCH_BATCH))

@@ -25,7 +25,7 @@ use crate::table::catalog::entry::{entry_target, index_entry, key_corrupt, recor
 use crate::table::codec::key::{decode_prefix, shared_prefix};
 use crate::table::codec::record::{Record, RecordError};
 use crate::table::codec::row_reader::RowReader;
-use crate::table::db::reader_pool::FetchBuffers;
+use crate::table::db::reader_pool::{FetchBuffers, Target};
 use crate::table::db::{ShardStore, Table};
 use crate::table::read::rows::ExecStats;
 
@@ -91,25 +91,6 @@ pub(crate) enum Mode {
 enum Held {
     Cursor(Box<Cursor>),
     Pair(Vec<u8>, Bytes),
-}
-
-/// An entry of a fetch batch: the shard of its row, and where in the batch's buffer its key
-/// starts, its primary key starts, and both end.
-pub(crate) struct Target {
-    shard: usize,
-    start: usize,
-    pk: usize,
-    end: usize,
-    /// Where its fetched row lies in `fetch_values`.
-    value: (usize, usize),
-}
-
-impl Target {
-    /// Copies the fetched `row` to the end of `values`, noting where it lies.
-    fn keep(&mut self, values: &mut Vec<u8>, row: &[u8]) {
-        self.value = (values.len(), values.len() + row.len());
-        values.extend_from_slice(row);
-    }
 }
 
 /// One shard's part of a query: it reads one family of one shard store and yields the rows
@@ -178,6 +159,8 @@ impl Drop for Stream {
         self.table.readers.give_buffers(FetchBuffers {
             keys: std::mem::take(&mut self.fetch_keys),
             values: std::mem::take(&mut self.fetch_values),
+            targets: std::mem::take(&mut self.fetch_targets),
+            fetched: std::mem::take(&mut self.fetched),
         });
     }
 }
