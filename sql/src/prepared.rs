@@ -137,11 +137,11 @@ impl<'s> Prepared<'s> {
 
     /// [`Prepared::execute`], with the physical plan the run ran through DataFusion and that
     /// run's metrics (each Strata scan's rows and `strata_time`, each operator's own): what
-    /// `EXPLAIN ANALYZE` would show of that run, without running it again. `None` for a run
-    /// of the fast path, of a statement Strata runs itself (its DDL and DML, `ANALYZE`,
-    /// transactions) and of DataFusion's own DDL and `SET`; any other statement (a query, a
-    /// `COPY … TO`) has one. The plan holds the run's snapshot (its rows' versions stay
-    /// readable) for as long as it is kept.
+    /// `EXPLAIN ANALYZE` would show of that run, without running it again. A query, an
+    /// `EXPLAIN` and a `COPY … TO` have one; `None` for a run of the fast path and for every
+    /// other statement (DDL, DML, `ANALYZE`, transactions, `SET`/`RESET`, `SHOW`,
+    /// `DESCRIBE`). The plan holds the run's snapshot (its rows' versions stay readable) for
+    /// as long as it is kept.
     pub fn execute_with_plan(&self, params: &[Value]) -> Result<(Vec<RecordBatch>, RunPlan)> {
         if let PreparedKind::Fast(fast, _) = &self.kind {
             // No runtime needed: Strata alone.

@@ -586,7 +586,8 @@ impl Stream {
     }
 
     /// The next entry of an index read, where the cursor holds it (or a pair read before,
-    /// for a strong read of an async index). Give it back with [`Stream::release`].
+    /// for a strong read of an async index). Give a cursor back with [`Stream::give_back`], or
+    /// step it on with [`Stream::step`].
     fn next_held(&mut self) -> Result<Option<Held>> {
         if let Some(cursor) = self.take_cursor()? {
             return Ok(Some(Held::Cursor(cursor)));
@@ -852,7 +853,7 @@ impl Stream {
             batch.reserve(want);
             while batch.len() < want {
                 // A range's entries are read where its cursor holds them, the cursor taken out
-                // of the source once for the run of them, not once an entry (~140
+                // of the source once for the run of them, not once an entry (~90
                 // instructions an entry, callgrind).
                 if let Some(mut c) = self.take_cursor()? {
                     let mut failed = None;
