@@ -119,6 +119,7 @@ pub use strata_planner::{
 pub use table::{
     Analysis, BulkLoad, Change, Checkpoint, ColumnDef, ColumnType, Db, DbSnapshot, ExecStats, Feed,
     FeedInfo, FeedOptions, FeedState, FieldNames, IndexDef, IndexLag, IndexOptions, Maintenance,
-    Mutation, OnLag, Options, OwnedRows, OwnedTransaction, Position, ProblemKind, Record, Rows,
-    StatisticsOptions, TableBatch, TableDef, TableOptions, Transaction, TxRows, VerifyReport,
+    Mutation, OnLag, Options, OwnedRows, OwnedTransaction, Position, ProblemKind, Record, RowRef,
+    Rows, StatisticsOptions, TableBatch, TableDef, TableOptions, Transaction, TxRows, ValueRef,
+    VerifyReport,
 };

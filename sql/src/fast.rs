@@ -19,7 +19,7 @@ use datafusion::common::tree_node::TreeNode;
 use datafusion::datasource::source_as_provider;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, SortExpr, TableScan};
-use strata::{Db, Order, Query, Record, Value};
+use strata::{Db, Order, Query, Value};
 
 use crate::Result;
 use crate::filter::condition_with;
@@ -217,9 +217,8 @@ impl FastPlan {
             )
         });
         let mut batches = Vec::new();
-        let mut row = Record::default();
-        while rows.next_into(&mut row)? {
-            batcher.add(&row)?;
+        while let Some(row) = rows.next_ref()? {
+            batcher.add_ref(&row)?;
             if batcher.full() {
                 batches.push(batcher.finish()?);
             }

@@ -40,7 +40,7 @@ use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PhysicalExpr, PlanProperties,
     SendableRecordBatchStream,
 };
-use strata::{Db, Order, Query, Record};
+use strata::{Db, Order, Query};
 
 use crate::filter::{condition_with, conditions_of_physical};
 use crate::schema::{Batcher, Column, ColumnType, TableSchema, arrow_schema};
@@ -545,7 +545,6 @@ impl ExecutionPlan for StrataScan {
         let batches = Batches {
             open: Some(open),
             rows: None,
-            record: Record::default(),
             batcher,
             output_rows,
             strata_time,
@@ -606,8 +605,6 @@ struct Batches {
     open: Option<Opener>,
     /// `None` before they are opened and once they have run out.
     rows: Option<RowSource>,
-    /// The row being read: each is read into the buffers of the one before.
-    record: Record,
     batcher: Batcher,
     output_rows: Count,
     strata_time: Time,
@@ -626,9 +623,9 @@ impl Iterator for Batches {
         }
         let rows = self.rows.as_mut()?;
         while !self.batcher.full() {
-            match rows.next_into(&mut self.record) {
-                Ok(true) => {
-                    if let Err(e) = self.batcher.add(&self.record) {
+            match rows.next_ref() {
+                Ok(Some(row)) => {
+                    if let Err(e) = self.batcher.add_ref(&row) {
                         self.rows = None;
                         return Some(Err(e));
                     }
@@ -637,7 +634,7 @@ impl Iterator for Batches {
                     self.rows = None;
                     return Some(Err(DataFusionError::External(Box::new(e))));
                 }
-                Ok(false) => {
+                Ok(None) => {
                     self.rows = None;
                     break;
                 }

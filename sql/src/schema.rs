@@ -28,7 +28,7 @@ use std::sync::Arc;
 use datafusion::arrow::array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use datafusion::error::DataFusionError;
-use strata::{Db, FieldNames, Query, Record, Value};
+use strata::{Db, FieldNames, Query, Record, RowRef, Value, ValueRef};
 
 use laid_out::{LaidOut, Words};
 
@@ -357,6 +357,14 @@ impl Batcher {
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
     /// table, the row's key and the field (and the row is not added).
     pub fn add(&mut self, record: &Record) -> Result<(), DataFusionError> {
+        self.add_ref(&RowRef::from(record))
+    }
+
+    /// Adds the values of `record`, a row lent where it lies ([`strata::Rows::next_ref`]):
+    /// each copied from the stored row straight into the batch's buffers. A value that does
+    /// not fit its column, or a damaged stored value, is an error naming the table, the row's
+    /// key and the field (and the row is not added).
+    pub fn add_ref(&mut self, record: &RowRef<'_>) -> Result<(), DataFusionError> {
         let known = match self.layouts.first() {
             Some(l) if record.shares_names(&l.names) => true,
             Some(l) if record.has_names(&l.names) => {
@@ -375,43 +383,56 @@ impl Batcher {
             [self.ints, self.floats, self.bools, self.texts],
             self.columns.len(),
         );
-        // A column the record has no field for stays NULL, as `make_room` left it.
-        let values = record.values();
-        for &(j, i) in &self.layouts[0].places {
-            let (v, column) = (&values[j], &self.columns[i]);
-            if let Err(unfit) = staged.stage(marks, self.slots[i], column, v) {
-                staged.rewind(marks);
-                return Err(match unfit {
-                    Unfit::Kind => self.misfit(record, column, v),
-                    Unfit::Room => DataFusionError::Execution(format!(
+        // A column the record has no field for stays NULL, as `make_room` left it. A record's
+        // values are read from it directly (through the lent row's `value`, each `Result`
+        // came back through memory: ~80 instructions a field of a SQL point query).
+        let places = &self.layouts[0].places;
+        let (columns, slots) = (&self.columns, &self.slots);
+        let staging = match record.as_record() {
+            Some(built) => {
+                let values = built.values();
+                staged.stage_row(marks, places, columns, slots, |j| {
+                    Ok(ValueRef::from(&values[j]))
+                })
+            }
+            None => staged.stage_row(marks, places, columns, slots, |j| record.value(j)),
+        };
+        match staging {
+            Ok(()) => {
+                self.rows += 1;
+                Ok(())
+            }
+            Err(failed) => {
+                self.staged.rewind(marks);
+                Err(match failed {
+                    Failed::Read(e) => DataFusionError::External(Box::new(e)),
+                    Failed::Unfit(Unfit::Kind, i, v) => self.misfit(record, &self.columns[i], &v),
+                    Failed::Unfit(Unfit::Room, ..) => DataFusionError::Execution(format!(
                         "table {}: a record batch cannot hold more than {} bytes of text",
                         self.table.table,
                         i32::MAX
                     )),
-                });
+                })
             }
-            staged.valid[marks[5] + i] = !v.is_null();
         }
-        self.rows += 1;
-        Ok(())
     }
 
     /// Puts the layout of `record`'s names first: one remembered, else learnt — where its
     /// fields go, found in one walk of its fields and the columns in name order (a field two
     /// columns read goes to both) — in the place of the one met longest ago.
     #[cold]
-    fn learn(&mut self, record: &Record) {
+    fn learn(&mut self, record: &RowRef<'_>) {
         if let Some(at) = self.layouts.iter().position(|l| record.has_names(&l.names)) {
             self.keep_lasting_names(at, record);
             self.layouts[..=at].rotate_right(1);
             return;
         }
         let mut places = Vec::with_capacity(self.columns.len());
-        let mut fields = record.iter().enumerate().peekable();
+        let mut fields = record.names().enumerate().peekable();
         for &i in &self.by_name {
             let name = self.columns[i].name.as_str();
-            while fields.next_if(|(_, (field, _))| *field < name).is_some() {}
-            if let Some((j, _)) = fields.peek().filter(|(_, (field, _))| *field == name) {
+            while fields.next_if(|(_, field)| *field < name).is_some() {}
+            if let Some((j, _)) = fields.peek().filter(|(_, field)| *field == name) {
                 places.push((*j, i));
             }
         }
@@ -427,19 +448,23 @@ impl Batcher {
     /// pointer compared, not by their names (~200 instructions a row, callgrind). A list
     /// that does not last (each row's own, or a reader's before its layout is interned) is
     /// not taken up: rows that alternate between such lists would swap them at every row.
-    fn keep_lasting_names(&mut self, at: usize, record: &Record) {
+    fn keep_lasting_names(&mut self, at: usize, record: &RowRef<'_>) {
         if record.names_are_lasting() {
             self.layouts[at].names = record.field_names();
         }
     }
 
     /// The error for `v`, of `record`, not fitting `column`.
-    fn misfit(&self, record: &Record, column: &Column, v: &Value) -> DataFusionError {
+    #[cold]
+    fn misfit(&self, record: &RowRef<'_>, column: &Column, v: &Value) -> DataFusionError {
         let key: Vec<String> = self
             .table
             .primary_key
             .iter()
-            .map(|f| record.value(f).sql_literal().to_string())
+            .map(|f| {
+                let value = record.get(f).ok().flatten().map(|v| v.to_value());
+                value.unwrap_or(Value::Null).sql_literal().to_string()
+            })
             .collect();
         DataFusionError::Execution(format!(
             "table {}, key ({}), field {}: the value {} does not fit the column's type {} \
@@ -616,6 +641,14 @@ enum Unfit {
     Room,
 }
 
+/// Why a row was not staged.
+enum Failed {
+    /// A stored value did not read.
+    Read(strata::Error),
+    /// The value of column `.1`, `.2`, did not fit.
+    Unfit(Unfit, usize, Value),
+}
+
 /// How long each staging buffer was, to rewind a row that did not fit.
 type Marks = [usize; 6];
 
@@ -651,28 +684,50 @@ impl Staged {
         self.valid.resize(marks[5] + width, false);
     }
 
+    /// Stages the row at `marks`: for each `(field, column)` of `places`, the field's value
+    /// (`value` of its place among the row's fields) as the column's (whose slots among their
+    /// kind's are `slots`), and whether it is not NULL.
+    #[inline(always)]
+    fn stage_row<'v>(
+        &mut self,
+        marks: Marks,
+        places: &[(usize, usize)],
+        columns: &[Column],
+        slots: &[usize],
+        value: impl Fn(usize) -> strata::Result<ValueRef<'v>>,
+    ) -> Result<(), Failed> {
+        for &(j, i) in places {
+            let v = value(j).map_err(Failed::Read)?;
+            if let Err(unfit) = self.stage(marks, slots[i], &columns[i], v) {
+                return Err(Failed::Unfit(unfit, i, v.to_value()));
+            }
+            self.valid[marks[5] + i] = !v.is_null();
+        }
+        Ok(())
+    }
+
     /// Stages `v` as the value of `column` (at `slot` among its kind's) in the row at
     /// `marks`; a NULL leaves the column's place as it is.
-    #[inline]
+    #[inline(always)]
     fn stage(
         &mut self,
         marks: Marks,
         slot: usize,
         column: &Column,
-        v: &Value,
+        v: ValueRef<'_>,
     ) -> Result<(), Unfit> {
         let [ints, floats, bools, _, spans, _] = marks;
         let lenient = column.mixed && column.kind == ColumnType::Text;
         match (column.kind, v) {
-            (_, Value::Null) => Ok(()),
-            (ColumnType::Int, Value::Int(x)) => set(&mut self.ints[ints + slot], *x),
-            (ColumnType::Float, Value::Float(x)) => set(&mut self.floats[floats + slot], *x),
-            (ColumnType::Float, Value::Int(x)) => set(&mut self.floats[floats + slot], *x as f64),
-            (ColumnType::Bool, Value::Bool(x)) => set(&mut self.bools[bools + slot], *x),
-            (ColumnType::Text, Value::Str(x)) => self.stage_bytes(spans + slot, x.as_bytes()),
-            (ColumnType::Bytes, Value::Bytes(x)) => self.stage_bytes(spans + slot, x),
+            (_, ValueRef::Null) => Ok(()),
+            (ColumnType::Int, ValueRef::Int(x)) => set(&mut self.ints[ints + slot], x),
+            (ColumnType::Float, ValueRef::Float(x)) => set(&mut self.floats[floats + slot], x),
+            (ColumnType::Float, ValueRef::Int(x)) => set(&mut self.floats[floats + slot], x as f64),
+            (ColumnType::Bool, ValueRef::Bool(x)) => set(&mut self.bools[bools + slot], x),
+            (ColumnType::Text, ValueRef::Str(x)) => self.stage_bytes(spans + slot, x.as_bytes()),
+            (ColumnType::Bytes, ValueRef::Bytes(x)) => self.stage_bytes(spans + slot, x),
             (ColumnType::Text, other) if lenient => {
-                let text = other.sql_literal().to_string();
+                let text = other.to_value().sql_literal().to_string();
                 self.stage_bytes(spans + slot, text.as_bytes())
             }
             _ => Err(Unfit::Kind),

@@ -25,7 +25,7 @@ use datafusion::logical_expr::LogicalPlan;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::sql::parser::{DFParser, Statement as DFStatement};
 use datafusion::sql::sqlparser::ast::Statement;
-use strata::{Db, DbSnapshot, OwnedTransaction, Value};
+use strata::{Db, DbSnapshot, OwnedTransaction, RowRef, Value};
 
 use crate::catalog::{SCHEMA, StrataCatalog};
 use crate::fast::FastPlan;
@@ -468,7 +468,10 @@ impl StatementSnapshot {
             })?;
             // The transaction's rows borrow it; they are read whole while it is locked.
             let rows: Vec<strata::Result<strata::Record>> = tx.query(table, query)?.collect();
-            return Ok(Box::new(rows.into_iter()));
+            return Ok(Box::new(ReadWhole {
+                rows: rows.into_iter(),
+                held: strata::Record::default(),
+            }));
         }
         Ok(Box::new(match self.of(db) {
             Some(at) => db.query_owned_at(at, table, query)?,
@@ -485,28 +488,33 @@ pub struct StatementParams(pub Vec<Value>);
 /// The rows of a scan, as Strata reads them.
 pub type RowSource = Box<dyn ReadRows>;
 
-/// Rows read one at a time into a record the reader keeps, so a run of rows is built in the
-/// same buffers ([`strata::Rows::next_into`]).
+/// Rows lent one at a time ([`strata::Rows::next_ref`]): a row fetched through an index is
+/// lent where it lies, and the batcher copies its values straight into a batch's buffers.
 pub trait ReadRows: Send {
-    /// Reads the next row into `record`; `Ok(false)` at the end.
-    fn next_into(&mut self, record: &mut strata::Record) -> strata::Result<bool>;
+    /// Lends the next row; `Ok(None)` at the end.
+    fn next_ref(&mut self) -> strata::Result<Option<RowRef<'_>>>;
 }
 
 impl ReadRows for strata::OwnedRows {
-    fn next_into(&mut self, record: &mut strata::Record) -> strata::Result<bool> {
-        strata::Rows::next_into(self, record)
+    fn next_ref(&mut self) -> strata::Result<Option<RowRef<'_>>> {
+        strata::Rows::next_ref(self)
     }
 }
 
-/// A transaction's rows, read whole while it was locked.
-impl ReadRows for std::vec::IntoIter<strata::Result<strata::Record>> {
-    fn next_into(&mut self, record: &mut strata::Record) -> strata::Result<bool> {
-        match self.next() {
+/// A transaction's rows, read whole while it was locked, each lent in turn.
+pub struct ReadWhole {
+    rows: std::vec::IntoIter<strata::Result<strata::Record>>,
+    held: strata::Record,
+}
+
+impl ReadRows for ReadWhole {
+    fn next_ref(&mut self) -> strata::Result<Option<RowRef<'_>>> {
+        match self.rows.next() {
             Some(next) => {
-                *record = next?;
-                Ok(true)
+                self.held = next?;
+                Ok(Some(RowRef::from(&self.held)))
             }
-            None => Ok(false),
+            None => Ok(None),
         }
     }
 }

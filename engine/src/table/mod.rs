@@ -71,12 +71,14 @@ pub use catalog::{
 pub use codec::field_names::FieldNames;
 pub use codec::key::{KeyError, KeyFormat};
 pub use codec::record::{Record, RecordError};
+pub use codec::value_ref::ValueRef;
 pub use commit::change_log::{FeedOptions, OnLag};
 pub use db::Db;
 pub use db::options::Options;
 pub use feed::reader::{Change, Feed, Position};
 pub use feed::{FeedAck, FeedDef, FeedInfo, FeedState};
 pub use read::query::{Analysis, DEFAULT_ROW_BYTES};
+pub use read::row_ref::RowRef;
 pub use read::rows::{ExecStats, OwnedRows, Rows};
 pub use read::snapshot::DbSnapshot;
 pub use stats::advice::{

@@ -178,6 +178,54 @@ fn a_layout_keeps_a_lasting_list_of_its_names_and_no_other() {
 }
 
 #[test]
+fn rows_lent_where_they_lie_make_the_batches_their_records_make() {
+    // Rows of several layouts fetched through an index (lent from their stored bytes), and a
+    // row whose stored value does not fit its column.
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), strata::Options::default()).unwrap();
+    db.create_table("t", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("t", "by_k", ["k"], strata::Projection::KeysOnly)
+        .unwrap();
+    for id in 1..=3000i64 {
+        let mut r = row(id);
+        r.set("k", id % 100);
+        db.insert("t", r).unwrap();
+    }
+    db.flush().unwrap();
+    let mut query = Query::default().filter(strata::Predicate::eq("k", 7));
+    query.projection = Some(batcher().columns.iter().map(|c| c.name.clone()).collect());
+    let ids: Vec<i64> = (1..=3000).filter(|id| id % 100 == 7).collect();
+    let (mut lent, mut built) = (batcher(), batcher());
+    let mut rows = db.query("t", &query).unwrap();
+    while let Some(r) = rows.next_ref().unwrap() {
+        lent.add_ref(&r).unwrap();
+        built.add(&r.to_record().unwrap()).unwrap();
+    }
+    let (lent, built) = (lent.finish().unwrap(), built.finish().unwrap());
+    check(&lent, &ids);
+    assert_eq!(lent, built);
+    // A text where the column holds numbers: an error naming the table, key and field, and
+    // the rows before and after it kept.
+    db.insert("t", record! { "id" => 5000, "k" => 7, "n" => "many" })
+        .unwrap();
+    let mut batcher = batcher();
+    let mut rows = db.query("t", &query).unwrap();
+    let mut misfits = Vec::new();
+    while let Some(r) = rows.next_ref().unwrap() {
+        if let Err(e) = batcher.add_ref(&r) {
+            misfits.push(e.to_string());
+        }
+    }
+    assert_eq!(misfits.len(), 1, "{misfits:?}");
+    assert!(
+        misfits[0].contains("table t, key (5000), field n"),
+        "{misfits:?}"
+    );
+    check(&batcher.finish().unwrap(), &ids);
+}
+
+#[test]
 fn a_batch_made_unchecked_is_the_batch_made_checked_and_valid_in_full() {
     let mut columns = batcher().columns.to_vec();
     // A lenient column of mixed kinds, its values written as text.

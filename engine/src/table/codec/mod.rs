@@ -8,7 +8,7 @@
 //! - [`record`] (with `record_codec`, `layouts`, `name_list`, `field_names`): `Record`, the
 //!   `record!` macro and the stored record format; `row_reader` builds records from stored
 //!   bytes, keeping only the fields a query needs; `byte_test` tests predicates on stored
-//!   bytes without building values.
+//!   bytes without building values; `value_ref` is a value read where it is stored.
 
 pub(crate) mod byte_test;
 pub(crate) mod field_names;
@@ -22,3 +22,4 @@ pub(crate) mod name_list;
 pub mod record;
 pub(crate) mod record_codec;
 pub(crate) mod row_reader;
+pub(crate) mod value_ref;

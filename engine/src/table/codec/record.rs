@@ -244,6 +244,11 @@ impl Record {
         Record { names, values }
     }
 
+    /// Its names' list.
+    pub(crate) fn name_list(&self) -> &NameList {
+        &self.names
+    }
+
     /// Its values, for a reader that builds the next record in their buffers.
     pub(crate) fn into_values(self) -> Vec<Value> {
         self.values

@@ -10,6 +10,7 @@ use crate::table::codec::format::{
 };
 use crate::table::codec::layouts::Layouts;
 use crate::table::codec::record::RecordError;
+use crate::table::codec::value_ref::ValueRef;
 
 /// Walks the fields of a stored record of either version, checking its header, name order and
 /// end: `each` gets every name and must read or skip its value. For a version-1 record it
@@ -317,6 +318,18 @@ impl<'a> View<'a> {
         Ok(&self.bytes[r.at..end])
     }
 
+    /// Value `i` (below the count), checked to fill exactly its place, its text or bytes
+    /// borrowed from the record.
+    #[inline(always)]
+    pub(crate) fn value_ref(&self, i: usize) -> Result<ValueRef<'a>, RecordError> {
+        let (mut r, end) = self.value_reader(i)?;
+        let value = r.value_ref()?;
+        if r.at != end {
+            return Err(RecordError::Offsets);
+        }
+        Ok(value)
+    }
+
     /// Puts value `i` (below the count), checked to fill exactly its place, in `slot` (see
     /// [`Reader::value_into`]).
     #[inline(always)]
@@ -559,34 +572,41 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
-    #[inline]
-    pub(crate) fn value(&mut self) -> Result<Value, RecordError> {
+    /// [`Reader::value`], its text or bytes borrowed where they lie (checked as `value`
+    /// checks them).
+    #[inline(always)]
+    pub(crate) fn value_ref(&mut self) -> Result<ValueRef<'a>, RecordError> {
         match self.byte()? {
-            VALUE_NULL => Ok(Value::Null),
-            VALUE_FALSE => Ok(Value::Bool(false)),
-            VALUE_TRUE => Ok(Value::Bool(true)),
+            VALUE_NULL => Ok(ValueRef::Null),
+            VALUE_FALSE => Ok(ValueRef::Bool(false)),
+            VALUE_TRUE => Ok(ValueRef::Bool(true)),
             VALUE_INT => {
                 let z = self.varint()?;
-                Ok(Value::Int(((z >> 1) as i64) ^ -((z & 1) as i64)))
+                Ok(ValueRef::Int(((z >> 1) as i64) ^ -((z & 1) as i64)))
             }
             VALUE_FLOAT => {
                 let bits: [u8; 8] = self
                     .take(8)?
                     .try_into()
                     .map_err(|_| RecordError::Truncated)?;
-                Ok(Value::Float(f64::from_bits(u64::from_le_bytes(bits))))
+                Ok(ValueRef::Float(f64::from_bits(u64::from_le_bytes(bits))))
             }
             VALUE_STR => {
                 let len = self.len(self.bytes.len())?;
-                let s = text(self.take(len)?)?;
-                Ok(Value::Str(s.to_owned()))
+                Ok(ValueRef::Str(text(self.take(len)?)?))
             }
             VALUE_BYTES => {
                 let len = self.len(self.bytes.len())?;
-                Ok(Value::Bytes(self.take(len)?.to_vec()))
+                Ok(ValueRef::Bytes(self.take(len)?))
             }
             other => Err(RecordError::UnknownTag(other)),
         }
+    }
+
+    /// The next value, owned ([`Reader::value_ref`], its text or bytes copied).
+    #[inline]
+    pub(crate) fn value(&mut self) -> Result<Value, RecordError> {
+        Ok(self.value_ref()?.to_value())
     }
 }
 

@@ -19,7 +19,7 @@ use crate::table::codec::record_codec::{NameIter, View, laid_out_head, put_varin
 /// Whether `bytes` is a record of version 2 or 3, read through a [`View`] at a layout's
 /// places (version 1 is walked).
 #[inline(always)]
-fn in_place(bytes: &[u8]) -> bool {
+pub(crate) fn in_place(bytes: &[u8]) -> bool {
     matches!(bytes.first(), Some(&(RECORD_VERSION | RECORD_LAID_OUT)))
 }
 

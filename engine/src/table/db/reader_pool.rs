@@ -57,6 +57,7 @@ impl FetchBuffers {
 
 /// An entry of a fetch batch: the shard of its row, and where in the batch's buffer its key
 /// starts, its primary key starts, and both end.
+#[derive(Clone, Copy)]
 pub(crate) struct Target {
     pub(crate) shard: usize,
     pub(crate) start: usize,

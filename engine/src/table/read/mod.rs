@@ -2,7 +2,8 @@
 //!
 //! - `query`: `Db::query` and its forms (`explain`, `explain_analyze`, owned rows): planning
 //!   with the statistics of the moment, the point-query fast path.
-//! - `rows`: `Rows`, the executor that fills, merges, sorts and projects the streams.
+//! - `rows`: `Rows`, the executor that fills, merges, sorts and projects the streams;
+//!   `row_ref`: `RowRef`, a row `Rows::next_ref` lends where it lies.
 //! - `point`: one row by its whole primary key, read without a stream.
 //! - `access`: a chosen plan turned into key ranges or keys per shard.
 //! - `stream`: one shard's reader in its four modes (fact range, keys, covering index entries,
@@ -15,6 +16,7 @@
 pub(crate) mod access;
 pub(crate) mod point;
 pub(crate) mod query;
+pub(crate) mod row_ref;
 pub(crate) mod rows;
 pub(crate) mod snapshot;
 pub(crate) mod stream;

@@ -16,9 +16,10 @@ use crate::table::commit::resolver::ReadRange;
 use crate::table::db::{Db, Table};
 use crate::table::read::access::{Direction, StreamKit, access_order, direction};
 use crate::table::read::point::read_point;
+use crate::table::read::row_ref::RowRef;
 use crate::table::read::snapshot::DbSnapshot;
 use crate::table::read::stream::RowFilter;
-use crate::table::read::stream::{Mode, Source, Stream};
+use crate::table::read::stream::{Mode, Placed, Source, Stream};
 
 /// What a query's execution did, for `explain_analyze`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -100,6 +101,8 @@ pub struct Rows<'a> {
     done: bool,
     /// What the query reads, for a transaction's validation (when asked for).
     read_ranges: Vec<ReadRange>,
+    /// The row [`Rows::next_ref`] lent last, when it lent a record.
+    held: Record,
 }
 
 /// How a query reads: at a given snapshot (else one taken now), and whether it records the
@@ -226,6 +229,7 @@ impl<'a> Rows<'a> {
                 stats: point.stats,
                 done: false,
                 read_ranges: point.read.into_iter().collect(),
+                held: Record::default(),
             };
             let found = point.record.map(|r| rows.project(r));
             rows.ready = Some(found.into_iter().collect());
@@ -293,6 +297,7 @@ impl<'a> Rows<'a> {
             stats: ExecStats::default(),
             done: false,
             read_ranges,
+            held: Record::default(),
         };
         if needs_sort {
             rows.sort_all(timed)?;
@@ -507,6 +512,70 @@ impl<'a> Rows<'a> {
             }
             Some(Err(e)) => Err(e),
             None => Ok(false),
+        }
+    }
+
+    /// Lends the next row; `Ok(None)` at the end. A row fetched through an index by one
+    /// stream (the rows of most selective queries) is lent where it lies, in the buffer the
+    /// fetch copied it to: its values are decoded when asked for
+    /// ([`RowRef::value`]), and a reader that copies them on into buffers of its own (a
+    /// record batch's columns) copies each once, building no record. Any other row is lent
+    /// as the record [`Iterator::next`] gives, built in the buffers of the one lent before.
+    /// After an error it lends nothing more.
+    pub fn next_ref(&mut self) -> Result<Option<RowRef<'_>>> {
+        if !self.held.is_empty() {
+            let held = std::mem::take(&mut self.held);
+            self.recycle(held);
+        }
+        if self.done {
+            return Ok(None);
+        }
+        let in_place = self.ready.is_none()
+            && self.merge_by.is_none()
+            && (self.query.projection.is_none() || self.built_projected)
+            && matches!(&self.heads[..], [head] if head.is_empty());
+        if !in_place {
+            return match self.next() {
+                Some(Ok(record)) => {
+                    self.held = record;
+                    Ok(Some(RowRef::from(&self.held)))
+                }
+                Some(Err(e)) => Err(e),
+                None => Ok(None),
+            };
+        }
+        if self
+            .query
+            .limit
+            .is_some_and(|limit| self.stats().rows_returned >= limit)
+        {
+            self.done = true;
+            return Ok(None);
+        }
+        let placed = match self.streams[0].next_placed() {
+            Ok(Some(placed)) => placed,
+            Ok(None) => {
+                self.done = true;
+                return Ok(None);
+            }
+            Err(e) => {
+                self.done = true;
+                return Err(e);
+            }
+        };
+        self.stats_mut().rows_returned += 1;
+        match placed {
+            Placed::Stored(at) => match self.streams[0].placed_row(at) {
+                Ok(row) => Ok(Some(row)),
+                Err(e) => {
+                    self.done = true;
+                    Err(e)
+                }
+            },
+            Placed::Built(record) => {
+                self.held = self.project(record);
+                Ok(Some(RowRef::from(&self.held)))
+            }
         }
     }
 

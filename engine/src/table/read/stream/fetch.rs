@@ -13,13 +13,15 @@ use bytes::Bytes;
 use strata_lsm::coding::compare_keys;
 use strata_planner::Fetch;
 
-use super::{Mode, Stream};
+use super::{Mode, Source, Stream};
 use crate::error::Result;
 use crate::lsm::{Cursor, ReadOptions};
-use crate::table::catalog::entry::entry_target;
-use crate::table::codec::record::Record;
+use crate::table::catalog::entry::{entry_target, record_corrupt};
+use crate::table::codec::record::{Record, RecordError};
+use crate::table::codec::row_reader::{Kept, in_place};
 use crate::table::db::Table;
 use crate::table::db::reader_pool::Target;
+use crate::table::read::row_ref::RowRef;
 
 /// Index entries whose records are fetched together, sorted by key.
 /// TUNING: enough keys that sorting turns random fetches into a forward walk through the
@@ -205,82 +207,92 @@ impl Stream {
     #[inline(always)]
     pub(super) fn pull_fetching(&mut self, ix: usize, fetch: Fetch) -> Result<Option<Record>> {
         loop {
-            let table = Arc::clone(&self.table);
-            let sorted = fetch == Fetch::SortedByKey;
-            let want = if sorted {
-                FETCH_BATCH
-            } else {
-                self.fetch_batch
-            };
-            // The batch's entry keys, one after another in one buffer (no allocation per
-            // entry), each read where the cursor holds it.
-            let mut buf = std::mem::take(&mut self.fetch_keys);
-            buf.clear();
-            let mut batch = std::mem::take(&mut self.fetch_targets);
-            batch.clear();
-            batch.reserve(want);
-            while batch.len() < want {
-                // A range's entries are read where its cursor holds them, the cursor taken out
-                // of the source once for the run of them, not once an entry (~90
-                // instructions an entry, callgrind).
-                if let Some(mut c) = self.take_cursor()? {
-                    let mut failed = None;
-                    while batch.len() < want && c.valid() {
-                        self.stats.rows_read += 1;
-                        let (k, v) = (c.key(), c.value_ref());
-                        let target = self.target(&table, ix, (k, v), self.range_prefix, &mut buf);
-                        if self.reverse {
-                            c.prev();
-                        } else {
-                            c.next();
-                        }
-                        match target {
-                            Ok(target) => batch.push(target),
-                            Err(e) => {
-                                failed = Some(e);
-                                break;
-                            }
-                        }
-                    }
-                    self.give_back(c);
-                    if let Some(e) = failed {
-                        return Err(e);
-                    }
-                    continue;
-                }
-                // Pairs read before (a strong read of an async index).
-                let Some((k, v)) = self.next_pair()? else {
-                    break;
-                };
-                self.stats.rows_read += 1;
-                batch.push(self.target(&table, ix, (&k, &v), (0, 0), &mut buf)?);
-            }
-            if batch.is_empty() {
-                self.fetch_keys = buf;
-                self.fetch_targets = batch;
+            if !self.fetch_next(ix, fetch)? {
                 return Ok(None);
             }
-            if sorted {
-                batch.sort_unstable_by(|a, b| {
-                    (a.shard, &buf[a.pk..a.end]).cmp(&(b.shard, &buf[b.pk..b.end]))
-                });
-            } else {
-                self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
-            }
-            let mut values = std::mem::take(&mut self.fetch_values);
-            values.clear();
-            let fetched = self.fetch_batch(&buf, &mut batch, &mut values);
-            self.fetch_keys = buf;
-            self.fetch_values = values;
-            if fetched.is_ok() {
-                self.fetched.extend(batch.drain(..));
-            }
-            self.fetch_targets = batch;
-            fetched?;
             if let Some(r) = self.next_fetched()? {
                 return Ok(Some(r));
             }
         }
+    }
+
+    /// Reads the next batch of index `ix`'s entries and fetches their rows, which then wait
+    /// in `fetched`; `false` when the source has no entries left.
+    #[inline(always)]
+    fn fetch_next(&mut self, ix: usize, fetch: Fetch) -> Result<bool> {
+        let table = Arc::clone(&self.table);
+        let sorted = fetch == Fetch::SortedByKey;
+        let want = if sorted {
+            FETCH_BATCH
+        } else {
+            self.fetch_batch
+        };
+        // The batch's entry keys, one after another in one buffer (no allocation per
+        // entry), each read where the cursor holds it.
+        let mut buf = std::mem::take(&mut self.fetch_keys);
+        buf.clear();
+        let mut batch = std::mem::take(&mut self.fetch_targets);
+        batch.clear();
+        batch.reserve(want);
+        while batch.len() < want {
+            // A range's entries are read where its cursor holds them, the cursor taken out
+            // of the source once for the run of them, not once an entry (~90
+            // instructions an entry, callgrind).
+            if let Some(mut c) = self.take_cursor()? {
+                let mut failed = None;
+                while batch.len() < want && c.valid() {
+                    self.stats.rows_read += 1;
+                    let (k, v) = (c.key(), c.value_ref());
+                    let target = self.target(&table, ix, (k, v), self.range_prefix, &mut buf);
+                    if self.reverse {
+                        c.prev();
+                    } else {
+                        c.next();
+                    }
+                    match target {
+                        Ok(target) => batch.push(target),
+                        Err(e) => {
+                            failed = Some(e);
+                            break;
+                        }
+                    }
+                }
+                self.give_back(c);
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+                continue;
+            }
+            // Pairs read before (a strong read of an async index).
+            let Some((k, v)) = self.next_pair()? else {
+                break;
+            };
+            self.stats.rows_read += 1;
+            batch.push(self.target(&table, ix, (&k, &v), (0, 0), &mut buf)?);
+        }
+        if batch.is_empty() {
+            self.fetch_keys = buf;
+            self.fetch_targets = batch;
+            return Ok(false);
+        }
+        if sorted {
+            batch.sort_unstable_by(|a, b| {
+                (a.shard, &buf[a.pk..a.end]).cmp(&(b.shard, &buf[b.pk..b.end]))
+            });
+        } else {
+            self.fetch_batch = (self.fetch_batch * 2).min(FETCH_BATCH);
+        }
+        let mut values = std::mem::take(&mut self.fetch_values);
+        values.clear();
+        let fetched = self.fetch_batch(&buf, &mut batch, &mut values);
+        self.fetch_keys = buf;
+        self.fetch_values = values;
+        if fetched.is_ok() {
+            self.fetched.extend(batch.drain(..));
+        }
+        self.fetch_targets = batch;
+        fetched?;
+        Ok(true)
     }
 
     /// The fetch target of the entry `key`, `value` of index `ix` (the first `skip` of its
@@ -337,4 +349,108 @@ impl Stream {
         }
         Ok(None)
     }
+
+    /// The next row that passes the re-check, not built where it need not be: on a read of a
+    /// sync index fetching rows, a fetched row of a current format is tested on its stored
+    /// bytes and left where it lies ([`Placed::Stored`], lent by [`Stream::placed_row`]);
+    /// any other row is built as [`Stream::next_row`] builds it. `None` (and the stream done)
+    /// at the end.
+    #[inline(always)]
+    pub(crate) fn next_placed(&mut self) -> Result<Option<Placed>> {
+        let Mode::Index {
+            ix,
+            covering: false,
+            fetch,
+            recheck_entry: false,
+        } = self.mode
+        else {
+            return Ok(self.next_row()?.map(Placed::Built));
+        };
+        if self.done || self.timed || matches!(self.source, Source::Keys(_)) {
+            return Ok(self.next_row()?.map(Placed::Built));
+        }
+        loop {
+            while let Some(t) = self.fetched.pop_front() {
+                if let Some(placed) = self.fetched_passes(ix, t)? {
+                    self.stats.rows_matched += 1;
+                    return Ok(Some(placed));
+                }
+            }
+            if !self.fetch_next(ix, fetch)? {
+                self.done = true;
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Whether the fetched row of `t` (for an entry of index `ix`) passes the re-check and
+    /// the filter: tested on its stored bytes and left there, or, for a row of the first
+    /// format, built and tested on its record.
+    #[inline(always)]
+    fn fetched_passes(&mut self, ix: usize, t: Target) -> Result<Option<Placed>> {
+        let (buf, values) = (
+            std::mem::take(&mut self.fetch_keys),
+            std::mem::take(&mut self.fetch_values),
+        );
+        let (pk, row) = (&buf[t.pk..t.end], &values[t.value.0..t.value.1]);
+        let found = if in_place(row) {
+            // Nothing to test (the index's ranges answered every predicate): the row's head
+            // is checked when it is lent.
+            let passes = if self.predicates.is_empty() {
+                Ok(true)
+            } else {
+                self.passes_row(t.shard, pk, row)
+            };
+            passes
+                .and_then(|p| Ok(p && self.passes_filter(t.shard, pk, row)?))
+                .map(|p| p.then_some(Placed::Stored(t)))
+        } else {
+            let entry = Some((ix, &buf[t.start..t.end]));
+            self.fetched_match(t.shard, pk, Some(row), entry)
+                .map(|found| match (found, &self.filter) {
+                    (Some(record), Some(filter)) if !filter.admits(&record) => {
+                        self.spare = Some(record);
+                        None
+                    }
+                    (found, _) => found.map(Placed::Built),
+                })
+        };
+        self.fetch_keys = buf;
+        self.fetch_values = values;
+        found
+    }
+
+    /// The fetched row of `t`, which [`Stream::next_placed`] found to pass, lent where it
+    /// lies: the fields the query keeps, read when asked for.
+    #[inline(always)]
+    pub(crate) fn placed_row(&mut self, t: Target) -> Result<RowRef<'_>> {
+        let row = &self.fetch_values[t.value.0..t.value.1];
+        let key = &self.fetch_keys[t.pk..t.end];
+        let family = self.table.shards[t.shard].fact.name();
+        if self.table.row_layout.get().is_none() {
+            // The table's first row read: its layout is learnt, and given the table for the
+            // readers of later queries (the lent row borrows the reader).
+            let _ = self.reader.kept(row);
+            self.table.share_row_layout(&self.reader);
+        }
+        match self.reader.kept(row) {
+            Ok(Kept::InPlace { names, at, view }) => {
+                Ok(RowRef::stored(names, at, view, family, key))
+            }
+            // `next_placed` lends rows of the current formats only.
+            Ok(Kept::Built { .. }) => {
+                let version = row.first().copied().unwrap_or_default();
+                Err(record_corrupt(family, key, RecordError::Version(version)))
+            }
+            Err(e) => Err(record_corrupt(family, key, e)),
+        }
+    }
+}
+
+/// What [`Stream::next_placed`] found.
+pub(crate) enum Placed {
+    /// A fetched row, where it lies ([`Stream::placed_row`] lends it).
+    Stored(Target),
+    /// A built row.
+    Built(Record),
 }

@@ -1,0 +1,205 @@
+//! `Rows::next_ref` lends the rows `Rows::next` reads, the same fields with the same values —
+//! rows fetched through an index and lent where they lie, rows the re-check or an `OR`
+//! rejects, sorted, limited and merged queries, async and global indexes, point queries,
+//! sharded tables — and a lent row's parts agree with each other.
+
+use strata::{
+    Access, Condition, Db, IndexOptions, Options, Predicate, Projection, Query, Record, RowRef,
+    TableOptions, Value, ValueRef, record,
+};
+
+/// A table of rows whose fields vary (several layouts), with text, numbers, bytes and NULLs,
+/// indexed by `town` (keys only, so reads through it fetch their rows) three ways; on disk
+/// and in the memtable both.
+fn table(db: &Db, name: &str, options: TableOptions) {
+    db.create_table(name, ["id"], options).unwrap();
+    db.create_index(name, "by_town", ["town"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index(name, "by_band", ["band"], IndexOptions::local_async())
+        .unwrap();
+    for id in 0..2000i64 {
+        let mut r = record! {
+            "id" => id,
+            "town" => format!("town{}", id % 50),
+            "band" => id / 40,
+        };
+        if id % 3 == 0 {
+            r.set("nick", "n".repeat(id as usize % 40));
+        }
+        if id % 4 == 0 {
+            r.set("score", id as f64 / 4.0);
+        }
+        if id % 7 == 0 {
+            r.set("blob", Value::Bytes(vec![id as u8; 3]));
+        }
+        if id % 11 == 0 {
+            r.set("nick", Value::Null);
+        }
+        if id % 13 == 0 {
+            r.set("flag", id % 2 == 0);
+        }
+        db.insert(name, r).unwrap();
+        if id == 1250 {
+            db.flush().unwrap();
+        }
+    }
+    db.wait_for_indexes().unwrap();
+}
+
+fn by_next(db: &Db, table: &str, query: &Query) -> Vec<Record> {
+    db.query(table, query)
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
+/// The row's fields rebuilt from its parts (names, values by position, values by name), each
+/// way checked against the others and against `to_record`.
+fn rebuilt(row: &RowRef<'_>) -> Record {
+    let mut out = Record::default();
+    let names: Vec<&str> = row.names().collect();
+    assert_eq!(names.len(), row.len());
+    for (i, name) in names.iter().enumerate() {
+        let value = row.value(i).unwrap();
+        let by_name = row.get(name).unwrap().expect("a field it names");
+        assert_eq!(value.to_value(), by_name.to_value(), "{name}");
+        assert_eq!(value.is_null(), value.to_value().is_null());
+        out.set(*name, value.to_value());
+    }
+    assert!(row.value(row.len()).is_err(), "past the last field");
+    assert!(row.get("no such field").unwrap().is_none());
+    assert_eq!(row.to_record().unwrap(), out);
+    if let Some(record) = row.as_record() {
+        assert_eq!(*record, out, "a lent record");
+    }
+    assert!(row.has_names(&out.field_names()));
+    out
+}
+
+fn by_next_ref(db: &Db, table: &str, query: &Query) -> Vec<Record> {
+    let mut rows = db.query(table, query).unwrap();
+    let mut out = Vec::new();
+    while let Some(row) = rows.next_ref().unwrap() {
+        out.push(rebuilt(&row));
+    }
+    assert!(rows.next_ref().unwrap().is_none(), "the end stays the end");
+    out
+}
+
+#[test]
+fn next_ref_lends_the_rows_next_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    table(&db, "t", TableOptions::default());
+    table(&db, "sharded", TableOptions::default().shards(4));
+    let projected = |mut q: Query, fields: &[&str]| {
+        q.projection = Some(fields.iter().map(|f| f.to_string()).collect());
+        q
+    };
+    let mut either = Query::default().filter(Predicate::eq("town", "town4"));
+    either.add_condition(Condition::any([
+        Predicate::lt("id", 500),
+        Predicate::is_not_null("blob"),
+    ]));
+    let queries = [
+        Query::default(),
+        // Index fetches: every row passes, some fail the re-check, a projection.
+        Query::default().filter(Predicate::eq("town", "town1")),
+        Query::default()
+            .filter(Predicate::eq("town", "town2"))
+            .filter(Predicate::gt("score", 20.0)),
+        projected(
+            Query::default().filter(Predicate::eq("town", "town3")),
+            &["id", "nick"],
+        ),
+        // An `OR` the fetched rows are tested on.
+        either.clone(),
+        projected(either, &["blob", "id"]),
+        // Limited, sorted, in index order.
+        Query::default()
+            .filter(Predicate::eq("town", "town0"))
+            .limit(7),
+        Query::default()
+            .filter(Predicate::eq("town", "town0"))
+            .order_by(["score"], true),
+        Query::default()
+            .filter(Predicate::ge("town", "town47"))
+            .order_by(["town"], false)
+            .limit(30),
+        // Through the async index (each entry re-derived from its row).
+        Query::default().filter(Predicate::eq("band", 3)),
+        // A scan, a key list, a point.
+        projected(
+            Query::default().filter(Predicate::ge("id", 100)),
+            &["blob", "id"],
+        ),
+        Query::default().filter(Predicate::in_list("id", [Value::Int(3), Value::Int(33)])),
+        Query::default().filter(Predicate::eq("id", 77)),
+        Query::default().filter(Predicate::eq("id", 7_000)),
+    ];
+    for table in ["t", "sharded"] {
+        for (n, query) in queries.iter().enumerate() {
+            // The second to the tenth read through an index, fetching their rows.
+            if (1..10).contains(&n) {
+                let plan = db.explain(table, query).unwrap();
+                assert!(
+                    matches!(plan.chosen.access, Access::Index { .. }),
+                    "{table}: {query:?}: {plan}"
+                );
+            }
+            let expected = by_next(&db, table, query);
+            assert_eq!(
+                by_next_ref(&db, table, query),
+                expected,
+                "{table}: {query:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn rows_lent_and_rows_built_may_be_read_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    table(&db, "t", TableOptions::default());
+    let query = Query::default().filter(Predicate::eq("town", "town2"));
+    let expected = by_next(&db, "t", &query);
+    let mut rows = db.query("t", &query).unwrap();
+    let mut got = Vec::new();
+    let mut record = Record::default();
+    for i in 0.. {
+        let more = match i % 3 {
+            0 => rows.next_ref().unwrap().map(|r| r.to_record().unwrap()),
+            1 => rows.next().map(Result::unwrap),
+            _ => rows.next_into(&mut record).unwrap().then(|| record.clone()),
+        };
+        match more {
+            Some(r) => got.push(r),
+            None => break,
+        }
+    }
+    assert_eq!(got, expected);
+    assert_eq!(rows.stats().rows_returned, expected.len() as u64);
+}
+
+#[test]
+fn a_lent_row_gives_text_and_bytes_where_they_lie() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Db::open(dir.path(), Options::default()).unwrap();
+    table(&db, "t", TableOptions::default());
+    db.flush().unwrap();
+    let mut rows = db
+        .query("t", &Query::default().filter(Predicate::eq("id", 14)))
+        .unwrap();
+    let row = rows.next_ref().unwrap().expect("row 14");
+    assert!(matches!(
+        row.get("town").unwrap(),
+        Some(ValueRef::Str("town14"))
+    ));
+    assert!(matches!(
+        row.get("blob").unwrap(),
+        Some(ValueRef::Bytes([14, 14, 14]))
+    ));
+    assert!(row.get("score").unwrap().is_none());
+    assert!(matches!(row.get("band").unwrap(), Some(ValueRef::Int(0))));
+}
