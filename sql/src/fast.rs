@@ -17,16 +17,17 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::TreeNode;
 use datafusion::datasource::source_as_provider;
+use datafusion::error::DataFusionError;
 use datafusion::logical_expr::utils::split_conjunction;
 use datafusion::logical_expr::{Expr, FetchType, LogicalPlan, SkipType, SortExpr, TableScan};
 use strata::{Db, Order, Query, Value};
 
-use crate::Result;
 use crate::filter::condition_with;
 use crate::scan::sorts_like_sql;
 use crate::schema::{Batcher, Column, TableSchema};
 use crate::session::StatementSnapshot;
 use crate::table::StrataTable;
+use crate::{Error, Result};
 
 /// Rows a fast query's first batch is sized for (it grows).
 const FAST_BATCH: usize = 64;
@@ -218,7 +219,7 @@ impl FastPlan {
         });
         let mut batches = Vec::new();
         while let Some(row) = rows.next_ref()? {
-            batcher.add_ref(&row)?;
+            batcher.add_ref(&row).map_err(engine_error)?;
             if batcher.full() {
                 batches.push(batcher.finish()?);
             }
@@ -228,6 +229,18 @@ impl FastPlan {
         }
         self.spare.keep(batcher);
         Ok(Some(batches))
+    }
+}
+
+/// `e`, or the engine's own error it wraps (a damaged stored value a lent row read), so the
+/// fast path reports it as a run through the engine would.
+fn engine_error(e: DataFusionError) -> Error {
+    match e {
+        DataFusionError::External(inner) => match inner.downcast::<strata::Error>() {
+            Ok(engine) => Error::Strata(*engine),
+            Err(other) => Error::Sql(DataFusionError::External(other)),
+        },
+        e => Error::Sql(e),
     }
 }
 

@@ -362,8 +362,9 @@ impl Batcher {
 
     /// Adds the values of `record`, a row lent where it lies ([`strata::Rows::next_ref`]):
     /// each copied from the stored row straight into the batch's buffers. A value that does
-    /// not fit its column, or a damaged stored value, is an error naming the table, the row's
-    /// key and the field (and the row is not added).
+    /// not fit its column is an error naming the table, the row's key and the field; a damaged
+    /// stored value is the engine's error naming the family and the stored key of its row (as
+    /// [`DataFusionError::External`]). Either way the row is not added.
     pub fn add_ref(&mut self, record: &RowRef<'_>) -> Result<(), DataFusionError> {
         let known = match self.layouts.first() {
             Some(l) if record.shares_names(&l.names) => true,

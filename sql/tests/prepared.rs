@@ -416,3 +416,57 @@ fn datafusions_own_prepare_and_execute_run_over_strata_tables() {
     });
     assert_eq!(got, (vec![1, 3], vec![2]));
 }
+
+#[test]
+fn a_damaged_stored_value_read_by_the_fast_path_is_the_engines_corruption_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
+    let session = SqlSession::new(Arc::clone(&db)).unwrap();
+    session
+        .execute("CREATE TABLE people (id BIGINT PRIMARY KEY, name VARCHAR, town VARCHAR)")
+        .unwrap();
+    let values: Vec<String> = (0..3000)
+        .map(|i| format!("({i}, 'n{i}', 'T{}')", i % 100))
+        .collect();
+    session
+        .execute(&format!("INSERT INTO people VALUES {}", values.join(", ")))
+        .unwrap();
+    db.create_index("people", "by_town", ["town"], IndexOptions::local())
+        .unwrap();
+    let prepared = session
+        .prepare("SELECT id, name FROM people WHERE town = $1")
+        .unwrap();
+    let (_, plan) = prepared.execute_with_plan(&[Value::from("T7")]).unwrap();
+    assert!(plan.is_none(), "the fast path runs it");
+    let explain = db
+        .explain(
+            "people",
+            &strata::Query::default().filter(strata::Predicate::eq("town", "T7")),
+        )
+        .unwrap();
+    assert!(explain.to_string().contains("by_town"), "{explain}");
+    // Row 7's name made not UTF-8 where it is stored (its structure intact): the fast path
+    // lends the rows it fetches through the index from their stored bytes.
+    let raw = db.raw_store();
+    let fact = raw.cf("t/people").unwrap();
+    let def = db.table("people").unwrap();
+    let key = strata::table::entry::encode_primary_key(&def, &[&Value::Int(7)]).unwrap();
+    let mut stored = raw.get(&fact, &key).unwrap().expect("row 7").to_vec();
+    let at = stored
+        .windows(2)
+        .position(|w| w == b"n7")
+        .expect("the row's name where it is stored");
+    stored[at] = 0xff;
+    raw.put(&fact, &key, &stored).unwrap();
+    match prepared.execute(&[Value::from("T7")]) {
+        Err(strata_sql::Error::Strata(strata::Error::Corruption { family, .. })) => {
+            assert_eq!(family, "t/people");
+        }
+        other => panic!("a damaged row read as {other:?}"),
+    }
+    // The other towns' rows read as before.
+    assert_eq!(
+        ids(&prepared.execute(&[Value::from("T8")]).unwrap()).len(),
+        30
+    );
+}

@@ -196,17 +196,23 @@ fn rows_lent_where_they_lie_make_the_batches_their_records_make() {
     let mut query = Query::default().filter(strata::Predicate::eq("k", 7));
     query.projection = Some(batcher().columns.iter().map(|c| c.name.clone()).collect());
     let ids: Vec<i64> = (1..=3000).filter(|id| id % 100 == 7).collect();
+    let plan = db.explain("t", &query).unwrap();
+    assert!(
+        matches!(plan.chosen.access, strata::Access::Index { .. }),
+        "{plan}"
+    );
     let (mut lent, mut built) = (batcher(), batcher());
     let mut rows = db.query("t", &query).unwrap();
     while let Some(r) = rows.next_ref().unwrap() {
+        assert!(r.as_record().is_none(), "lent where it lies");
         lent.add_ref(&r).unwrap();
         built.add(&r.to_record().unwrap()).unwrap();
     }
     let (lent, built) = (lent.finish().unwrap(), built.finish().unwrap());
     check(&lent, &ids);
     assert_eq!(lent, built);
-    // A text where the column holds numbers: an error naming the table, key and field, and
-    // the rows before and after it kept.
+    // A text where the column holds numbers (the last row in the index's order): an error
+    // naming the table, key and field, and the rows before it kept.
     db.insert("t", record! { "id" => 5000, "k" => 7, "n" => "many" })
         .unwrap();
     let mut batcher = batcher();

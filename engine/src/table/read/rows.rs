@@ -515,13 +515,16 @@ impl<'a> Rows<'a> {
         }
     }
 
-    /// Lends the next row; `Ok(None)` at the end. A row fetched through an index by one
-    /// stream (the rows of most selective queries) is lent where it lies, in the buffer the
-    /// fetch copied it to: its values are decoded when asked for
-    /// ([`RowRef::value`]), and a reader that copies them on into buffers of its own (a
-    /// record batch's columns) copies each once, building no record. Any other row is lent
-    /// as the record [`Iterator::next`] gives, built in the buffers of the one lent before.
-    /// After an error it lends nothing more.
+    /// Lends the next row; `Ok(None)` at the end. A row of the current formats fetched
+    /// through a sync index by a query of one stream (the rows of most selective queries on
+    /// an unsharded table), untimed, whose stream builds exactly the fields it returns, is
+    /// lent where it lies, in the buffer the fetch copied it to: its head is checked here, its
+    /// values are decoded when asked for ([`RowRef::value`], which reports a damaged one),
+    /// and a reader that copies them on into buffers of its own (a record batch's columns)
+    /// copies each once, building no record. Any other row is lent as the record
+    /// [`Iterator::next`] gives (built in the buffers of the one lent before when one stream
+    /// builds the rows in order). After an error from `next_ref` it lends nothing more; an
+    /// error from a lent row's value leaves the rows after it to be read.
     pub fn next_ref(&mut self) -> Result<Option<RowRef<'_>>> {
         if !self.held.is_empty() {
             let held = std::mem::take(&mut self.held);
@@ -563,8 +566,9 @@ impl<'a> Rows<'a> {
                 return Err(e);
             }
         };
-        self.stats_mut().rows_returned += 1;
         match placed {
+            // Counted as returned when lent (one stream: its statistics are the query's, as
+            // `Rows::stats_mut` says).
             Placed::Stored(at) => match self.streams[0].placed_row(at) {
                 Ok(row) => Ok(Some(row)),
                 Err(e) => {
@@ -573,6 +577,7 @@ impl<'a> Rows<'a> {
                 }
             },
             Placed::Built(record) => {
+                self.stats_mut().rows_returned += 1;
                 self.held = self.project(record);
                 Ok(Some(RowRef::from(&self.held)))
             }

@@ -372,7 +372,10 @@ impl Stream {
         loop {
             while let Some(t) = self.fetched.pop_front() {
                 if let Some(placed) = self.fetched_passes(ix, t)? {
-                    self.stats.rows_matched += 1;
+                    // A row lent where it lies counts as matched once it is lent.
+                    if let Placed::Built(_) = placed {
+                        self.stats.rows_matched += 1;
+                    }
                     return Ok(Some(placed));
                 }
             }
@@ -421,20 +424,23 @@ impl Stream {
     }
 
     /// The fetched row of `t`, which [`Stream::next_placed`] found to pass, lent where it
-    /// lies: the fields the query keeps, read when asked for.
+    /// lies: the fields the query keeps, read when asked for (its head is checked here, each
+    /// value when it is read). Counted as matched and returned when lent (the rows of one
+    /// stream, whose statistics are the query's).
     #[inline(always)]
     pub(crate) fn placed_row(&mut self, t: Target) -> Result<RowRef<'_>> {
         let row = &self.fetch_values[t.value.0..t.value.1];
         let key = &self.fetch_keys[t.pk..t.end];
         let family = self.table.shards[t.shard].fact.name();
-        if self.table.row_layout.get().is_none() {
+        if self.table.row_layout.get().is_none() && self.reader.kept(row).is_ok() {
             // The table's first row read: its layout is learnt, and given the table for the
             // readers of later queries (the lent row borrows the reader).
-            let _ = self.reader.kept(row);
             self.table.share_row_layout(&self.reader);
         }
         match self.reader.kept(row) {
             Ok(Kept::InPlace { names, at, view }) => {
+                self.stats.rows_matched += 1;
+                self.stats.rows_returned += 1;
                 Ok(RowRef::stored(names, at, view, family, key))
             }
             // `next_placed` lends rows of the current formats only.
