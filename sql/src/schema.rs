@@ -589,14 +589,19 @@ impl Batcher {
         out.put(scratch);
         out.align();
         let bytes = out.len();
-        scratch.clear();
-        for slot in 0..self.texts {
-            for row in 0..rows {
-                let (start, len) = staged.spans[row * self.texts + slot];
-                scratch.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
+        if self.texts == 1 {
+            // One text column: its values were staged one after another, in row order.
+            out.put(&staged.bytes);
+        } else {
+            scratch.clear();
+            for slot in 0..self.texts {
+                for row in 0..rows {
+                    let (start, len) = staged.spans[row * self.texts + slot];
+                    scratch.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
+                }
             }
+            out.put(scratch);
         }
-        out.put(scratch);
         out.align();
         let validity = out.len();
         let nullable = self.nulls.iter().enumerate().filter(|(_, n)| **n > 0);

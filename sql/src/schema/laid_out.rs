@@ -156,14 +156,19 @@ impl Words {
             self.put_byte(b);
             bytes = rest;
         }
-        let mut whole = bytes.chunks_exact(8);
-        for chunk in &mut whole {
+        // The whole words in one extend (room made once, no check a word: the bytes of a
+        // batch's texts were ~55 instructions a row of the day's customers pushed word by
+        // word, callgrind).
+        let whole = bytes.chunks_exact(8);
+        let rest = whole.remainder();
+        let before = self.words.len();
+        self.words.extend(whole.map(|chunk| {
             let mut word = [0u8; 8];
             word.copy_from_slice(chunk);
-            self.words.push(u64::from_ne_bytes(word));
-            self.len += 8;
-        }
-        for &b in whole.remainder() {
+            u64::from_ne_bytes(word)
+        }));
+        self.len += (self.words.len() - before) * 8;
+        for &b in rest {
             self.put_byte(b);
         }
     }
