@@ -2,34 +2,10 @@
 //! the re-check rejects, index fetches, scans and sharded tables — and builds each row in the
 //! buffers of the record it is given.
 
-use strata::{Db, Options, Predicate, Projection, Query, Record, TableOptions, Value, record};
+mod common;
 
-/// A table of rows whose fields vary (several layouts), with text, numbers, bytes and NULLs,
-/// indexed by `town`; on disk and in the memtable both.
-fn table(db: &Db, name: &str, options: TableOptions) {
-    db.create_table(name, ["id"], options).unwrap();
-    db.create_index(name, "by_town", ["town"], Projection::KeysOnly)
-        .unwrap();
-    for id in 0..400i64 {
-        let mut r = record! { "id" => id, "town" => format!("town{}", id % 5) };
-        if id % 3 == 0 {
-            r.set("nick", "n".repeat(id as usize % 40));
-        }
-        if id % 4 == 0 {
-            r.set("score", id as f64 / 4.0);
-        }
-        if id % 7 == 0 {
-            r.set("blob", Value::Bytes(vec![id as u8; 3]));
-        }
-        if id % 11 == 0 {
-            r.set("nick", Value::Null);
-        }
-        db.insert(name, r).unwrap();
-        if id == 250 {
-            db.flush().unwrap();
-        }
-    }
-}
+use common::tables::varied_table;
+use strata::{Db, Options, Predicate, Query, Record, TableOptions, Value, record};
 
 fn by_next(db: &Db, table: &str, query: &Query) -> Vec<Record> {
     db.query(table, query)
@@ -53,8 +29,8 @@ fn by_next_into(db: &Db, table: &str, query: &Query) -> Vec<Record> {
 fn next_into_reads_the_rows_next_reads() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
-    table(&db, "sharded", TableOptions::default().shards(4));
+    varied_table(&db, "t", TableOptions::default(), 400, 5);
+    varied_table(&db, "sharded", TableOptions::default().shards(4), 400, 5);
     let projected = |mut q: Query, fields: &[&str]| {
         q.projection = Some(fields.iter().map(|f| f.to_string()).collect());
         q
@@ -93,7 +69,7 @@ fn next_into_reads_the_rows_next_reads() {
 fn next_into_builds_each_row_in_the_buffers_of_the_one_before() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
+    varied_table(&db, "t", TableOptions::default(), 400, 5);
     db.flush().unwrap();
     let mut query = Query::default().filter(Predicate::eq("town", "town1"));
     // Not covered by the index's entries: each row is fetched and built.
@@ -122,7 +98,7 @@ fn next_into_builds_each_row_in_the_buffers_of_the_one_before() {
 fn point_queries_read_through_next_into_give_each_row_its_own_values() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
+    varied_table(&db, "t", TableOptions::default(), 400, 5);
     // Rows of every layout in turn, each query given the record the one before returned: a
     // record built in another row's buffers keeps none of that row's fields or values.
     let projected = Query {
@@ -143,7 +119,7 @@ fn point_queries_read_through_next_into_give_each_row_its_own_values() {
 fn a_point_query_builds_its_row_in_the_buffers_of_the_record_given_back_before() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
+    varied_table(&db, "t", TableOptions::default(), 400, 5);
     db.flush().unwrap();
     let point = |id: i64| Query::default().filter(Predicate::eq("id", id));
     let mut rows = db.query("t", &point(5)).unwrap();
@@ -155,10 +131,13 @@ fn a_point_query_builds_its_row_in_the_buffers_of_the_record_given_back_before()
     record.set("town", roomy);
     assert!(!rows.next_into(&mut record).unwrap());
     drop(rows);
-    // Row 10 has row 5's fields (id, town): its town is built in that buffer.
+    // Row 10 has row 5's fields (band, id, town): its town is built in that buffer.
     let mut rows = db.query("t", &point(10)).unwrap();
     assert!(rows.next_into(&mut record).unwrap());
-    assert_eq!(record, record! { "id" => 10, "town" => "town0" });
+    assert_eq!(
+        record,
+        record! { "band" => 0, "id" => 10, "town" => "town0" }
+    );
     let Value::Str(town) = record.value("town") else {
         panic!("town is text: {record:?}");
     };

@@ -3,48 +3,13 @@
 //! rejects, sorted, limited and merged queries, async and global indexes, point queries,
 //! sharded tables — and a lent row's parts agree with each other.
 
-use strata::{
-    Access, Condition, Db, ExecStats, IndexOptions, Options, Predicate, Projection, Query, Record,
-    RowRef, TableOptions, Value, ValueRef, record,
-};
+mod common;
 
-/// A table of rows whose fields vary (several layouts), with text, numbers, bytes and NULLs,
-/// indexed by `town` (keys only, so reads through it fetch their rows) three ways; on disk
-/// and in the memtable both.
-fn table(db: &Db, name: &str, options: TableOptions) {
-    db.create_table(name, ["id"], options).unwrap();
-    db.create_index(name, "by_town", ["town"], Projection::KeysOnly)
-        .unwrap();
-    db.create_index(name, "by_band", ["band"], IndexOptions::local_async())
-        .unwrap();
-    for id in 0..2000i64 {
-        let mut r = record! {
-            "id" => id,
-            "town" => format!("town{}", id % 50),
-            "band" => id / 40,
-        };
-        if id % 3 == 0 {
-            r.set("nick", "n".repeat(id as usize % 40));
-        }
-        if id % 4 == 0 {
-            r.set("score", id as f64 / 4.0);
-        }
-        if id % 7 == 0 {
-            r.set("blob", Value::Bytes(vec![id as u8; 3]));
-        }
-        if id % 11 == 0 {
-            r.set("nick", Value::Null);
-        }
-        if id % 13 == 0 {
-            r.set("flag", id % 2 == 0);
-        }
-        db.insert(name, r).unwrap();
-        if id == 1250 {
-            db.flush().unwrap();
-        }
-    }
-    db.wait_for_indexes().unwrap();
-}
+use common::tables::varied_table;
+use strata::{
+    Access, Condition, Db, ExecStats, Options, Predicate, Query, Record, RowRef, TableOptions,
+    Value, ValueRef,
+};
 
 fn by_next(db: &Db, table: &str, query: &Query) -> Vec<Record> {
     db.query(table, query)
@@ -104,8 +69,8 @@ fn counts(stats: &ExecStats) -> [u64; 5] {
 fn next_ref_lends_the_rows_next_reads() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
-    table(&db, "sharded", TableOptions::default().shards(4));
+    varied_table(&db, "t", TableOptions::default(), 2000, 50);
+    varied_table(&db, "sharded", TableOptions::default().shards(4), 2000, 50);
     let projected = |mut q: Query, fields: &[&str]| {
         q.projection = Some(fields.iter().map(|f| f.to_string()).collect());
         q
@@ -179,7 +144,7 @@ fn next_ref_lends_the_rows_next_reads() {
 fn rows_lent_and_rows_built_may_be_read_in_turn() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
+    varied_table(&db, "t", TableOptions::default(), 2000, 50);
     let query = Query::default().filter(Predicate::eq("town", "town2"));
     let expected = by_next(&db, "t", &query);
     let mut rows = db.query("t", &query).unwrap();
@@ -204,7 +169,7 @@ fn rows_lent_and_rows_built_may_be_read_in_turn() {
 fn a_lent_row_gives_text_and_bytes_where_they_lie() {
     let dir = tempfile::tempdir().unwrap();
     let db = Db::open(dir.path(), Options::default()).unwrap();
-    table(&db, "t", TableOptions::default());
+    varied_table(&db, "t", TableOptions::default(), 2000, 50);
     db.flush().unwrap();
     // Through the index: the first row of town14 (row 14), lent where it lies.
     let mut rows = db

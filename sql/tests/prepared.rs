@@ -12,21 +12,27 @@ use strata_sql::SqlSession;
 use strata_sql::scan::STRATA_TIME;
 
 fn session() -> (tempfile::TempDir, SqlSession) {
+    let (dir, _, session) = people(500, 7);
+    (dir, session)
+}
+
+/// A database of `rows` people in `towns` towns (`people`, indexed by town), and a session.
+fn people(rows: usize, towns: usize) -> (tempfile::TempDir, Arc<Db>, SqlSession) {
     let dir = tempfile::tempdir().unwrap();
     let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
     let session = SqlSession::new(Arc::clone(&db)).unwrap();
     session
         .execute("CREATE TABLE people (id BIGINT PRIMARY KEY, name VARCHAR, town VARCHAR)")
         .unwrap();
-    let values: Vec<String> = (0..500)
-        .map(|i| format!("({i}, 'n{i}', 'T{}')", i % 7))
+    let values: Vec<String> = (0..rows)
+        .map(|i| format!("({i}, 'n{i}', 'T{}')", i % towns))
         .collect();
     session
         .execute(&format!("INSERT INTO people VALUES {}", values.join(", ")))
         .unwrap();
     db.create_index("people", "by_town", ["town"], IndexOptions::local())
         .unwrap();
-    (dir, session)
+    (dir, db, session)
 }
 
 fn ids(batches: &[RecordBatch]) -> Vec<i64> {
@@ -419,20 +425,7 @@ fn datafusions_own_prepare_and_execute_run_over_strata_tables() {
 
 #[test]
 fn a_damaged_stored_value_read_by_the_fast_path_is_the_engines_corruption_error() {
-    let dir = tempfile::tempdir().unwrap();
-    let db = Arc::new(Db::open(dir.path(), Options::default()).unwrap());
-    let session = SqlSession::new(Arc::clone(&db)).unwrap();
-    session
-        .execute("CREATE TABLE people (id BIGINT PRIMARY KEY, name VARCHAR, town VARCHAR)")
-        .unwrap();
-    let values: Vec<String> = (0..3000)
-        .map(|i| format!("({i}, 'n{i}', 'T{}')", i % 100))
-        .collect();
-    session
-        .execute(&format!("INSERT INTO people VALUES {}", values.join(", ")))
-        .unwrap();
-    db.create_index("people", "by_town", ["town"], IndexOptions::local())
-        .unwrap();
+    let (_dir, db, session) = people(3000, 100);
     let prepared = session
         .prepare("SELECT id, name FROM people WHERE town = $1")
         .unwrap();

@@ -11,8 +11,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use strata::{
-    Condition, Db, Op, Predicate, Projection, Query, Record, TableBatch, Value, WriteOptions,
-    record,
+    Condition, Db, IndexOptions, Op, Predicate, Projection, Query, Record, TableBatch,
+    TableOptions, Value, WriteOptions, record,
 };
 
 use super::Rng;
@@ -344,4 +344,43 @@ pub fn answers_by_id(db: &Db, table: &str, queries: &[Query]) -> Vec<Vec<Record>
             rows
         })
         .collect()
+}
+
+/// A table `name` of `rows` rows (ids from 0) whose fields vary, so its rows have several
+/// layouts — text, numbers, bytes, booleans and NULLs — indexed by `town` (`rows` spread over
+/// `towns`, keys only, so reads through it fetch their rows) and, asynchronously, by `band`
+/// (forty rows a band); flushed part way, so its rows are on disk and in the memtable both.
+pub fn varied_table(db: &Db, name: &str, options: TableOptions, rows: i64, towns: i64) {
+    db.create_table(name, ["id"], options).unwrap();
+    db.create_index(name, "by_town", ["town"], Projection::KeysOnly)
+        .unwrap();
+    db.create_index(name, "by_band", ["band"], IndexOptions::local_async())
+        .unwrap();
+    for id in 0..rows {
+        let mut r = record! {
+            "id" => id,
+            "town" => format!("town{}", id % towns),
+            "band" => id / 40,
+        };
+        if id % 3 == 0 {
+            r.set("nick", "n".repeat(id as usize % 40));
+        }
+        if id % 4 == 0 {
+            r.set("score", id as f64 / 4.0);
+        }
+        if id % 7 == 0 {
+            r.set("blob", Value::Bytes(vec![id as u8; 3]));
+        }
+        if id % 11 == 0 {
+            r.set("nick", Value::Null);
+        }
+        if id % 13 == 0 {
+            r.set("flag", id % 2 == 0);
+        }
+        db.insert(name, r).unwrap();
+        if id == rows * 5 / 8 {
+            db.flush().unwrap();
+        }
+    }
+    db.wait_for_indexes().unwrap();
 }
