@@ -569,7 +569,8 @@ impl Batcher {
             }
         }
         // Each column's offsets, from 0 in its own bytes; then the bytes, column by column:
-        // gathered in a scratch buffer kept from batch to batch, then put as whole words.
+        // one column's as they were staged, several gathered in a scratch buffer kept from
+        // batch to batch; both put as whole words.
         let scratch = &mut self.scratch;
         scratch.clear();
         let offsets = out.len();
@@ -590,7 +591,9 @@ impl Batcher {
         out.align();
         let bytes = out.len();
         if self.texts == 1 {
-            // One text column: its values were staged one after another, in row order.
+            // One text column: its values were staged one after another, in row order (a
+            // row that did not fit was rewound), and are put as they lie.
+            debug_assert_eq!(at, staged.bytes.len());
             out.put(&staged.bytes);
         } else {
             scratch.clear();
