@@ -230,6 +230,7 @@ pub fn check(data: &[u8]) {
                 max: Some(input.value()),
                 avg_width: f64::from(input.byte()),
                 correlation: f64::from(input.byte()) / 127.5 - 1.0,
+                ..ColumnStats::default()
             },
         );
     }

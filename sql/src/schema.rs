@@ -403,18 +403,27 @@ impl Batcher {
                 self.rows += 1;
                 Ok(())
             }
-            Err(failed) => {
+            Err(at) => {
                 self.staged.rewind(marks);
-                Err(match failed {
-                    Failed::Read(e) => DataFusionError::External(Box::new(e)),
-                    Failed::Unfit(Unfit::Kind, i, v) => self.misfit(record, &self.columns[i], &v),
-                    Failed::Unfit(Unfit::Room, ..) => DataFusionError::Execution(format!(
-                        "table {}: a record batch cannot hold more than {} bytes of text",
-                        self.table.table,
-                        i32::MAX
-                    )),
-                })
+                Err(self.failure(record, self.layouts[0].places[at]))
             }
+        }
+    }
+
+    /// Why the value of field `j` of `record` was not staged as column `i`'s: read again, as
+    /// staging read it (the hot path carries only where it stopped: an error with the value
+    /// in it came back through memory, ~30 instructions a value).
+    #[cold]
+    fn failure(&self, record: &RowRef<'_>, (j, i): (usize, usize)) -> DataFusionError {
+        let column = &self.columns[i];
+        match record.value(j) {
+            Err(e) => DataFusionError::External(Box::new(e)),
+            Ok(v) if fits(column, v) => DataFusionError::Execution(format!(
+                "table {}: a record batch cannot hold more than {} bytes of text",
+                self.table.table,
+                i32::MAX
+            )),
+            Ok(v) => self.misfit(record, column, &v.to_value()),
         }
     }
 
@@ -642,20 +651,17 @@ impl Batcher {
     }
 }
 
-/// Why a value was not staged.
-enum Unfit {
-    /// Its kind does not fit its column's type.
-    Kind,
-    /// The batch has no room for its bytes.
-    Room,
-}
-
-/// Why a row was not staged.
-enum Failed {
-    /// A stored value did not read.
-    Read(strata::Error),
-    /// The value of column `.1`, `.2`, did not fit.
-    Unfit(Unfit, usize, Value),
+/// Whether a value of `v`'s kind fits `column` (NULL fits any).
+fn fits(column: &Column, v: ValueRef<'_>) -> bool {
+    matches!(
+        (column.kind, v),
+        (_, ValueRef::Null)
+            | (ColumnType::Int, ValueRef::Int(_))
+            | (ColumnType::Float, ValueRef::Float(_) | ValueRef::Int(_))
+            | (ColumnType::Bool, ValueRef::Bool(_))
+            | (ColumnType::Text, ValueRef::Str(_))
+            | (ColumnType::Bytes, ValueRef::Bytes(_))
+    ) || (column.mixed && column.kind == ColumnType::Text)
 }
 
 /// How long each staging buffer was, to rewind a row that did not fit.
@@ -695,7 +701,8 @@ impl Staged {
 
     /// Stages the row at `marks`: for each `(field, column)` of `places`, the field's value
     /// (`value` of its place among the row's fields) as the column's (whose slots among their
-    /// kind's are `slots`), and whether it is not NULL.
+    /// kind's are `slots`), and whether it is not NULL. An error is the place in `places`
+    /// of the value that did not read or fit ([`Batcher::failure`] says which and why).
     #[inline(always)]
     fn stage_row<'v>(
         &mut self,
@@ -704,11 +711,13 @@ impl Staged {
         columns: &[Column],
         slots: &[usize],
         value: impl Fn(usize) -> strata::Result<ValueRef<'v>>,
-    ) -> Result<(), Failed> {
-        for &(j, i) in places {
-            let v = value(j).map_err(Failed::Read)?;
-            if let Err(unfit) = self.stage(marks, slots[i], &columns[i], v) {
-                return Err(Failed::Unfit(unfit, i, v.to_value()));
+    ) -> Result<(), usize> {
+        for (at, &(j, i)) in places.iter().enumerate() {
+            let Ok(v) = value(j) else {
+                return Err(at);
+            };
+            if !self.stage(marks, slots[i], &columns[i], v) {
+                return Err(at);
             }
             self.valid[marks[5] + i] = !v.is_null();
         }
@@ -716,19 +725,14 @@ impl Staged {
     }
 
     /// Stages `v` as the value of `column` (at `slot` among its kind's) in the row at
-    /// `marks`; a NULL leaves the column's place as it is.
+    /// `marks`; a NULL leaves the column's place as it is. False when `v` does not fit the
+    /// column, or the batch has no room for its bytes.
     #[inline(always)]
-    fn stage(
-        &mut self,
-        marks: Marks,
-        slot: usize,
-        column: &Column,
-        v: ValueRef<'_>,
-    ) -> Result<(), Unfit> {
+    fn stage(&mut self, marks: Marks, slot: usize, column: &Column, v: ValueRef<'_>) -> bool {
         let [ints, floats, bools, _, spans, _] = marks;
         let lenient = column.mixed && column.kind == ColumnType::Text;
         match (column.kind, v) {
-            (_, ValueRef::Null) => Ok(()),
+            (_, ValueRef::Null) => true,
             (ColumnType::Int, ValueRef::Int(x)) => set(&mut self.ints[ints + slot], x),
             (ColumnType::Float, ValueRef::Float(x)) => set(&mut self.floats[floats + slot], x),
             (ColumnType::Float, ValueRef::Int(x)) => set(&mut self.floats[floats + slot], x as f64),
@@ -739,28 +743,28 @@ impl Staged {
                 let text = other.to_value().sql_literal().to_string();
                 self.stage_bytes(spans + slot, text.as_bytes())
             }
-            _ => Err(Unfit::Kind),
+            _ => false,
         }
     }
 
     /// Stages a text or byte value as the one at `span`, if the batch has room for it
     /// (Arrow's offsets are `i32`; [`Batcher::full`] says a batch is full long before).
-    fn stage_bytes(&mut self, span: usize, value: &[u8]) -> Result<(), Unfit> {
+    fn stage_bytes(&mut self, span: usize, value: &[u8]) -> bool {
         let room = i32::MAX as usize - self.bytes.len();
         if value.len() > room {
-            return Err(Unfit::Room);
+            return false;
         }
         // Both fit in `i32`, checked above.
         self.spans[span] = (self.bytes.len() as u32, value.len() as u32);
         self.bytes.extend_from_slice(value);
-        Ok(())
+        true
     }
 }
 
 /// Stages `x` (a value that always fits) in `slot`.
-fn set<T>(slot: &mut T, x: T) -> Result<(), Unfit> {
+fn set<T>(slot: &mut T, x: T) -> bool {
     *slot = x;
-    Ok(())
+    true
 }
 
 #[cfg(test)]

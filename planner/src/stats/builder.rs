@@ -158,6 +158,7 @@ impl ColumnBuilder {
                 self.width as f64 / non_null as f64
             },
             correlation: 0.0,
+            ..ColumnStats::default()
         }
     }
 }

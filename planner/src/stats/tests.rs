@@ -388,3 +388,78 @@ fn listed_frequencies_sum_and_find_the_least_over_every_lane() {
         }
     }
 }
+
+#[test]
+fn a_long_most_common_list_is_searched_as_a_walk_finds_its_values() {
+    // Texts, integers, a float equal to an integer, and a value listed twice (the first
+    // listed answers, as a walk finds it), in frequency order, not value order.
+    let mut most_common: Vec<(Value, f64)> = (0..40)
+        .map(|i| {
+            (
+                Value::from(format!("v{:03}", (i * 17) % 40)),
+                0.02 - i as f64 * 1e-4,
+            )
+        })
+        .collect();
+    most_common.push((Value::Int(3), 0.0015));
+    most_common.push((Value::Float(3.0), 0.0014));
+    most_common.push((Value::from("v005"), 0.0013));
+    let c = ColumnStats {
+        most_common: most_common.clone(),
+        ..ColumnStats::default()
+    };
+    let walk = |v: &Value| most_common.iter().find(|(m, _)| m == v).map(|(_, f)| *f);
+    let mut asked: Vec<Value> = (0..45).map(|i| Value::from(format!("v{i:03}"))).collect();
+    asked.extend([
+        Value::Int(3),
+        Value::Float(3.0),
+        Value::Int(4),
+        Value::Null,
+        Value::from(""),
+        Value::Bytes(b"v005".to_vec()),
+    ]);
+    for v in &asked {
+        assert_eq!(c.frequency_of(v), walk(v), "{v:?}");
+    }
+    assert_eq!(
+        c.frequency_of(&Value::from("v005")),
+        walk(&Value::from("v005"))
+    );
+    assert!(c.frequency_of(&Value::from("v005")).unwrap() > 0.0013);
+}
+
+#[test]
+fn a_list_changed_after_an_estimate_is_read_afresh_and_a_clone_keeps_nothing() {
+    let list =
+        |n: usize| -> Vec<(Value, f64)> { (0..n).map(|i| (Value::Int(i as i64), 0.01)).collect() };
+    let mut c = ColumnStats {
+        most_common: list(20),
+        frequent: list(4),
+        ..ColumnStats::default()
+    };
+    assert!((c.listed_frequencies().0 - 0.2).abs() < 1e-12);
+    assert_eq!(c.frequency_of(&Value::Int(25)), None);
+    // Grown where it lies, and replaced: both seen.
+    c.most_common.push((Value::Int(25), 0.005));
+    let (common, frequent, least) = c.listed_frequencies();
+    assert!((common - 0.205).abs() < 1e-12, "{common}");
+    assert!((frequent - 0.04).abs() < 1e-12);
+    assert_eq!(least, Some(0.005));
+    assert_eq!(c.frequency_of(&Value::Int(25)), Some(0.005));
+    c.frequent = list(1);
+    assert!((c.listed_frequencies().1 - 0.01).abs() < 1e-12);
+    // A clone starts without the figures (its lists lie elsewhere), and compares equal.
+    let mut d = c.clone();
+    assert_eq!(d, c);
+    d.most_common[0].1 = 0.5;
+    assert!((d.listed_frequencies().0 - 0.695).abs() < 1e-12);
+    assert!((c.listed_frequencies().0 - 0.205).abs() < 1e-12);
+    // Not stored: statistics read back are equal, and work their figures out again.
+    let stats = TableStats {
+        columns: [("x".to_string(), d.clone())].into_iter().collect(),
+        ..TableStats::default()
+    };
+    let back = TableStats::decode(&stats.encode().unwrap()).unwrap();
+    assert_eq!(back, stats);
+    assert!((back.columns["x"].listed_frequencies().0 - 0.695).abs() < 1e-12);
+}

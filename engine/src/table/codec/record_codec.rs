@@ -297,9 +297,27 @@ impl<'a> View<'a> {
     /// checks that it stopped exactly there.
     #[inline(always)]
     pub(crate) fn value_reader(&self, i: usize) -> Result<(Reader<'a>, usize), RecordError> {
-        let start = if i == 0 { 0 } else { self.end(i - 1) };
-        let end = self.end(i);
+        // Both ends from one slice of the ends, their width found once (`end` twice was ~25
+        // instructions a value more, callgrind).
         let values_at = self.values_at as usize;
+        let e = &self.bytes[self.head as usize..values_at];
+        let (start, end) = match end_width(self.bytes.len()) {
+            1 => (
+                if i == 0 { 0 } else { usize::from(e[i - 1]) },
+                usize::from(e[i]),
+            ),
+            2 => {
+                let at = |k: usize| usize::from(u16::from_le_bytes([e[2 * k], e[2 * k + 1]]));
+                (if i == 0 { 0 } else { at(i - 1) }, at(i))
+            }
+            _ => {
+                let at = |k: usize| {
+                    u32::from_le_bytes([e[4 * k], e[4 * k + 1], e[4 * k + 2], e[4 * k + 3]])
+                        as usize
+                };
+                (if i == 0 { 0 } else { at(i - 1) }, at(i))
+            }
+        };
         if start > end || end > self.bytes.len() - values_at {
             return Err(RecordError::Offsets);
         }
