@@ -391,6 +391,16 @@ impl Stream {
     /// format, built and tested on its record.
     #[inline(always)]
     fn fetched_passes(&mut self, ix: usize, t: Target) -> Result<Option<Placed>> {
+        // The common case first, read where the buffers lie: a row of a current format with
+        // nothing to test (the index's ranges answered every predicate) passes as it is.
+        // (Taking both buffers out and putting them back, and the tests' chain of results,
+        // were ~60 instructions a row of the day's customers, callgrind.)
+        if self.predicates.is_empty()
+            && self.filter.is_none()
+            && in_place(&self.fetch_values[t.value.0..t.value.1])
+        {
+            return Ok(Some(Placed::Stored(t)));
+        }
         let (buf, values) = (
             std::mem::take(&mut self.fetch_keys),
             std::mem::take(&mut self.fetch_values),
