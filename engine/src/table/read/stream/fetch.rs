@@ -18,7 +18,7 @@ use crate::error::Result;
 use crate::lsm::{Cursor, ReadOptions};
 use crate::table::catalog::entry::{entry_target, record_corrupt};
 use crate::table::codec::record::{Record, RecordError};
-use crate::table::codec::row_reader::{Kept, in_place};
+use crate::table::codec::row_reader::in_place;
 use crate::table::db::Table;
 use crate::table::db::reader_pool::Target;
 use crate::table::read::row_ref::RowRef;
@@ -447,16 +447,16 @@ impl Stream {
             // readers of later queries (the lent row borrows the reader).
             self.table.share_row_layout(&self.reader);
         }
-        match self.reader.kept(row) {
-            Ok(Kept::InPlace { names, at, view }) => {
+        // `next_placed` lends rows of the current formats only.
+        if !in_place(row) {
+            let version = row.first().copied().unwrap_or_default();
+            return Err(record_corrupt(family, key, RecordError::Version(version)));
+        }
+        match self.reader.kept_in_place(row) {
+            Ok((names, at, view)) => {
                 self.stats.rows_matched += 1;
                 self.stats.rows_returned += 1;
                 Ok(RowRef::stored(names, at, view, family, key))
-            }
-            // `next_placed` lends rows of the current formats only.
-            Ok(Kept::Built { .. }) => {
-                let version = row.first().copied().unwrap_or_default();
-                Err(record_corrupt(family, key, RecordError::Version(version)))
             }
             Err(e) => Err(record_corrupt(family, key, e)),
         }
