@@ -353,3 +353,93 @@ pub(crate) fn entry_parts<'a>(
         payload,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::table::catalog::{IndexState, Maintenance, Scope, StatisticsOptions};
+
+    fn table(primary_key: &[&str], index: IndexDef) -> TableDef {
+        TableDef {
+            format: 3,
+            id: 7,
+            name: "t".into(),
+            primary_key: primary_key.iter().map(|f| f.to_string()).collect(),
+            shards: 4,
+            keys: KeyFormat::NEWEST.number(),
+            indexes: vec![index],
+            statistics: StatisticsOptions::default(),
+            columns: Vec::new(),
+        }
+    }
+
+    fn index(fields: &[&str], projection: Projection) -> IndexDef {
+        IndexDef {
+            id: 8,
+            name: "ix".into(),
+            fields: fields.iter().map(|f| f.to_string()).collect(),
+            projection,
+            state: IndexState::Ready,
+            scope: Scope::Local,
+            maintenance: Maintenance::Sync,
+            unique: false,
+        }
+    }
+
+    /// `entry_target` finds what `entry_parts` finds, from every number of leading values
+    /// skipped, and refuses what it refuses with the same error.
+    #[test]
+    fn an_entrys_target_is_what_its_parts_say_and_a_damaged_key_the_same_error() {
+        let keys = KeyFormat::NEWEST;
+        for projection in [Projection::KeysOnly, Projection::Include(vec!["c".into()])] {
+            for pk in [&["id"][..], &["id", "n"]] {
+                let ix = index(&["a", "b"], projection.clone());
+                let def = table(pk, ix.clone());
+                let record: Record = [
+                    ("a", Value::from("town")),
+                    ("b", Value::Int(-3)),
+                    ("c", Value::Float(1.5)),
+                    ("id", Value::Int(42)),
+                    ("n", Value::from("x")),
+                ]
+                .into_iter()
+                .collect();
+                let values: Vec<&Value> = pk.iter().map(|f| record.value(f)).collect();
+                let pk_bytes = encode_primary_key(&def, &values).unwrap();
+                for shard in [0, 3] {
+                    let (key, value) = index_entry(keys, &ix, shard, &pk_bytes, &record).unwrap();
+                    let mut first = Vec::new();
+                    keys.encode_value(&Value::from("town"), &mut first);
+                    let mut two = first.clone();
+                    keys.encode_value(&Value::Int(-3), &mut two);
+                    for skip in [(0, 0), (1, first.len()), (2, two.len())] {
+                        let got = entry_target(&def, &ix, "cf", (&key, &value), skip).unwrap();
+                        let parts =
+                            entry_parts(&def, &ix, "cf", (&key, &value), skip, 0, None).unwrap();
+                        assert_eq!(got, (parts.shard, parts.pk_at));
+                        assert_eq!(got, (shard as u64, key.len() - pk_bytes.len()));
+                    }
+                    // Cut short, a byte too many, a bad entry head: both refuse, alike.
+                    let mut long = key.clone();
+                    long.push(0);
+                    let mut bad_head = value.clone();
+                    bad_head.insert(0, 9);
+                    let damaged = [
+                        (key[..key.len() - 1].to_vec(), value.clone()),
+                        (long, value.clone()),
+                        (key.clone(), bad_head),
+                    ];
+                    for (k, v) in &damaged {
+                        let got = entry_target(&def, &ix, "cf", (k, v), (0, 0)).unwrap_err();
+                        let parts = entry_parts(&def, &ix, "cf", (k, v), (0, 0), 0, None);
+                        assert_eq!(
+                            got.to_string(),
+                            parts.err().unwrap().to_string(),
+                            "{k:?} {v:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
