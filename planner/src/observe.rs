@@ -26,7 +26,7 @@ use std::ops::Bound;
 use crate::query::{IndexState, Query, TableInfo};
 use crate::selectivity::{Constraint, Constraints, Estimator, constraints};
 use crate::sketch::Histogram;
-use crate::stats::{ColumnStats, TableStats};
+use crate::stats::{ColumnStats, Derived, TableStats};
 use crate::value::Value;
 
 /// Entries a dive counts at most.
@@ -219,6 +219,8 @@ fn extend(column: &mut ColumnStats, min: &Value, max: &Value, unseen: f64) {
     // The new rows are not null and not most common: what the statistics saw shrinks.
     let kept = 1.0 - unseen;
     column.null_fraction *= kept;
+    // The frequencies change where they lie: the figures derived from them go.
+    column.derived = Derived::default();
     for (_, f) in column.most_common.iter_mut() {
         *f *= kept;
     }
@@ -400,6 +402,42 @@ mod tests {
             moved.columns["ts"].histogram.bounds().last(),
             Some(&Value::Int(1_100))
         );
+    }
+
+    #[test]
+    fn extremes_read_after_an_estimate_scale_what_the_next_estimate_reads() {
+        let mut s = stats();
+        s.collected_rows = 1_000;
+        s.row_count = 2_000;
+        // A most-common list long enough to be searched in value order.
+        s.columns.insert(
+            "ts".into(),
+            ColumnStats {
+                distinct: 1_000.0,
+                most_common: (0..20).map(|i| (Value::Int(i * 50), 0.01)).collect(),
+                histogram: Histogram::from_bounds((0..=10).map(|i| Value::Int(i * 100)).collect())
+                    .expect("sorted"),
+                min: Some(Value::Int(0)),
+                max: Some(Value::Int(1_000)),
+                ..Default::default()
+            },
+        );
+        let seen = BTreeMap::from([("ts".to_string(), (Value::Int(0), Value::Int(2_000)))]);
+        let cold = with_extremes(&s, &seen);
+        // Estimated before its extremes are read: the copy keeps the figures, and the
+        // extension, which scales the frequencies where they lie, must drop them.
+        Estimator::new(&s).equal("ts", &Value::Int(7));
+        let warm = with_extremes(&s, &seen);
+        for v in [0, 50, 7, 1_500] {
+            let v = Value::Int(v);
+            let (a, b) = (Estimator::new(&warm), Estimator::new(&cold));
+            assert_eq!(a.equal("ts", &v), b.equal("ts", &v), "{v:?}");
+        }
+        let listed = Estimator::new(&warm).equal("ts", &Value::Int(50));
+        assert!((listed - 0.005).abs() < 1e-12, "{listed}");
+        let (common, _, least) = warm.columns["ts"].listed_frequencies();
+        assert!((common - 0.1).abs() < 1e-12, "{common}");
+        assert_eq!(least, Some(0.005));
     }
 
     #[test]

@@ -651,7 +651,9 @@ impl Batcher {
     }
 }
 
-/// Whether a value of `v`'s kind fits `column` (NULL fits any).
+/// Whether a value of `v`'s kind fits `column` (NULL fits any): what [`Staged::stage`]'s
+/// arms take (a test holds the two to each other), so a value that fits and was not staged
+/// found no room.
 fn fits(column: &Column, v: ValueRef<'_>) -> bool {
     matches!(
         (column.kind, v),

@@ -369,3 +369,43 @@ fn a_batch_of_one_text_column_holds_its_texts_nulls_and_no_misfits_bytes() {
         }
     }
 }
+
+/// `fits`, which names why a value was not staged, says what `stage` does: every kind of
+/// value against every column type, lenient or not, with room for its bytes.
+#[test]
+fn a_value_fits_a_column_exactly_when_staging_takes_it() {
+    let values = [
+        ValueRef::Null,
+        ValueRef::Bool(true),
+        ValueRef::Int(-7),
+        ValueRef::Float(2.5),
+        ValueRef::Str("text"),
+        ValueRef::Bytes(b"\x00\xff"),
+    ];
+    let kinds = [
+        ColumnType::Int,
+        ColumnType::Float,
+        ColumnType::Bool,
+        ColumnType::Text,
+        ColumnType::Bytes,
+    ];
+    for kind in kinds {
+        for mixed in [false, true] {
+            let c = Column {
+                name: "c".into(),
+                kind,
+                mixed,
+            };
+            for v in values {
+                let mut staged = Staged::default();
+                let marks = staged.marks();
+                staged.make_room(marks, [1, 1, 1, 1], 1);
+                assert_eq!(
+                    staged.stage(marks, 0, &c, v),
+                    fits(&c, v),
+                    "{kind:?} (mixed: {mixed}) and {v:?}"
+                );
+            }
+        }
+    }
+}

@@ -216,7 +216,7 @@ const _: () = assert!(2 * MAX_KEY_FIELDS <= 64);
 
 /// Where the row an entry of `index` (read from family `cf`) names is: its fact shard and
 /// where its primary key starts in `key`. The key's values are stepped over, not built
-/// (the first `skip.0`, `skip.1` bytes, at once: see [`entry_parts`]).
+/// (the first `skip` of them, `skip_bytes` bytes, at once: see [`entry_parts`]).
 ///
 /// [`entry_parts`] without values to fill, in one plain walk: the slots' machinery there,
 /// unused here, was ~80 of the ~200 instructions an entry of a fetching index read cost
