@@ -197,8 +197,9 @@ pub fn check(data: &[u8]) {
         }
         let null_fraction = input.fraction() / 2.0;
         let mut left = 1.0 - null_fraction;
+        // Up to twelve: past eight, a most-common list is searched in value order.
         let mut most_common = Vec::new();
-        for _ in 0..input.byte() % 4 {
+        for _ in 0..input.byte() % 13 {
             let f = input.fraction() * left;
             left -= f;
             most_common.push((input.value(), f));
@@ -246,6 +247,23 @@ pub fn check(data: &[u8]) {
         }
         group.complete = input.byte().is_multiple_of(2);
         stats.prefixes.push(group);
+    }
+    // A value's frequency is the first listed equal to it, however the list is searched;
+    // the copy the planner extends answers the same.
+    for c in stats.columns.values() {
+        let copy = c.clone();
+        let probes = c.most_common.iter().map(|(v, _)| v.clone());
+        for v in probes.chain([input.value(), input.value()]) {
+            let walked = c.most_common.iter().find(|(m, _)| *m == v).map(|(_, f)| *f);
+            assert_eq!(
+                c.frequency_of(&v).map(f64::to_bits),
+                walked.map(f64::to_bits)
+            );
+            assert_eq!(
+                copy.frequency_of(&v).map(f64::to_bits),
+                walked.map(f64::to_bits)
+            );
+        }
     }
     let stored = stats.encode().expect("statistics encode");
     if stats.validate().is_ok() {
