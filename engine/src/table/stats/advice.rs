@@ -182,6 +182,11 @@ impl Usage {
             .iter()
             .find(|c| c.plan == "scan")
             .map_or(0.0, |c| c.rows_read);
+        let union = matches!(plan.chosen.access, Access::Union { .. });
+        if !union && plan.candidates.iter().all(|c| c.index.is_none()) {
+            // No index to count (a point lookup's plan, a scan): no lock taken.
+            return;
+        }
         let mut indexes = self.indexes.lock().unwrap_or_else(|p| p.into_inner());
         for c in &plan.candidates {
             let Some(name) = &c.index else { continue };
