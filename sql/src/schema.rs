@@ -651,19 +651,12 @@ impl Batcher {
     }
 }
 
-/// Whether a value of `v`'s kind fits `column` (NULL fits any): what [`Staged::stage`]'s
-/// arms take (a test holds the two to each other), so a value that fits and was not staged
-/// found no room.
+/// Whether a value of `v`'s kind fits `column` (NULL fits any; a lenient text column takes
+/// anything): what [`Staged::stage`]'s arms take (a test holds the two to each other), so a
+/// value that fits and was not staged found no room. The engine's rule for declared columns
+/// (`ColumnType::admits`), read for an error only: the value is copied out.
 fn fits(column: &Column, v: ValueRef<'_>) -> bool {
-    matches!(
-        (column.kind, v),
-        (_, ValueRef::Null)
-            | (ColumnType::Int, ValueRef::Int(_))
-            | (ColumnType::Float, ValueRef::Float(_) | ValueRef::Int(_))
-            | (ColumnType::Bool, ValueRef::Bool(_))
-            | (ColumnType::Text, ValueRef::Str(_))
-            | (ColumnType::Bytes, ValueRef::Bytes(_))
-    ) || (column.mixed && column.kind == ColumnType::Text)
+    column.kind.admits(&v.to_value()) || (column.mixed && column.kind == ColumnType::Text)
 }
 
 /// How long each staging buffer was, to rewind a row that did not fit.
