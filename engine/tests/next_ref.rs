@@ -54,6 +54,21 @@ fn by_next_ref(db: &Db, table: &str, query: &Query) -> (Vec<Record>, usize, Exec
     (out, in_place, rows.stats().clone())
 }
 
+/// The rows `for_each_ref` lends, how many of them where they lie, and what the query says
+/// it did.
+fn by_for_each_ref(db: &Db, table: &str, query: &Query) -> (Vec<Record>, usize, ExecStats) {
+    let mut rows = db.query(table, query).unwrap();
+    let (mut out, mut in_place) = (Vec::new(), 0);
+    rows.for_each_ref(|row| -> Result<(), strata::Error> {
+        in_place += usize::from(row.as_record().is_none());
+        out.push(rebuilt(row));
+        Ok(())
+    })
+    .unwrap();
+    assert!(rows.next_ref().unwrap().is_none(), "the end stays the end");
+    (out, in_place, rows.stats().clone())
+}
+
 /// What the query did, its times aside.
 fn counts(stats: &ExecStats) -> [u64; 5] {
     [
@@ -68,7 +83,12 @@ fn counts(stats: &ExecStats) -> [u64; 5] {
 #[test]
 fn next_ref_lends_the_rows_next_reads() {
     let dir = tempfile::tempdir().unwrap();
-    let db = Db::open(dir.path(), Options::default()).unwrap();
+    // No analysis in the background: the runs of a query compared here make the same plan.
+    let options = Options {
+        auto_analyze: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
     varied_table(&db, "t", TableOptions::default(), 2000, 50);
     varied_table(&db, "sharded", TableOptions::default().shards(4), 2000, 50);
     let projected = |mut q: Query, fields: &[&str]| {
@@ -136,6 +156,11 @@ fn next_ref_lends_the_rows_next_reads() {
             let want = if lent_in_place { lent.len() } else { 0 };
             assert_eq!(in_place, want, "{table}: {query:?}: rows lent in place");
             assert_eq!(counts(&stats), counts(rows.stats()), "{table}: {query:?}");
+            // Lent to a visitor: the same rows, as many where they lie, the same work.
+            let (visited, in_place, stats) = by_for_each_ref(&db, table, query);
+            assert_eq!(visited, expected, "{table}: {query:?}");
+            assert_eq!(in_place, want, "{table}: {query:?}: rows visited in place");
+            assert_eq!(counts(&stats), counts(rows.stats()), "{table}: {query:?}");
         }
     }
 }
@@ -191,4 +216,94 @@ fn a_lent_row_gives_text_and_bytes_where_they_lie() {
     ));
     assert!(row.get("score").unwrap().is_none());
     assert!(matches!(row.get("band").unwrap(), Some(ValueRef::Int(0))));
+}
+
+/// An index whose values follow the key (its rows fetched as a walk of the fact family):
+/// `for_each_ref` lends what `next` reads, in its order, whatever the order, limit and
+/// projection, with the same work counted.
+#[test]
+fn for_each_ref_lends_a_walks_rows_as_next_reads_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        auto_analyze: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    db.create_table("c", ["id"], TableOptions::default())
+        .unwrap();
+    db.create_index("c", "by_day", ["day"], strata::Projection::KeysOnly)
+        .unwrap();
+    for id in 0..4000i64 {
+        let mut r = strata::record! { "id" => id, "day" => id / 25 };
+        if id % 3 == 0 {
+            r.set("nick", "n".repeat(id as usize % 30));
+        }
+        if id % 5 == 0 {
+            r.set("score", id as f64 / 5.0);
+        }
+        db.insert("c", r).unwrap();
+        if id == 1500 || id == 3100 {
+            db.flush().unwrap();
+        }
+    }
+    // Some rows gone and some written again, after the files.
+    for id in (0..4000i64).step_by(37) {
+        db.delete("c", &[Value::Int(id)]).unwrap();
+    }
+    for id in (5..4000i64).step_by(41) {
+        db.upsert(
+            "c",
+            strata::record! { "id" => id, "day" => id / 25, "nick" => "again" },
+        )
+        .unwrap();
+    }
+    db.analyze("c").unwrap();
+    let projected = |mut q: Query, fields: &[&str]| {
+        q.projection = Some(fields.iter().map(|f| f.to_string()).collect());
+        q
+    };
+    let queries = [
+        Query::default().filter(Predicate::eq("day", 7)),
+        Query::default().filter(Predicate::between("day", 20, 40)),
+        // Wide ranges, read through the index as a hint asks.
+        Query::default()
+            .filter(Predicate::between("day", 20, 120))
+            .hint(strata::Hint::Index("by_day".into())),
+        projected(
+            Query::default()
+                .filter(Predicate::ge("day", 100))
+                .hint(strata::Hint::Index("by_day".into())),
+            &["id", "nick"],
+        ),
+        Query::default()
+            .filter(Predicate::ge("day", 60))
+            .hint(strata::Hint::Index("by_day".into()))
+            .limit(33),
+        Query::default()
+            .filter(Predicate::lt("day", 50))
+            .order_by(["day"], true)
+            .limit(70),
+        Query::default().filter(Predicate::in_list(
+            "day",
+            [Value::Int(3), Value::Int(90), Value::Int(150)],
+        )),
+    ];
+    for query in &queries {
+        let plan = db.explain("c", query).unwrap();
+        assert!(
+            matches!(plan.chosen.access, Access::Index { .. }),
+            "{query:?}: {plan}"
+        );
+        let mut rows = db.query("c", query).unwrap();
+        let expected: Vec<Record> = rows.by_ref().collect::<Result<_, _>>().unwrap();
+        assert!(!expected.is_empty(), "{query:?}");
+        assert!(
+            rows.stats().fetches_merged > 0,
+            "{query:?}: fetched as a walk"
+        );
+        let (visited, in_place, stats) = by_for_each_ref(&db, "c", query);
+        assert_eq!(visited, expected, "{query:?}");
+        assert_eq!(in_place, visited.len(), "{query:?}: lent where they lie");
+        assert_eq!(counts(&stats), counts(rows.stats()), "{query:?}");
+    }
 }

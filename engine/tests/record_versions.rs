@@ -215,3 +215,82 @@ fn a_database_of_version_1_records_reads_queries_and_verifies_as_before() {
     assert_eq!(db.get("t", &[Value::Int(7)]).unwrap(), Some(r));
     assert!(db.verify("t").unwrap().is_clean());
 }
+
+/// Rows of version 1 among those of a walk of the fact family (an index whose values follow
+/// the key): `for_each_ref` lends the current rows where the walk finds them, and the rows of
+/// a batch from the first old one on are read as `next` reads them, in its order.
+#[test]
+fn old_rows_in_a_walk_are_read_in_turn_with_the_rows_lent_where_they_lie() {
+    let dir = TempDir::new().unwrap();
+    let options = Options {
+        auto_analyze: false,
+        ..Options::default()
+    };
+    let db = Db::open(dir.path(), options).unwrap();
+    db.create_table("c", ["id"], strata::TableOptions::default())
+        .unwrap();
+    db.create_index("c", "by_day", ["day"], Projection::KeysOnly)
+        .unwrap();
+    for id in 0..3000i64 {
+        let mut r = record! { "id" => id, "day" => id / 20 };
+        if id % 4 == 0 {
+            r.set("nick", format!("n{id}"));
+        }
+        db.insert("c", r).unwrap();
+    }
+    db.flush().unwrap();
+    db.analyze("c").unwrap();
+    // Every 23rd row rewritten in version 1.
+    let store = db.raw_store();
+    let fact = store.cf("t/c").expect("fact family");
+    let layouts = db.row_layouts("c").expect("layouts");
+    let old: Vec<(Vec<u8>, Vec<u8>)> = store
+        .iter(&fact, Default::default())
+        .expect("iter")
+        .enumerate()
+        .filter(|(i, _)| i % 23 == 5)
+        .map(|(_, kv)| {
+            let (k, v) = kv.expect("row");
+            (k.to_vec(), version_1(&layouts.decode(&v).expect("decode")))
+        })
+        .collect();
+    assert!(old.len() > 100);
+    for (k, v) in &old {
+        store.put(&fact, k, v).expect("put row");
+    }
+    let by_day = || strata::Hint::Index("by_day".into());
+    for query in [
+        Query::default().filter(Predicate::eq("day", 40)),
+        Query::default()
+            .filter(Predicate::between("day", 10, 60))
+            .hint(by_day()),
+        Query::default()
+            .filter(Predicate::ge("day", 30))
+            .hint(by_day()),
+        Query::default()
+            .filter(Predicate::ge("day", 30))
+            .hint(by_day())
+            .limit(77),
+    ] {
+        let mut rows = db.query("c", &query).expect("query");
+        let expected: Vec<Record> = rows.by_ref().collect::<Result<_, _>>().expect("rows");
+        assert!(
+            rows.stats().fetches_merged > 0,
+            "{query:?}: fetched as a walk"
+        );
+        let mut rows = db.query("c", &query).expect("query");
+        let (mut lent, mut built) = (Vec::new(), 0);
+        rows.for_each_ref(|row| -> Result<(), strata::Error> {
+            built += usize::from(row.as_record().is_some());
+            lent.push(row.to_record()?);
+            Ok(())
+        })
+        .expect("rows");
+        assert_eq!(lent, expected, "{query:?}");
+        assert!(built > 0, "{query:?}: the old rows are built");
+        assert!(
+            built < lent.len(),
+            "{query:?}: the current rows are lent where they lie"
+        );
+    }
+}

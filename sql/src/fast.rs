@@ -218,12 +218,13 @@ impl FastPlan {
             )
         });
         let mut batches = Vec::new();
-        while let Some(row) = rows.next_ref()? {
-            batcher.add_ref(&row).map_err(engine_error)?;
+        rows.for_each_ref(&mut |row| {
+            batcher.add_ref(row).map_err(engine_error)?;
             if batcher.full() {
                 batches.push(batcher.finish()?);
             }
-        }
+            Ok(())
+        })?;
         if batcher.rows() > 0 || batches.is_empty() {
             batches.push(batcher.finish()?);
         }

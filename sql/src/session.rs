@@ -493,11 +493,25 @@ pub type RowSource = Box<dyn ReadRows>;
 pub trait ReadRows: Send {
     /// Lends the next row; `Ok(None)` at the end.
     fn next_ref(&mut self) -> strata::Result<Option<RowRef<'_>>>;
+
+    /// Lends each row left to `f` in turn, until the rows end or `f` fails (its error is
+    /// returned). A query's rows ([`strata::Rows::for_each_ref`]) fetched as a walk of their
+    /// table are lent where the walk finds them.
+    fn for_each_ref(&mut self, f: &mut dyn FnMut(&RowRef<'_>) -> Result<()>) -> Result<()> {
+        while let Some(row) = self.next_ref()? {
+            f(&row)?;
+        }
+        Ok(())
+    }
 }
 
 impl ReadRows for strata::OwnedRows {
     fn next_ref(&mut self) -> strata::Result<Option<RowRef<'_>>> {
         strata::Rows::next_ref(self)
+    }
+
+    fn for_each_ref(&mut self, f: &mut dyn FnMut(&RowRef<'_>) -> Result<()>) -> Result<()> {
+        strata::Rows::for_each_ref(self, f)
     }
 }
 

@@ -19,7 +19,7 @@ use crate::table::read::point::read_point;
 use crate::table::read::row_ref::RowRef;
 use crate::table::read::snapshot::DbSnapshot;
 use crate::table::read::stream::RowFilter;
-use crate::table::read::stream::{Mode, Placed, Source, Stream};
+use crate::table::read::stream::{Lending, Mode, Placed, Source, Stream};
 
 /// What a query's execution did, for `explain_analyze`.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
@@ -584,6 +584,81 @@ impl<'a> Rows<'a> {
         }
     }
 
+    /// Lends each row left to `f` in turn, as [`Rows::next_ref`] would lend them, until the
+    /// rows end or `f` fails (its error is returned, and the rows are then done). The rows a
+    /// query of one stream fetches through a sync index as a forward walk of the fact family
+    /// (an index whose values follow the key order, from the last `analyze`) are lent where
+    /// the walk's cursor holds them: not copied to the stream's buffer first, nor handed
+    /// through its queue (a selective SQL query's rows, a record batch's worth at a time).
+    /// An error of the engine's is returned as `E`, and the rows are then done too.
+    pub fn for_each_ref<E: From<crate::Error>>(
+        &mut self,
+        mut f: impl FnMut(&RowRef<'_>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        loop {
+            if !self.held.is_empty() {
+                let held = std::mem::take(&mut self.held);
+                self.recycle(held);
+            }
+            if let Some((ix, fetch)) = self.lends_fetched() {
+                let mut failed = None;
+                let mut lend = |row: &RowRef<'_>| match f(row) {
+                    Ok(()) => true,
+                    Err(e) => {
+                        failed = Some(e);
+                        false
+                    }
+                };
+                let mut lending = Lending::new(&mut lend, self.query.limit);
+                let more = self.streams[0].lend_next(ix, fetch, &mut lending);
+                if let Some(e) = failed {
+                    self.done = true;
+                    return Err(e);
+                }
+                match more {
+                    Ok(true) => continue,
+                    Ok(false) => {
+                        self.done = true;
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.done = true;
+                        return Err(e.into());
+                    }
+                }
+            }
+            let row = match self.next_ref() {
+                Ok(Some(row)) => row,
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(e.into()),
+            };
+            if let Err(e) = f(&row) {
+                self.done = true;
+                return Err(e);
+            }
+        }
+    }
+
+    /// The index and fetch of the one stream whose next rows [`Rows::for_each_ref`] may lend
+    /// where its fact cursor finds them ([`Stream::lends`]): rows returned as the stream
+    /// gives them (no rows made ready, no merge, the stream building exactly the projection),
+    /// none waiting, the limit not reached.
+    fn lends_fetched(&self) -> Option<(usize, strata_planner::Fetch)> {
+        let plain = !self.done
+            && self.ready.is_none()
+            && self.merge_by.is_none()
+            && (self.query.projection.is_none() || self.built_projected)
+            && matches!(&self.heads[..], [head] if head.is_empty())
+            && self
+                .query
+                .limit
+                .is_none_or(|limit| self.stats().rows_returned < limit);
+        match &self.streams[..] {
+            [stream] if plain => stream.lends(),
+            _ => None,
+        }
+    }
+
     /// Gives `record`'s buffers to the stream that builds the next row, when one stream
     /// builds the rows in the order they are returned; a point query's (no stream) to its
     /// table's readers, for a later query's row.
@@ -629,5 +704,96 @@ impl Iterator for Rows<'_> {
                 Some(Err(e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use strata_planner::{Access, Predicate, Projection, Query};
+
+    use super::*;
+    use crate::record;
+
+    /// A table whose index `by_day` follows its key (thirty rows a day), analysed, the first
+    /// two thirds of its rows in a table file and the rest in the memtable.
+    fn clustered(dir: &std::path::Path) -> Result<Db> {
+        let db = Db::open(dir, crate::Options::default())?;
+        db.create_table("t", ["id"], crate::TableOptions::default())?;
+        db.create_index("t", "by_day", ["day"], Projection::KeysOnly)?;
+        for id in 0..3000i64 {
+            let row =
+                record! { "id" => id, "day" => id / 30, "note" => "n".repeat(id as usize % 17) };
+            db.insert("t", row)?;
+            if id == 2000 {
+                db.flush()?;
+            }
+        }
+        db.analyze("t")?;
+        Ok(db)
+    }
+
+    #[test]
+    fn for_each_ref_lends_a_walks_rows_where_its_cursor_holds_them() -> Result<()> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = clustered(dir.path())?;
+        let query = Query::default().filter(Predicate::between("day", 10, 40));
+        let plan = db.explain("t", &query)?;
+        assert!(matches!(plan.chosen.access, Access::Index { .. }), "{plan}");
+        let expected: Vec<Record> = db.query("t", &query)?.collect::<Result<_>>()?;
+        assert_eq!(expected.len(), 31 * 30);
+        let mut rows = db.query("t", &query)?;
+        let mut got = Vec::new();
+        rows.for_each_ref(|row| -> Result<()> {
+            assert!(row.as_record().is_none(), "lent where it lies");
+            got.push(row.to_record()?);
+            Ok(())
+        })?;
+        assert_eq!(got, expected, "the rows `next` reads, in its order");
+        assert_eq!(rows.stats().fetches_merged, expected.len() as u64);
+        assert_eq!(rows.stats().rows_returned, expected.len() as u64);
+        // Each lent where the fact cursor held it: none copied to the stream's buffer.
+        assert!(rows.streams[0].fetch_values.is_empty());
+        assert!(rows.next_ref()?.is_none(), "the end stays the end");
+
+        // The same rows by `next_ref` pass through the buffer (the test above can fail).
+        let mut rows = db.query("t", &query)?;
+        while rows.next_ref()?.is_some() {}
+        assert!(!rows.streams[0].fetch_values.is_empty());
+        Ok(())
+    }
+
+    #[test]
+    fn for_each_ref_stops_at_the_readers_error_and_at_the_limit() -> Result<()> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = clustered(dir.path())?;
+        let query = Query::default().filter(Predicate::ge("day", 20));
+        let mut rows = db.query("t", &query)?;
+        let mut seen = 0;
+        let stopped = rows.for_each_ref(|_| {
+            seen += 1;
+            if seen == 40 {
+                return Err(crate::Error::InvalidArgument("enough".into()));
+            }
+            Ok(())
+        });
+        assert!(matches!(stopped, Err(crate::Error::InvalidArgument(_))));
+        assert_eq!(seen, 40, "no row lent after the error");
+        assert!(rows.next_ref()?.is_none(), "the rows are done");
+
+        // A limit inside a batch: the rows past it are not lent, and the end is the end.
+        for limit in [1, 45, 100] {
+            let limited = query.clone().limit(limit);
+            let expected: Vec<Record> = db.query("t", &limited)?.collect::<Result<_>>()?;
+            assert_eq!(expected.len() as u64, limit);
+            let mut rows = db.query("t", &limited)?;
+            let mut got = Vec::new();
+            rows.for_each_ref(|row| -> Result<()> {
+                got.push(row.to_record()?);
+                Ok(())
+            })?;
+            assert_eq!(got, expected, "limit {limit}");
+            assert_eq!(rows.stats().rows_returned, limit);
+        }
+        Ok(())
     }
 }

@@ -29,7 +29,7 @@ use crate::table::read::rows::ExecStats;
 
 mod fetch;
 
-pub(crate) use fetch::{FIRST_FETCH_BATCH, Placed};
+pub(crate) use fetch::{FIRST_FETCH_BATCH, Lending, Placed};
 
 /// Key ranges `[lower, upper)`, in order; no upper bound is the end of the family.
 pub(crate) type KeyRanges = VecDeque<(Vec<u8>, Option<Vec<u8>>)>;
