@@ -156,7 +156,9 @@ fn next_ref_lends_the_rows_next_reads() {
             let want = if lent_in_place { lent.len() } else { 0 };
             assert_eq!(in_place, want, "{table}: {query:?}: rows lent in place");
             assert_eq!(counts(&stats), counts(rows.stats()), "{table}: {query:?}");
-            // Lent to a visitor: the same rows, as many where they lie, the same work.
+            // Lent to a visitor: the same rows, as many where they lie, the same work. (These
+            // tables are not analysed, so no index here is read as a walk of the fact family:
+            // the visitor takes `next_ref`'s path; the walk's lending is tested below.)
             let (visited, in_place, stats) = by_for_each_ref(&db, table, query);
             assert_eq!(visited, expected, "{table}: {query:?}");
             assert_eq!(in_place, want, "{table}: {query:?}: rows visited in place");

@@ -360,7 +360,8 @@ impl Batcher {
         self.add_ref(&RowRef::from(record))
     }
 
-    /// Adds the values of `record`, a row lent where it lies ([`strata::Rows::next_ref`]):
+    /// Adds the values of `record`, a row lent where it lies ([`strata::Rows::next_ref`],
+    /// [`strata::Rows::for_each_ref`]):
     /// each copied from the stored row straight into the batch's buffers. A value that does
     /// not fit its column is an error naming the table, the row's key and the field; a damaged
     /// stored value is the engine's error naming the family and the stored key of its row (as

@@ -488,8 +488,9 @@ pub struct StatementParams(pub Vec<Value>);
 /// The rows of a scan, as Strata reads them.
 pub type RowSource = Box<dyn ReadRows>;
 
-/// Rows lent one at a time ([`strata::Rows::next_ref`]): a row fetched through an index is
-/// lent where it lies, and the batcher copies its values straight into a batch's buffers.
+/// Rows lent one at a time ([`strata::Rows::next_ref`], or to a visitor,
+/// [`strata::Rows::for_each_ref`]): a row fetched through an index is lent where it lies, and
+/// the batcher copies its values straight into a batch's buffers.
 pub trait ReadRows: Send {
     /// Lends the next row; `Ok(None)` at the end.
     fn next_ref(&mut self) -> strata::Result<Option<RowRef<'_>>>;

@@ -590,7 +590,10 @@ impl<'a> Rows<'a> {
     /// (an index whose values follow the key order, from the last `analyze`) are lent where
     /// the walk's cursor holds them: not copied to the stream's buffer first, nor handed
     /// through its queue (a selective SQL query's rows, a record batch's worth at a time).
-    /// An error of the engine's is returned as `E`, and the rows are then done too.
+    /// An error of the engine's is returned as `E`, and the rows are then done too; where
+    /// `next` would report it before any row of the batch it read (a lookup or a cursor that
+    /// failed partway through a batch), `f` may have been lent the rows before it. After `f`
+    /// fails, [`Rows::stats`] counts the fetches made up to that row.
     pub fn for_each_ref<E: From<crate::Error>>(
         &mut self,
         mut f: impl FnMut(&RowRef<'_>) -> std::result::Result<(), E>,
@@ -766,7 +769,9 @@ mod tests {
     fn for_each_ref_stops_at_the_readers_error_and_at_the_limit() -> Result<()> {
         let dir = tempfile::tempdir().expect("a temporary directory");
         let db = clustered(dir.path())?;
-        let query = Query::default().filter(Predicate::ge("day", 20));
+        let query = Query::default()
+            .filter(Predicate::ge("day", 20))
+            .hint(strata_planner::Hint::Index("by_day".into()));
         let mut rows = db.query("t", &query)?;
         let mut seen = 0;
         let stopped = rows.for_each_ref(|_| {
@@ -778,6 +783,8 @@ mod tests {
         });
         assert!(matches!(stopped, Err(crate::Error::InvalidArgument(_))));
         assert_eq!(seen, 40, "no row lent after the error");
+        assert!(rows.stats().fetches_merged > 0, "fetched as a walk");
+        assert!(rows.streams[0].fetch_values.is_empty(), "lent, not copied");
         assert!(rows.next_ref()?.is_none(), "the rows are done");
 
         // A limit inside a batch: the rows past it are not lent, and the end is the end.
@@ -793,7 +800,75 @@ mod tests {
             })?;
             assert_eq!(got, expected, "limit {limit}");
             assert_eq!(rows.stats().rows_returned, limit);
+            assert!(
+                rows.stats().fetches_merged > 0,
+                "limit {limit}: fetched as a walk"
+            );
         }
+        Ok(())
+    }
+
+    /// The rows a query reads by `next` and by `for_each_ref` (each row's values, and whether
+    /// the visitor's run ended in an error).
+    fn both(db: &Db, query: &Query) -> Result<(Vec<Record>, Vec<Record>, Result<()>)> {
+        let expected: Vec<Record> = db.query("t", query)?.filter_map(|r| r.ok()).collect();
+        let mut rows = db.query("t", query)?;
+        let mut got = Vec::new();
+        let ended = rows.for_each_ref(|row| -> Result<()> {
+            got.push(row.to_record()?);
+            Ok(())
+        });
+        if ended.is_err() {
+            assert!(
+                rows.next_ref()?.is_none(),
+                "the rows are done after an error"
+            );
+        }
+        Ok((expected, got, ended))
+    }
+
+    #[test]
+    fn a_walk_lends_around_rows_gone_and_stops_at_a_damaged_one() -> Result<()> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let db = clustered(dir.path())?;
+        let store = db.raw_store();
+        let fact = store.cf("t/t")?;
+        // Rows in key order are rows by id.
+        let stored: Vec<(Vec<u8>, Vec<u8>)> = store
+            .iter(&fact, Default::default())?
+            .map(|kv| kv.map(|(k, v)| (k.to_vec(), v.to_vec())))
+            .collect::<std::result::Result<_, _>>()?;
+        assert_eq!(stored.len(), 3000);
+        // Rows 303 and 317 (day 10) gone from the fact family alone: their entries dangle.
+        for id in [303, 317] {
+            store.delete(&fact, &stored[id].0)?;
+        }
+        let day = |d: i64| {
+            Query::default()
+                .filter(Predicate::eq("day", d))
+                .hint(strata_planner::Hint::Index("by_day".into()))
+        };
+        let (expected, got, ended) = both(&db, &day(10))?;
+        ended?;
+        assert_eq!(expected.len(), 28);
+        assert_eq!(got, expected);
+
+        // Row 325's head damaged: the rows before it are lent, then its error.
+        let (key, row) = &stored[325];
+        store.put(&fact, key, &row[..2])?;
+        let (expected, got, ended) = both(&db, &day(10))?;
+        assert!(
+            matches!(ended, Err(crate::Error::Corruption { .. })),
+            "{ended:?}"
+        );
+        assert_eq!(expected.len(), 28 - 5, "`next` reads up to the damaged row");
+        assert_eq!(got, expected, "the rows before the damaged one");
+
+        // The next query, with the buffers the failed one gave back, reads as `next` does.
+        let (expected, got, ended) = both(&db, &day(11))?;
+        ended?;
+        assert_eq!(expected.len(), 30);
+        assert_eq!(got, expected);
         Ok(())
     }
 }

@@ -96,7 +96,8 @@ pub(crate) struct Stream {
     /// The stored rows of the batch being built, end to end, copied where the fetch found
     /// them (kept for the next batch): a copy costs less than a reference on the block each
     /// row would hold until it is built (two atomic counts and two calls through the block's
-    /// table of functions a row, 4.4 % of a clustered fetch's time in `perf`).
+    /// table of functions a row, 4.4 % of a clustered fetch's time in `perf`). A row lent
+    /// where the merge's cursor holds it ([`Stream::lend_next`]) is not copied.
     pub(crate) fetch_values: Vec<u8>,
     /// A record its reader gave back ([`Rows::next_into`](crate::Rows::next_into)), or one
     /// the re-check rejected: the next row is built in its buffers.

@@ -68,8 +68,10 @@ impl Stream {
 
     /// The stored rows of `batch` (their primary keys in `keys`), at the query's snapshot,
     /// each shard's found in one pass per level: each found row is copied to the end of
-    /// `values` and its place noted in its target; the targets whose row is gone at this
-    /// snapshot are dropped. The rest keep their order.
+    /// `values` and its place noted in its target (or, while `lending` lends, lent where the
+    /// merge's cursor holds it, and its target dropped); the targets whose row is gone at this
+    /// snapshot are dropped. The rest keep their order. Once `lending`'s reader asks for no
+    /// more rows, the whole batch is dropped (no lookups are made for its rest).
     fn fetch_batch(
         &mut self,
         keys: &[u8],
@@ -245,7 +247,8 @@ impl Stream {
     }
 
     /// Reads the next batch of index `ix`'s entries and fetches their rows, which then wait
-    /// in `fetched`; `false` when the source has no entries left.
+    /// in `fetched` (but those `lending` lent, and all of them once its reader stopped);
+    /// `false` when the source has no entries left.
     #[inline(always)]
     fn fetch_next(
         &mut self,
