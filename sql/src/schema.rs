@@ -197,10 +197,12 @@ pub const BATCH_BYTES: usize = 64 << 20;
 
 /// Builds record batches of the columns `columns` (in order) from records.
 ///
-/// Values are staged row by row in one buffer per kind (integers, floats, booleans, the
-/// bytes of text and byte values), kept from batch to batch; a batch then lays each kind out
-/// column by column in one Arrow buffer that its columns share as slices. A batch of one row
-/// (a point query's) so costs a handful of allocations rather than several per column.
+/// Values are staged column by column, each column's in a buffer of its kind (integers,
+/// floats, booleans, text offsets and bytes) kept from batch to batch; a batch then copies
+/// each column's buffer whole into one Arrow buffer that its columns share as slices. A row
+/// so costs a push a value (no room made for it in advance, no second pass that gathers a
+/// column from the rows), and a batch of one row (a point query's) a handful of allocations
+/// rather than several per column.
 pub struct Batcher {
     table: Arc<TableSchema>,
     columns: Arc<[Column]>,
@@ -208,7 +210,7 @@ pub struct Batcher {
     /// Whether `schema` has a nullable field of each column's type, in the columns' order:
     /// the arrays `finish` makes then fit it without being checked again.
     schema_fits: bool,
-    /// Each column's place among the columns of its staging buffer.
+    /// Each column's place among the columns of its kind's section ([`LaidOut`]).
     slots: Vec<usize>,
     /// The columns' positions, in their names' order (a record's fields' order).
     by_name: Vec<usize>,
@@ -216,41 +218,55 @@ pub struct Batcher {
     /// query share a few lists of names (a field some rows lack makes another), so their
     /// fields are matched to columns once a list, not by comparing names in every row.
     layouts: Vec<Layout>,
-    /// How many columns stage in each buffer.
+    /// How many columns of each kind's section.
     ints: usize,
     floats: usize,
     bools: usize,
     texts: usize,
     staged: Staged,
-    /// Each column's NULLs in the batch being finished.
-    nulls: Vec<usize>,
-    /// Text offsets and bytes gathered while a batch is laid out (kept from batch to batch).
-    scratch: Vec<u8>,
     rows: usize,
 }
 
-/// A list of field names and `(field, column)` for each column one of its fields fills.
+/// A list of field names, `(field, column)` for each column one of its fields fills, and
+/// the columns none fills (NULL in each row of the list).
 struct Layout {
     names: FieldNames,
     places: Vec<(usize, usize)>,
+    absent: Vec<usize>,
 }
 
 /// How many layouts a [`Batcher`] remembers: rows of one table seldom have more, and a
 /// record's names are compared with each before it is matched anew.
 const LAYOUTS: usize = 4;
 
-/// The values of the rows since the last batch, row after row.
+/// The values of the rows since the last batch, column by column.
 #[derive(Default)]
 struct Staged {
-    ints: Vec<i64>,
-    floats: Vec<f64>,
-    bools: Vec<bool>,
-    /// Text and byte values' bytes, one after another.
-    bytes: Vec<u8>,
-    /// Where each text or byte value lies in `bytes`.
-    spans: Vec<(u32, u32)>,
-    /// Whether each value (of every column, row after row) is not NULL.
-    valid: Vec<bool>,
+    /// One a column, in the columns' order.
+    columns: Vec<Stage>,
+    /// Bytes of text and byte values staged, all columns together.
+    text_bytes: usize,
+}
+
+/// One column's values since the last batch.
+struct Stage {
+    values: Values,
+    /// The rows (counted from the batch's first) whose value is NULL, in order.
+    nulls: Vec<u32>,
+}
+
+/// A column's values, in a buffer of its kind; a NULL holds its place with a zero (or an
+/// empty text).
+enum Values {
+    Ints(Vec<i64>),
+    Floats(Vec<f64>),
+    Bools(Vec<bool>),
+    /// Text or byte values: their bytes one after another, and where each ends (`offsets`
+    /// starts with 0 and has one more than the rows).
+    Texts {
+        offsets: Vec<i32>,
+        bytes: Vec<u8>,
+    },
 }
 
 /// The Arrow schema of `columns`, named as the table names them.
@@ -295,12 +311,8 @@ impl Batcher {
             })
             .collect();
         let staged = Staged {
-            ints: Vec::with_capacity(ints * rows),
-            floats: Vec::with_capacity(floats * rows),
-            bools: Vec::with_capacity(bools * rows),
-            bytes: Vec::with_capacity(texts * rows * 16),
-            spans: Vec::with_capacity(texts * rows),
-            valid: Vec::with_capacity(columns.len() * rows),
+            columns: columns.iter().map(|c| Stage::new(c.kind, rows)).collect(),
+            text_bytes: 0,
         };
         let mut by_name: Vec<usize> = (0..columns.len()).collect();
         by_name.sort_by(|&a, &b| columns[a].name.cmp(&columns[b].name));
@@ -312,8 +324,6 @@ impl Batcher {
             table: Arc::clone(table),
             by_name,
             layouts: Vec::with_capacity(LAYOUTS),
-            nulls: vec![0; columns.len()],
-            scratch: Vec::new(),
             columns,
             schema,
             schema_fits,
@@ -339,19 +349,13 @@ impl Batcher {
 
     /// The bytes its buffers hold room for.
     pub fn capacity_bytes(&self) -> usize {
-        let staged = &self.staged;
-        staged.ints.capacity() * 8
-            + staged.floats.capacity() * 8
-            + staged.bools.capacity()
-            + staged.bytes.capacity()
-            + staged.spans.capacity() * 8
-            + staged.valid.capacity()
+        self.staged.columns.iter().map(Stage::capacity_bytes).sum()
     }
 
     /// Whether the rows added since the last batch make a full batch: [`BATCH_ROWS`] rows,
     /// or [`BATCH_BYTES`] of text and byte values.
     pub fn full(&self) -> bool {
-        self.rows >= BATCH_ROWS || self.staged.bytes.len() >= BATCH_BYTES
+        self.rows >= BATCH_ROWS || self.staged.text_bytes >= BATCH_BYTES
     }
 
     /// Adds `record`'s values; a value that does not fit its column is an error naming the
@@ -378,26 +382,16 @@ impl Batcher {
         if !known {
             self.learn(record);
         }
+        // A record's values are read from it directly (through the lent row's `value`, each
+        // `Result` came back through memory: ~80 instructions a field of a SQL point query).
+        let (layout, columns, row) = (&self.layouts[0], &self.columns, self.rows);
         let staged = &mut self.staged;
-        let marks = staged.marks();
-        staged.make_room(
-            marks,
-            [self.ints, self.floats, self.bools, self.texts],
-            self.columns.len(),
-        );
-        // A column the record has no field for stays NULL, as `make_room` left it. A record's
-        // values are read from it directly (through the lent row's `value`, each `Result`
-        // came back through memory: ~80 instructions a field of a SQL point query).
-        let places = &self.layouts[0].places;
-        let (columns, slots) = (&self.columns, &self.slots);
         let staging = match record.as_record() {
             Some(built) => {
                 let values = built.values();
-                staged.stage_row(marks, places, columns, slots, |j| {
-                    Ok(ValueRef::from(&values[j]))
-                })
+                staged.stage_row(row, layout, columns, |j| Ok(ValueRef::from(&values[j])))
             }
-            None => staged.stage_row(marks, places, columns, slots, |j| record.value(j)),
+            None => staged.stage_row(row, layout, columns, |j| record.value(j)),
         };
         match staging {
             Ok(()) => {
@@ -405,7 +399,7 @@ impl Batcher {
                 Ok(())
             }
             Err(at) => {
-                self.staged.rewind(marks);
+                self.staged.rewind(row);
                 Err(self.failure(record, self.layouts[0].places[at]))
             }
         }
@@ -439,19 +433,26 @@ impl Batcher {
             return;
         }
         let mut places = Vec::with_capacity(self.columns.len());
+        let mut absent = Vec::new();
         let mut fields = record.names().enumerate().peekable();
         for &i in &self.by_name {
             let name = self.columns[i].name.as_str();
             while fields.next_if(|(_, field)| *field < name).is_some() {}
-            if let Some((j, _)) = fields.peek().filter(|(_, field)| *field == name) {
-                places.push((*j, i));
+            match fields.peek().filter(|(_, field)| *field == name) {
+                Some((j, _)) => places.push((*j, i)),
+                None => absent.push(i),
             }
         }
         if self.layouts.len() == LAYOUTS {
             self.layouts.pop();
         }
         let names = record.field_names();
-        self.layouts.insert(0, Layout { names, places });
+        let layout = Layout {
+            names,
+            places,
+            absent,
+        };
+        self.layouts.insert(0, layout);
     }
 
     /// Keeps `record`'s list of names for layout `at` (whose names it has) if the list lasts
@@ -537,9 +538,10 @@ impl Batcher {
         let mut with_nulls = 0;
         let mut arrays: Vec<ArrayRef> = Vec::with_capacity(self.columns.len());
         for (i, column) in self.columns.iter().enumerate() {
-            let nulls = if self.nulls[i] > 0 {
+            let count = self.staged.columns[i].nulls.len();
+            let nulls = if count > 0 {
                 with_nulls += 1;
-                Some(laid.nulls(with_nulls - 1, rows, self.nulls[i], check)?)
+                Some(laid.nulls(with_nulls - 1, rows, count, check)?)
             } else {
                 None
             };
@@ -549,84 +551,70 @@ impl Batcher {
     }
 
     /// The staged `rows` laid out column after column in one buffer, each kind in its section
-    /// ([`LaidOut`]); a kind no column has takes no room.
+    /// ([`LaidOut`]), each column copied as it was staged; a kind no column has takes no room.
     fn lay_out(&mut self, rows: usize) -> Result<LaidOut, DataFusionError> {
-        let staged = &self.staged;
-        let width = self.columns.len();
-        for (i, nulls) in self.nulls.iter_mut().enumerate() {
-            *nulls = (0..rows)
-                .filter(|row| !staged.valid[row * width + i])
-                .count();
-        }
-        let with_nulls = self.nulls.iter().filter(|&&n| n > 0).count();
+        let staged = &self.staged.columns;
+        let with_nulls = staged.iter().filter(|s| !s.nulls.is_empty()).count();
         let words = (self.ints + self.floats) * rows
             + (self.texts * (rows + 1)).div_ceil(2)
-            + staged.bytes.len().div_ceil(8)
+            + self.staged.text_bytes.div_ceil(8)
             + (with_nulls * rows).div_ceil(64)
             + (self.bools * rows).div_ceil(64)
+            + self.texts
             + 3;
         let mut out = Words::with_capacity(words);
         let ints = out.len();
-        for slot in 0..self.ints {
-            for row in 0..rows {
-                out.put_word(staged.ints[row * self.ints + slot] as u64);
+        for stage in staged {
+            if let Values::Ints(values) = &stage.values {
+                out.put(values);
             }
         }
         let floats = out.len();
-        for slot in 0..self.floats {
-            for row in 0..rows {
-                out.put_word(staged.floats[row * self.floats + slot].to_bits());
+        for stage in staged {
+            if let Values::Floats(values) = &stage.values {
+                out.put(values);
             }
         }
-        // Each column's offsets, from 0 in its own bytes; then the bytes, column by column:
-        // one column's as they were staged, several gathered in a scratch buffer kept from
-        // batch to batch; both put as whole words.
-        let scratch = &mut self.scratch;
-        scratch.clear();
+        // Each column's offsets (from 0 in its own bytes), then each column's bytes, each
+        // copied as staged.
+        let texts = || {
+            staged.iter().filter_map(|s| match &s.values {
+                Values::Texts { offsets, bytes } => Some((offsets, bytes)),
+                _ => None,
+            })
+        };
         let offsets = out.len();
-        let mut starts = Vec::with_capacity(self.texts + 1);
-        let mut at = 0usize;
-        for slot in 0..self.texts {
-            starts.push(at);
-            let base = at;
-            scratch.extend_from_slice(&0i32.to_ne_bytes());
-            for row in 0..rows {
-                at += staged.spans[row * self.texts + slot].1 as usize;
-                // `add` keeps a batch's bytes under `i32::MAX`.
-                scratch.extend_from_slice(&((at - base) as i32).to_ne_bytes());
-            }
+        for (column_offsets, _) in texts() {
+            out.put(column_offsets);
         }
-        starts.push(at);
-        out.put(scratch);
         out.align();
         let bytes = out.len();
-        if self.texts == 1 {
-            // One text column: its values were staged one after another, in row order (a
-            // row that did not fit was rewound), and are put as they lie.
-            debug_assert_eq!(at, staged.bytes.len());
-            out.put(&staged.bytes);
-        } else {
-            scratch.clear();
-            for slot in 0..self.texts {
-                for row in 0..rows {
-                    let (start, len) = staged.spans[row * self.texts + slot];
-                    scratch.extend_from_slice(&staged.bytes[start as usize..][..len as usize]);
-                }
-            }
-            out.put(scratch);
+        let mut starts = Vec::with_capacity(self.texts + 1);
+        let mut at = 0usize;
+        for (_, column_bytes) in texts() {
+            starts.push(at);
+            out.put(column_bytes);
+            at += column_bytes.len();
         }
+        starts.push(at);
         out.align();
         let validity = out.len();
-        let nullable = self.nulls.iter().enumerate().filter(|(_, n)| **n > 0);
         out.put_bits(
-            nullable.flat_map(|(i, _)| (0..rows).map(move |row| staged.valid[row * width + i])),
+            staged
+                .iter()
+                .filter(|s| !s.nulls.is_empty())
+                .flat_map(|s| s.validity(rows)),
         );
         out.align();
         let bools = out.len();
-        let kinds = self.bools;
-        out.put_bits(
-            (0..kinds).flat_map(|slot| (0..rows).map(move |row| staged.bools[row * kinds + slot])),
-        );
+        out.put_bits(staged.iter().flat_map(|s| {
+            match &s.values {
+                Values::Bools(values) => values.as_slice(),
+                _ => &[],
+            }
+            .iter()
+            .copied()
+        }));
         Ok(LaidOut {
             buffer: out.finish(),
             ints,
@@ -641,125 +629,183 @@ impl Batcher {
 
     /// Forgets the staged rows, keeping the buffers.
     fn clear(&mut self) {
-        let staged = &mut self.staged;
-        staged.ints.clear();
-        staged.floats.clear();
-        staged.bools.clear();
-        staged.bytes.clear();
-        staged.spans.clear();
-        staged.valid.clear();
+        for stage in &mut self.staged.columns {
+            stage.truncate(0);
+        }
+        self.staged.text_bytes = 0;
         self.rows = 0;
     }
 }
 
 /// Whether a value of `v`'s kind fits `column` (NULL fits any; a lenient text column takes
-/// anything): what [`Staged::stage`]'s arms take (a test holds the two to each other), so a
+/// anything): what [`Stage::stage`]'s arms take (a test holds the two to each other), so a
 /// value that fits and was not staged found no room. The engine's rule for declared columns
 /// (`ColumnType::admits`), read for an error only: the value is copied out.
 fn fits(column: &Column, v: ValueRef<'_>) -> bool {
     column.kind.admits(&v.to_value()) || (column.mixed && column.kind == ColumnType::Text)
 }
 
-/// How long each staging buffer was, to rewind a row that did not fit.
-type Marks = [usize; 6];
-
 impl Staged {
-    fn marks(&self) -> Marks {
-        [
-            self.ints.len(),
-            self.floats.len(),
-            self.bools.len(),
-            self.bytes.len(),
-            self.spans.len(),
-            self.valid.len(),
-        ]
-    }
-
-    fn rewind(&mut self, marks: Marks) {
-        self.ints.truncate(marks[0]);
-        self.floats.truncate(marks[1]);
-        self.bools.truncate(marks[2]);
-        self.bytes.truncate(marks[3]);
-        self.spans.truncate(marks[4]);
-        self.valid.truncate(marks[5]);
-    }
-
-    /// Room for a row at `marks`: `counts` integers, floats, booleans and text or byte
-    /// values (NULL until set), and `width` validities.
-    fn make_room(&mut self, marks: Marks, counts: [usize; 4], width: usize) {
-        self.ints.resize(marks[0] + counts[0], 0);
-        self.floats.resize(marks[1] + counts[1], 0.0);
-        self.bools.resize(marks[2] + counts[2], false);
-        // Empty spans; `stage_bytes` keeps the bytes under `i32::MAX`.
-        self.spans.resize(marks[4] + counts[3], (0, 0));
-        self.valid.resize(marks[5] + width, false);
-    }
-
-    /// Stages the row at `marks`: for each `(field, column)` of `places`, the field's value
-    /// (`value` of its place among the row's fields) as the column's (whose slots among their
-    /// kind's are `slots`), and whether it is not NULL. An error is the place in `places`
-    /// of the value that did not read or fit ([`Batcher::failure`] says which and why).
+    /// Stages row `row` (counted from the batch's first): for each `(field, column)` of
+    /// `layout`'s places, the field's value (`value` of its place among the row's fields) as
+    /// the column's, and a NULL in each column the layout has no field for. An error is the
+    /// place in the layout's places of the value that did not read or fit
+    /// ([`Batcher::failure`] says which and why); the columns staged before it are then
+    /// ahead of the others, until [`Staged::rewind`].
     #[inline(always)]
     fn stage_row<'v>(
         &mut self,
-        marks: Marks,
-        places: &[(usize, usize)],
+        row: usize,
+        layout: &Layout,
         columns: &[Column],
-        slots: &[usize],
         value: impl Fn(usize) -> strata::Result<ValueRef<'v>>,
     ) -> Result<(), usize> {
-        for (at, &(j, i)) in places.iter().enumerate() {
+        for (at, &(j, i)) in layout.places.iter().enumerate() {
             let Ok(v) = value(j) else {
                 return Err(at);
             };
-            if !self.stage(marks, slots[i], &columns[i], v) {
+            if !self.columns[i].stage(row, &columns[i], v, &mut self.text_bytes) {
                 return Err(at);
             }
-            self.valid[marks[5] + i] = !v.is_null();
+        }
+        for &i in &layout.absent {
+            self.columns[i].stage_null(row);
         }
         Ok(())
     }
 
-    /// Stages `v` as the value of `column` (at `slot` among its kind's) in the row at
-    /// `marks`; a NULL leaves the column's place as it is. False when `v` does not fit the
-    /// column, or the batch has no room for its bytes.
+    /// Takes back what a row at `row` staged in any column (it did not fit).
+    #[cold]
+    fn rewind(&mut self, row: usize) {
+        for stage in &mut self.columns {
+            stage.truncate(row);
+        }
+        self.text_bytes = (self.columns.iter())
+            .map(|s| match &s.values {
+                Values::Texts { bytes, .. } => bytes.len(),
+                _ => 0,
+            })
+            .sum();
+    }
+}
+
+impl Stage {
+    /// A column of `kind`, with room for `rows` values.
+    fn new(kind: ColumnType, rows: usize) -> Stage {
+        let values = match kind {
+            ColumnType::Int => Values::Ints(Vec::with_capacity(rows)),
+            ColumnType::Float => Values::Floats(Vec::with_capacity(rows)),
+            ColumnType::Bool => Values::Bools(Vec::with_capacity(rows)),
+            ColumnType::Text | ColumnType::Bytes => {
+                let mut offsets = Vec::with_capacity(rows + 1);
+                offsets.push(0);
+                Values::Texts {
+                    offsets,
+                    bytes: Vec::with_capacity(rows * 16),
+                }
+            }
+        };
+        Stage {
+            values,
+            nulls: Vec::new(),
+        }
+    }
+
+    /// Stages `v` as the value of `column` in row `row`, counting a text's bytes in
+    /// `text_bytes`. False when `v` does not fit the column, or the column has no room for
+    /// its bytes.
     #[inline(always)]
-    fn stage(&mut self, marks: Marks, slot: usize, column: &Column, v: ValueRef<'_>) -> bool {
-        let [ints, floats, bools, _, spans, _] = marks;
-        let lenient = column.mixed && column.kind == ColumnType::Text;
-        match (column.kind, v) {
-            (_, ValueRef::Null) => true,
-            (ColumnType::Int, ValueRef::Int(x)) => set(&mut self.ints[ints + slot], x),
-            (ColumnType::Float, ValueRef::Float(x)) => set(&mut self.floats[floats + slot], x),
-            (ColumnType::Float, ValueRef::Int(x)) => set(&mut self.floats[floats + slot], x as f64),
-            (ColumnType::Bool, ValueRef::Bool(x)) => set(&mut self.bools[bools + slot], x),
-            (ColumnType::Text, ValueRef::Str(x)) => self.stage_bytes(spans + slot, x.as_bytes()),
-            (ColumnType::Bytes, ValueRef::Bytes(x)) => self.stage_bytes(spans + slot, x),
-            (ColumnType::Text, other) if lenient => {
-                let text = other.to_value().sql_literal().to_string();
-                self.stage_bytes(spans + slot, text.as_bytes())
+    fn stage(
+        &mut self,
+        row: usize,
+        column: &Column,
+        v: ValueRef<'_>,
+        text_bytes: &mut usize,
+    ) -> bool {
+        match (&mut self.values, v) {
+            (_, ValueRef::Null) => {
+                self.stage_null(row);
+                true
+            }
+            (Values::Ints(values), ValueRef::Int(x)) => push(values, x),
+            (Values::Floats(values), ValueRef::Float(x)) => push(values, x),
+            (Values::Floats(values), ValueRef::Int(x)) => push(values, x as f64),
+            (Values::Bools(values), ValueRef::Bool(x)) => push(values, x),
+            (Values::Texts { offsets, bytes }, v) => {
+                let text;
+                let value = match (column.kind, v) {
+                    (ColumnType::Text, ValueRef::Str(x)) => x.as_bytes(),
+                    (ColumnType::Bytes, ValueRef::Bytes(x)) => x,
+                    (ColumnType::Text, other) if column.mixed => {
+                        text = other.to_value().sql_literal().to_string();
+                        text.as_bytes()
+                    }
+                    _ => return false,
+                };
+                // Arrow's offsets are `i32`; [`Batcher::full`] says a batch is full long
+                // before a column's bytes reach them.
+                if value.len() > i32::MAX as usize - bytes.len() {
+                    return false;
+                }
+                bytes.extend_from_slice(value);
+                *text_bytes += value.len();
+                // Under `i32::MAX`, checked above.
+                offsets.push(bytes.len() as i32);
+                true
             }
             _ => false,
         }
     }
 
-    /// Stages a text or byte value as the one at `span`, if the batch has room for it
-    /// (Arrow's offsets are `i32`; [`Batcher::full`] says a batch is full long before).
-    fn stage_bytes(&mut self, span: usize, value: &[u8]) -> bool {
-        let room = i32::MAX as usize - self.bytes.len();
-        if value.len() > room {
-            return false;
+    /// Stages a NULL in row `row`: a zero (or an empty text) holds its place.
+    fn stage_null(&mut self, row: usize) {
+        match &mut self.values {
+            Values::Ints(values) => values.push(0),
+            Values::Floats(values) => values.push(0.0),
+            Values::Bools(values) => values.push(false),
+            Values::Texts { offsets, bytes } => offsets.push(bytes.len() as i32),
         }
-        // Both fit in `i32`, checked above.
-        self.spans[span] = (self.bytes.len() as u32, value.len() as u32);
-        self.bytes.extend_from_slice(value);
-        true
+        // A batch's rows are at most `BATCH_ROWS`.
+        self.nulls.push(row as u32);
+    }
+
+    /// Keeps the first `rows` values.
+    fn truncate(&mut self, rows: usize) {
+        match &mut self.values {
+            Values::Ints(values) => values.truncate(rows),
+            Values::Floats(values) => values.truncate(rows),
+            Values::Bools(values) => values.truncate(rows),
+            Values::Texts { offsets, bytes } => {
+                offsets.truncate(rows + 1);
+                bytes.truncate(offsets[rows] as usize);
+            }
+        }
+        while self.nulls.last().is_some_and(|&r| r as usize >= rows) {
+            self.nulls.pop();
+        }
+    }
+
+    /// Whether each of the first `rows` values is not NULL.
+    fn validity(&self, rows: usize) -> impl Iterator<Item = bool> + '_ {
+        let mut nulls = self.nulls.iter().peekable();
+        (0..rows).map(move |row| nulls.next_if(|&&r| r as usize == row).is_none())
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        let values = match &self.values {
+            Values::Ints(values) => values.capacity() * 8,
+            Values::Floats(values) => values.capacity() * 8,
+            Values::Bools(values) => values.capacity(),
+            Values::Texts { offsets, bytes } => offsets.capacity() * 4 + bytes.capacity(),
+        };
+        values + self.nulls.capacity() * 4
     }
 }
 
-/// Stages `x` (a value that always fits) in `slot`.
-fn set<T>(slot: &mut T, x: T) -> bool {
-    *slot = x;
+/// Stages `x` (a value that always fits).
+#[inline(always)]
+fn push<T>(values: &mut Vec<T>, x: T) -> bool {
+    values.push(x);
     true
 }
 
