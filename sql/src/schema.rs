@@ -414,7 +414,7 @@ impl Batcher {
         match record.value(j) {
             Err(e) => DataFusionError::External(Box::new(e)),
             Ok(v) if fits(column, v) => DataFusionError::Execution(format!(
-                "table {}: a record batch cannot hold more than {} bytes of text",
+                "table {}: a column of a record batch cannot hold more than {} bytes of text",
                 self.table.table,
                 i32::MAX
             )),
@@ -554,6 +554,14 @@ impl Batcher {
     /// ([`LaidOut`]), each column copied as it was staged; a kind no column has takes no room.
     fn lay_out(&mut self, rows: usize) -> Result<LaidOut, DataFusionError> {
         let staged = &self.staged.columns;
+        // What the arrays are made on without Arrow's checks: each column holds a value a
+        // row, and lists NULL rows among them (`add_ref` takes a failed row back whole).
+        if let Some(i) = staged.iter().position(|s| !s.holds(rows)) {
+            return Err(DataFusionError::Internal(format!(
+                "table {}: column {} was staged with other than {rows} rows",
+                self.table.table, self.columns[i].name
+            )));
+        }
         let with_nulls = staged.iter().filter(|s| !s.nulls.is_empty()).count();
         let words = (self.ints + self.floats) * rows
             + (self.texts * (rows + 1)).div_ceil(2)
@@ -629,8 +637,28 @@ impl Batcher {
 
     /// Forgets the staged rows, keeping the buffers.
     fn clear(&mut self) {
+        // Each text column keeps the room its largest batch took; should those add up to
+        // more than a batch's worth twice over (a scan whose large values move from column
+        // to column), they are let go. They are counted only after a batch of at least a
+        // batch's worth shared among the text columns: while every batch has fewer bytes,
+        // no column's room (at most twice its bytes) takes it past its share of that bound.
+        let kept: usize = if self.staged.text_bytes * self.texts >= BATCH_BYTES {
+            (self.staged.columns.iter())
+                .map(|s| match &s.values {
+                    Values::Texts { bytes, .. } => bytes.capacity(),
+                    _ => 0,
+                })
+                .sum()
+        } else {
+            0
+        };
         for stage in &mut self.staged.columns {
             stage.truncate(0);
+            if kept > 2 * BATCH_BYTES
+                && let Values::Texts { bytes, .. } = &mut stage.values
+            {
+                bytes.shrink_to_fit();
+            }
         }
         self.staged.text_bytes = 0;
         self.rows = 0;
@@ -783,6 +811,17 @@ impl Stage {
         while self.nulls.last().is_some_and(|&r| r as usize >= rows) {
             self.nulls.pop();
         }
+    }
+
+    /// Whether it holds `rows` values, its NULL rows among them.
+    fn holds(&self, rows: usize) -> bool {
+        let values = match &self.values {
+            Values::Ints(values) => values.len() == rows,
+            Values::Floats(values) => values.len() == rows,
+            Values::Bools(values) => values.len() == rows,
+            Values::Texts { offsets, .. } => offsets.len() == rows + 1,
+        };
+        values && self.nulls.last().is_none_or(|&r| (r as usize) < rows)
     }
 
     /// Whether each of the first `rows` values is not NULL.

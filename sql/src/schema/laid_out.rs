@@ -113,11 +113,14 @@ impl LaidOut {
         }
         #[expect(
             unsafe_code,
-            reason = "a count of the NULLs `Batcher::lay_out` has just counted"
+            reason = "a count of the NULLs the column's staging listed, one a NULL row"
         )]
-        // SAFETY: `count` is the number of rows whose value the column lacks, counted from the
-        // same flags, in the same order, as these bits were written (`Batcher::lay_out`);
-        // debug builds count the bits again and compare, and so do the tests.
+        // SAFETY: `count` is the length of the column's list of NULL rows (`Stage::nulls`),
+        // and these bits were written from that list (`Stage::validity`): a zero for each row
+        // in it, a one for every other. The list holds each row at most once, in increasing
+        // order, every row below `rows` (`Batcher::lay_out` checks the last before laying
+        // out), so it names exactly `count` of the bits. Debug builds count the bits again
+        // and compare, and so do the tests.
         Ok(unsafe { NullBuffer::new_unchecked(bits, count) })
     }
 }

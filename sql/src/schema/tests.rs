@@ -127,8 +127,9 @@ fn a_row_that_does_not_fit_leaves_the_rows_before_and_after_it_whole() {
 fn a_row_that_does_not_fit_gives_back_its_bytes_and_nulls() {
     let mut batcher = batcher();
     batcher.add(&row(2)).unwrap();
-    // `name` (a text) is staged before `ok` fails; `n` and `raw` are NULL in it.
+    // `n` (a NULL) and `name` (a text) are staged before `ok` fails.
     let mut bad = row(3);
+    bad.set("n", Value::Null);
     bad.set("name", "x".repeat(BATCH_BYTES));
     bad.set("ok", 7);
     assert!(batcher.add(&bad).is_err());
@@ -137,6 +138,105 @@ fn a_row_that_does_not_fit_gives_back_its_bytes_and_nulls() {
     let batch = batcher.finish().unwrap();
     check(&batch, &[2, 4]);
     assert_eq!(batch.column_by_name("n").unwrap().null_count(), 0);
+}
+
+/// Several columns of each kind (each a slot of its kind's section), integers widened in a
+/// float column, NULLs and missing fields, read back the same from batches made checked and
+/// unchecked.
+#[test]
+fn several_columns_of_each_kind_hold_their_own_values() {
+    let columns: Vec<Column> = vec![
+        column("id", ColumnType::Int),
+        column("f1", ColumnType::Float),
+        column("b1", ColumnType::Bool),
+        column("t1", ColumnType::Text),
+        column("f2", ColumnType::Float),
+        column("b2", ColumnType::Bool),
+        column("t2", ColumnType::Text),
+        column("i2", ColumnType::Int),
+    ];
+    let table = Arc::new(TableSchema {
+        table: "t".into(),
+        primary_key: vec!["id".into()],
+        columns: columns.clone(),
+    });
+    let columns: Arc<[Column]> = columns.into();
+    let rows: Vec<Record> = (0..70i64)
+        .map(|id| {
+            let mut r = record! { "id" => id, "f1" => id, "f2" => id as f64 + 0.5 };
+            r.set("b1", id % 2 == 0);
+            if id % 3 != 0 {
+                r.set("b2", id % 5 == 0);
+                r.set("t2", "ü".repeat(id as usize % 4));
+            }
+            r.set(
+                "t1",
+                if id % 7 == 0 {
+                    Value::Null
+                } else {
+                    format!("t{id}").into()
+                },
+            );
+            if id % 4 == 0 {
+                r.set("i2", -id);
+            }
+            r
+        })
+        .collect();
+    for check in [true, false] {
+        let mut batcher = Batcher::new(&table, Arc::clone(&columns));
+        for r in &rows {
+            batcher.add(r).unwrap();
+        }
+        let batch = batcher.finish_checked(check).unwrap();
+        for column in batch.columns() {
+            column.to_data().validate_full().unwrap();
+        }
+        let floats = |name| {
+            let c = batch.column_by_name(name).unwrap();
+            c.as_primitive::<datafusion::arrow::datatypes::Float64Type>()
+                .clone()
+        };
+        let (f1, f2) = (floats("f1"), floats("f2"));
+        let (b1, b2) = (
+            batch.column_by_name("b1").unwrap().as_boolean().clone(),
+            batch.column_by_name("b2").unwrap().as_boolean().clone(),
+        );
+        let t1 = batch
+            .column_by_name("t1")
+            .unwrap()
+            .as_string::<i32>()
+            .clone();
+        let t2 = batch
+            .column_by_name("t2")
+            .unwrap()
+            .as_string::<i32>()
+            .clone();
+        let i2 = batch
+            .column_by_name("i2")
+            .unwrap()
+            .as_primitive::<Int64Type>()
+            .clone();
+        for (i, id) in (0..70i64).enumerate() {
+            assert_eq!(f1.value(i), id as f64, "row {id} (check: {check})");
+            assert_eq!(f2.value(i), id as f64 + 0.5, "row {id}");
+            assert_eq!(b1.value(i), id % 2 == 0, "row {id}");
+            assert_eq!(b2.is_null(i), id % 3 == 0, "row {id}");
+            assert_eq!(t2.is_null(i), id % 3 == 0, "row {id}");
+            if id % 3 != 0 {
+                assert_eq!(b2.value(i), id % 5 == 0, "row {id}");
+                assert_eq!(t2.value(i), "ü".repeat(id as usize % 4), "row {id}");
+            }
+            assert_eq!(t1.is_null(i), id % 7 == 0, "row {id}");
+            if id % 7 != 0 {
+                assert_eq!(t1.value(i), format!("t{id}"), "row {id}");
+            }
+            assert_eq!(i2.is_null(i), id % 4 != 0, "row {id}");
+            if id % 4 == 0 {
+                assert_eq!(i2.value(i), -id, "row {id}");
+            }
+        }
+    }
 }
 
 #[test]
@@ -346,6 +446,45 @@ fn a_batch_is_full_at_its_rows_or_its_bytes_of_text() {
         batcher.add(&row(1)).unwrap();
     }
     assert!(batcher.full());
+}
+
+/// Batches whose large texts move from column to column leave the batcher with room for
+/// about two batches' worth, not a batch's worth in every column.
+#[test]
+fn text_columns_keep_room_for_two_batches_at_most() {
+    let columns: Vec<Column> = ["id", "a", "b", "c"]
+        .iter()
+        .map(|name| {
+            column(
+                name,
+                if *name == "id" {
+                    ColumnType::Int
+                } else {
+                    ColumnType::Text
+                },
+            )
+        })
+        .collect();
+    let table = Arc::new(TableSchema {
+        table: "t".into(),
+        primary_key: vec!["id".into()],
+        columns: columns.clone(),
+    });
+    let mut batcher = Batcher::new(&table, columns.into());
+    let big = "x".repeat(1 << 20);
+    for name in ["a", "b", "c", "a"] {
+        while !batcher.full() {
+            let mut r = record! { "id" => 1 };
+            r.set(name, big.as_str());
+            batcher.add(&r).unwrap();
+        }
+        batcher.finish().unwrap();
+        let kept = batcher.capacity_bytes();
+        assert!(
+            kept <= 2 * BATCH_BYTES + (4 << 20),
+            "{kept} bytes kept after {name}"
+        );
+    }
 }
 
 #[test]
