@@ -70,35 +70,29 @@ pub(crate) fn touch_restart_entries(data: &[u8]) {
 }
 
 /// Prefetches the restart interval where a seek for `(user_key, seqno)` would walk (stage
-/// three), found by the seek's own binary search over the restart points.
-pub(crate) fn touch_interval(data: &[u8], user_key: &[u8], seqno: u64) {
-    let Some((count, array_at)) = restarts(data) else {
-        return;
-    };
+/// three), found by the seek's own binary search over the restart points; returns the index
+/// of the restart point the interval starts at, for the seek to start from (untrusted:
+/// [`super::BlockIter::seek_hinted`] checks it).
+pub(crate) fn touch_interval(data: &[u8], user_key: &[u8], seqno: u64) -> Option<usize> {
+    let (count, array_at) = restarts(data)?;
     let (mut low, mut high) = (0, count);
     while high - low > 1 {
         let mid = (low + high) / 2;
-        let Some((key, key_seqno)) =
-            restart(data, array_at, mid).and_then(|at| restart_key(data.get(..array_at)?, at))
-        else {
-            return;
-        };
+        let (key, key_seqno) =
+            restart(data, array_at, mid).and_then(|at| restart_key(data.get(..array_at)?, at))?;
         if compare(key, key_seqno, user_key, seqno).is_lt() {
             low = mid;
         } else {
             high = mid;
         }
     }
-    let Some(from) = restart(data, array_at, low) else {
-        return;
-    };
+    let from = restart(data, array_at, low)?;
     let to = restart(data, array_at, low + 1).unwrap_or(array_at);
-    let Some(interval) = data.get(from..to.max(from)) else {
-        return;
-    };
+    let interval = data.get(from..to.max(from))?;
     for byte in interval.iter().step_by(64).take(INTERVAL_LINES) {
         prefetch(byte);
     }
+    Some(low)
 }
 
 /// The key and sequence number of the entry at `at`, read as a restart entry (both block
@@ -130,8 +124,10 @@ fn varint(input: &[u8], mut at: usize) -> Option<(u64, usize)> {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
-    use crate::block::BlockBuilder;
+    use crate::block::{Block, BlockBuilder, BlockIter};
     use crate::format::ValueKind;
     use crate::key::pack_trailer;
 
@@ -158,6 +154,42 @@ mod tests {
             let (key, seqno) = restart_key(&data[..array_at], at).expect("key");
             assert_eq!(key, format!("key{:05}", index * 4).as_bytes());
             assert_eq!(seqno, 7);
+        }
+    }
+
+    /// The interval stage's answer is the restart point a seek's search would end at: a seek
+    /// told it takes it, a seek told any other (or none) does not, and each lands where a
+    /// plain seek does.
+    #[test]
+    fn a_seek_takes_the_interval_found_and_lands_where_a_seek_does() {
+        for (entries, interval) in [(40, 4), (40, 1), (7, 16), (1, 4), (33, 5)] {
+            let data = block(entries, interval);
+            let block = Block::new(Bytes::from(data.clone()), false).expect("block");
+            block.check_restarts().expect("restarts");
+            let (count, _) = restarts(&data).expect("restarts");
+            let mut targets = vec![(String::new(), 0)];
+            for i in 0..=entries {
+                let key = format!("key{i:05}");
+                targets.extend([(key.clone(), 6), (key.clone(), 7), (key.clone(), 8)]);
+                targets.push((key + "a", 7));
+            }
+            for (target, seqno) in &targets {
+                let position = |iter: &BlockIter| {
+                    (iter.valid()).then(|| (iter.user_key().to_vec(), iter.seqno()))
+                };
+                let mut plain = block.iter();
+                plain.seek(target.as_bytes(), *seqno);
+                let expected = position(&plain);
+                let found = touch_interval(&data, target.as_bytes(), *seqno);
+                assert!(found.is_some(), "{target} @ {seqno}");
+                let hints = (0..count + 2).chain([usize::MAX]).map(Some).chain([None]);
+                for hint in hints {
+                    let mut hinted = block.iter();
+                    let taken = hinted.seek_hinted(target.as_bytes(), *seqno, hint);
+                    assert_eq!(taken, hint == found, "{target} @ {seqno}, hint {hint:?}");
+                    assert_eq!(position(&hinted), expected, "{target} @ {seqno}, {hint:?}");
+                }
+            }
         }
     }
 

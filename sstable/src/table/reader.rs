@@ -475,7 +475,10 @@ impl Table {
         // first step forward from it through lines the processor is already streaming in
         // (asking again for every key cost a tenth of a clustered fetch).
         let mut staged: [Option<usize>; 3] = [None; 3];
-        let mut stage = |i: usize| {
+        // Where the interval stage's search ended, for the seek of the key it was made for:
+        // `(key's position, restart point)`, by the key's position modulo its length.
+        let mut hints = [(usize::MAX, 0usize); AHEAD_INTERVAL + 1];
+        let mut stage = |i: usize, hints: &mut [(usize, usize); AHEAD_INTERVAL + 1]| {
             if let Some(&Some(b)) = blocks.get(i.wrapping_add(AHEAD_RESTART_ARRAY))
                 && staged[0] != Some(b)
             {
@@ -496,33 +499,41 @@ impl Table {
                 && let Some(data) = self.stored_unchecked(index, b)
             {
                 staged[2] = Some(b);
-                crate::block::touch_interval(data, key, snapshot_seqno);
+                if let Some(low) = crate::block::touch_interval(data, key, snapshot_seqno) {
+                    let at = i.wrapping_add(AHEAD_INTERVAL);
+                    hints[at % hints.len()] = (at, low);
+                }
             }
         };
         // The stages of the first keys: `stage(i)` runs each stage for the key it is ahead of
         // `i`, so the positions before the first key (wrapping below zero) prime them.
         for before in (1..=AHEAD_RESTART_ARRAY).rev() {
-            stage(0usize.wrapping_sub(before));
+            stage(0usize.wrapping_sub(before), &mut hints);
         }
         // The block read last and an iterator where the last key left it, kept for the next
         // keys in it: ascending keys close together step forward instead of seeking.
         let mut current: Option<(usize, BlockIter)> = None;
         for (i, (key, first)) in keys.iter().zip(&blocks).enumerate() {
-            stage(i);
+            stage(i, &mut hints);
             let Some(first) = *first else {
                 continue;
             };
+            let hint = hints[i % hints.len()];
+            let hint = (hint.0 == i).then_some(hint.1);
             for block_number in first..index.len().min(first + 2) {
                 let iter = match &mut current {
                     Some((n, iter)) if *n == block_number => {
                         if !(ascending && step_to(iter, key, snapshot_seqno)) {
-                            iter.seek(key, snapshot_seqno);
+                            let hint = hint.filter(|_| block_number == first);
+                            iter.seek_hinted(key, snapshot_seqno, hint);
                         }
                         iter
                     }
                     slot => {
                         let mut iter = self.data_block(block_number)?.iter();
-                        iter.seek(key, snapshot_seqno);
+                        // The hint was found in the first block's bytes.
+                        let hint = hint.filter(|_| block_number == first);
+                        iter.seek_hinted(key, snapshot_seqno, hint);
                         &mut slot.insert((block_number, iter)).1
                     }
                 };
