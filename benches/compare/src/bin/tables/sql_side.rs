@@ -8,6 +8,9 @@
 //! engines, checked), and the share of the prepared statement's time spent in DataFusion
 //! (planning, joining, aggregating: the statement's time less its scans' `strata_time`, read
 //! from the plans of a tenth of its runs again, `Prepared::execute_with_plan`).
+//!
+//! A round loads both engines, then runs each statement on the two in turns, a tenth of its
+//! repetitions at a time (`run_round`); DataFusion over Parquet runs after them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -17,7 +20,7 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use datafusion::scalar::ScalarValue;
-use strata::{Predicate, Query, Value};
+use strata::{Db, Predicate, Query, Value};
 use strata_compare::median;
 use strata_sql::SqlSession;
 use strata_sql::scan::STRATA_TIME;
@@ -166,53 +169,143 @@ fn literal_sql(sql: &str, params: &[Value]) -> String {
     out
 }
 
-pub fn run_strata_sql(tables: &[TableSpec], data: &Data, config: &Config) -> SqlFigures {
-    let dir = config.dir.join("strata-sql");
-    let _ = std::fs::remove_dir_all(&dir);
-    let (db, _) = load_strata(tables, &dir);
-    let db = Arc::new(db);
+/// Chunks a statement's repetitions are cut into, the two engines taking turns chunk by
+/// chunk (each first in every other chunk): what the machine does meanwhile (another guest's
+/// load, the page cache's writeback) then falls on both alike, where timing one engine's
+/// whole loop before the other's let it land on one side (SQLite's own times moved by up to
+/// a fifth between runs of the same build).
+const CHUNKS: u64 = 10;
+
+/// One round: both engines loaded (the first as `strata_first` says), then every statement
+/// run on both in turns, chunk by chunk; Strata's references after.
+pub fn run_round(
+    tables: &[TableSpec],
+    data: &Data,
+    config: &Config,
+    strata_first: bool,
+) -> (SqlFigures, SqlFigures) {
+    let strata_dir = config.dir.join("strata-sql");
+    let sqlite_dir = config.dir.join("sqlite-sql");
+    let sqlite_path = sqlite_dir.join("tables.db");
+    let load_strata_side = || {
+        let _ = std::fs::remove_dir_all(&strata_dir);
+        Arc::new(load_strata(tables, &strata_dir).0)
+    };
+    let load_sqlite_side = || {
+        let _ = std::fs::remove_dir_all(&sqlite_dir);
+        std::fs::create_dir_all(&sqlite_dir).expect("dir");
+        drop(load_sqlite(tables, &sqlite_path));
+        // A new connection, given the same memory as Strata (`load_sqlite`'s pragmas were
+        // for the load's connection).
+        crate::sqlite_side::open(&sqlite_path)
+    };
+    let (db, lite) = if strata_first {
+        let db = load_strata_side();
+        (db, load_sqlite_side())
+    } else {
+        let lite = load_sqlite_side();
+        (load_strata_side(), lite)
+    };
     let session = SqlSession::new(Arc::clone(&db)).expect("session");
-    let mut figures = SqlFigures::default();
+    let mut strata = SqlFigures {
+        config: "64 MiB block cache, table files memory-mapped".into(),
+        ..SqlFigures::default()
+    };
+    let mut sqlite = SqlFigures {
+        config: crate::sqlite_side::fair_pragmas(&lite),
+        ..SqlFigures::default()
+    };
     for (i, shape) in sql_shapes().iter().enumerate() {
         let n = reps(shape, config);
         let all = params_of(shape, i, data, n);
         let prepared = session.prepare(shape.sql).expect("prepare");
-        let mut count = 0;
-        let start = Instant::now();
-        for params in &all {
-            count += rows(&prepared.execute(params).expect("execute"));
-        }
-        let micros = start.elapsed().as_secs_f64() * 1e6 / n as f64;
-        // DataFusion's share of the prepared statement's time: a tenth of the runs again,
-        // each timed and its plan's Strata scan times read (`Prepared::execute_with_plan`).
-        // The scans' times are summed over partitions, which may overlap in time: the
-        // share is then a lower bound (and 0 where they add up to more than the runs took).
-        let datafusion_share = if prepared.is_fast() {
-            f64::NAN
-        } else {
-            let runs = (n as usize / 10).max(1);
-            let (mut total_secs, mut strata_secs) = (0.0, 0.0);
-            for params in all.iter().take(runs) {
+        let mut statement = lite
+            .prepare_cached(&shape.sql.replace('$', "?"))
+            .expect("prepare");
+        let columns = statement.column_count();
+        let (mut strata_time, mut sqlite_time) = (Duration::ZERO, Duration::ZERO);
+        let (mut strata_rows, mut sqlite_rows) = (0u64, 0u64);
+        let chunk = (n / CHUNKS).max(1) as usize;
+        for (c, part) in all.chunks(chunk).enumerate() {
+            let strata_turn = (c % 2 == 0) == strata_first;
+            for turn in [strata_turn, !strata_turn] {
                 let start = Instant::now();
-                let (batches, plan) = prepared.execute_with_plan(params).expect("execute");
-                total_secs += start.elapsed().as_secs_f64();
-                std::hint::black_box(batches);
-                let plan = plan.expect("a plan through DataFusion");
-                strata_secs += scan_nanos(&plan) as f64 / 1e9;
+                if turn {
+                    for params in part {
+                        strata_rows += rows(&prepared.execute(params).expect("execute"));
+                    }
+                    strata_time += start.elapsed();
+                } else {
+                    for params in part {
+                        let bound = rusqlite::params_from_iter(params.iter().map(to_sql));
+                        let mut found = statement.query(bound).expect("query");
+                        while let Some(row) = found.next().expect("row") {
+                            for c in 0..columns {
+                                std::hint::black_box(row.get_ref(c).expect("cell"));
+                            }
+                            sqlite_rows += 1;
+                        }
+                    }
+                    sqlite_time += start.elapsed();
+                }
             }
-            (1.0 - strata_secs / total_secs).max(0.0)
-        };
-        figures.shapes.push(SqlTiming {
-            micros,
-            rows: count as f64 / n as f64,
-            datafusion_share,
+        }
+        strata.shapes.push(SqlTiming {
+            micros: strata_time.as_secs_f64() * 1e6 / n as f64,
+            rows: strata_rows as f64 / n as f64,
+            datafusion_share: datafusion_share(&prepared, &all),
+        });
+        sqlite.shapes.push(SqlTiming {
+            micros: sqlite_time.as_secs_f64() * 1e6 / n as f64,
+            rows: sqlite_rows as f64 / n as f64,
+            datafusion_share: f64::NAN,
         });
     }
-    // The references: `Db::query` for the point query, and the group query unprepared.
-    // `Db::query` is timed beside the prepared point query, chunk by chunk on the same keys,
-    // each of the two first in every other chunk: the shape loops above warmed the
-    // database's mapping and block checks, which a lone `Db::query` loop run now would
-    // count to its favour.
+    strata_references(&db, &session, data, config, &mut strata);
+    let _ = describe(&lite);
+    drop(lite);
+    sqlite.bytes = std::fs::metadata(&sqlite_path).map_or(0, |m| m.len());
+    let _ = std::fs::remove_dir_all(&sqlite_dir);
+    drop(session);
+    db.flush().expect("flush");
+    strata.bytes = dir_bytes(&strata_dir);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&strata_dir);
+    (strata, sqlite)
+}
+
+/// DataFusion's share of a prepared statement's time: a tenth of its runs again, each timed
+/// and its plan's Strata scan times read (`Prepared::execute_with_plan`). The scans' times
+/// are summed over partitions, which may overlap in time: the share is then a lower bound
+/// (and 0 where they add up to more than the runs took). NaN on the fast path.
+fn datafusion_share(prepared: &strata_sql::Prepared, all: &[Vec<Value>]) -> f64 {
+    if prepared.is_fast() {
+        return f64::NAN;
+    }
+    let runs = (all.len() / 10).max(1);
+    let (mut total_secs, mut strata_secs) = (0.0, 0.0);
+    for params in all.iter().take(runs) {
+        let start = Instant::now();
+        let (batches, plan) = prepared.execute_with_plan(params).expect("execute");
+        total_secs += start.elapsed().as_secs_f64();
+        std::hint::black_box(batches);
+        let plan = plan.expect("a plan through DataFusion");
+        strata_secs += scan_nanos(&plan) as f64 / 1e9;
+    }
+    (1.0 - strata_secs / total_secs).max(0.0)
+}
+
+/// The references: `Db::query` for the point query, and the group query unprepared.
+/// `Db::query` is timed beside the prepared point query, chunk by chunk on the same keys,
+/// each of the two first in every other chunk: the statements before warmed the database's
+/// mapping and block checks, which a lone `Db::query` loop run now would count to its favour.
+fn strata_references(
+    db: &Db,
+    session: &SqlSession,
+    data: &Data,
+    config: &Config,
+    figures: &mut SqlFigures,
+) {
     let shapes = sql_shapes();
     let n = reps(&shapes[0], config);
     let keys = params_of(&shapes[0], 0, data, n);
@@ -257,13 +350,6 @@ pub fn run_strata_sql(tables: &[TableSpec], data: &Data, config: &Config) -> Sql
         );
     }
     figures.unprepared_index = start.elapsed().as_secs_f64() * 1e6 / n as f64;
-    drop(session);
-    db.flush().expect("flush");
-    figures.bytes = dir_bytes(&dir);
-    figures.config = "64 MiB block cache, table files memory-mapped".into();
-    drop(db);
-    let _ = std::fs::remove_dir_all(&dir);
-    figures
 }
 
 /// The time the Strata scans of `plan` spent in Strata, in nanoseconds.
@@ -273,50 +359,6 @@ fn scan_nanos(plan: &Arc<dyn ExecutionPlan>) -> usize {
         .and_then(|m| m.sum_by_name(STRATA_TIME))
         .map_or(0, |v| v.as_usize());
     own + plan.children().into_iter().map(scan_nanos).sum::<usize>()
-}
-
-pub fn run_sqlite_sql(tables: &[TableSpec], data: &Data, config: &Config) -> SqlFigures {
-    let dir = config.dir.join("sqlite-sql");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("dir");
-    let path = dir.join("tables.db");
-    drop(load_sqlite(tables, &path));
-    // A new connection, given the same memory as Strata (`load_sqlite`'s pragmas were for
-    // the load's connection).
-    let db = crate::sqlite_side::open(&path);
-    let mut figures = SqlFigures {
-        config: crate::sqlite_side::fair_pragmas(&db),
-        ..SqlFigures::default()
-    };
-    for (i, shape) in sql_shapes().iter().enumerate() {
-        let n = reps(shape, config);
-        let all = params_of(shape, i, data, n);
-        let sql = shape.sql.replace('$', "?");
-        let mut statement = db.prepare_cached(&sql).expect("prepare");
-        let columns = statement.column_count();
-        let mut count = 0u64;
-        let start = Instant::now();
-        for params in &all {
-            let bound = rusqlite::params_from_iter(params.iter().map(to_sql));
-            let mut found = statement.query(bound).expect("query");
-            while let Some(row) = found.next().expect("row") {
-                for c in 0..columns {
-                    std::hint::black_box(row.get_ref(c).expect("cell"));
-                }
-                count += 1;
-            }
-        }
-        figures.shapes.push(SqlTiming {
-            micros: start.elapsed().as_secs_f64() * 1e6 / n as f64,
-            rows: count as f64 / n as f64,
-            datafusion_share: f64::NAN,
-        });
-    }
-    let _ = describe(&db);
-    drop(db);
-    figures.bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-    let _ = std::fs::remove_dir_all(&dir);
-    figures
 }
 
 /// DataFusion alone over Parquet files of the same rows (written once from Strata's tables,
@@ -412,15 +454,10 @@ pub fn run_sql(tables: &[TableSpec], data: &Data, config: &Config) {
     let mut parquet = Vec::new();
     for round in 1..=config.rounds {
         let strata_first = round % 2 == 1;
-        for strata_turn in [strata_first, !strata_first] {
-            if strata_turn {
-                eprintln!("round {round}: strata sql ...");
-                strata.push(run_strata_sql(tables, data, config));
-            } else {
-                eprintln!("round {round}: sqlite ...");
-                sqlite.push(run_sqlite_sql(tables, data, config));
-            }
-        }
+        eprintln!("round {round}: strata sql and sqlite, in turns ...");
+        let (s, q) = run_round(tables, data, config, strata_first);
+        strata.push(s);
+        sqlite.push(q);
         eprintln!("round {round}: datafusion over parquet ...");
         parquet.push(run_parquet(tables, data, config));
     }
