@@ -27,7 +27,7 @@ use strata_sql::scan::STRATA_TIME;
 
 use crate::data::{Data, Rng, signup_date};
 use crate::spec::TableSpec;
-use crate::sqlite_side::{describe, load_sqlite, to_sql};
+use crate::sqlite_side::{load_sqlite, to_sql};
 use crate::strata_side::{dir_bytes, load_strata};
 use crate::{Config, geometric_mean};
 
@@ -226,8 +226,8 @@ pub fn run_round(
         let (mut strata_time, mut sqlite_time) = (Duration::ZERO, Duration::ZERO);
         let (mut strata_rows, mut sqlite_rows) = (0u64, 0u64);
         let chunk = (n / CHUNKS).max(1) as usize;
-        for (c, part) in all.chunks(chunk).enumerate() {
-            let strata_turn = (c % 2 == 0) == strata_first;
+        for (k, part) in all.chunks(chunk).enumerate() {
+            let strata_turn = (k % 2 == 0) == strata_first;
             for turn in [strata_turn, !strata_turn] {
                 let start = Instant::now();
                 if turn {
@@ -262,7 +262,6 @@ pub fn run_round(
         });
     }
     strata_references(&db, &session, data, config, &mut strata);
-    let _ = describe(&lite);
     drop(lite);
     sqlite.bytes = std::fs::metadata(&sqlite_path).map_or(0, |m| m.len());
     let _ = std::fs::remove_dir_all(&sqlite_dir);
