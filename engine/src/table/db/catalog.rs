@@ -87,14 +87,27 @@ impl Shared {
         Ok(stored)
     }
 
-    /// Stores `stats` as `table`'s statistics and plans with them from now on.
-    pub(crate) fn put_stats(&self, table: &str, id: u64, stats: TableStats) -> Result<()> {
+    /// Stores `stats`, of the analysis holding `ticket` (its [`AnalysisOrder`] ticket), as
+    /// `table`'s statistics and plans with them from now on; `false` (nothing stored) if an
+    /// analysis of a later ticket, which read newer rows, has stored its own.
+    ///
+    /// [`AnalysisOrder`]: crate::table::stats::order::AnalysisOrder
+    pub(crate) fn put_stats(
+        &self,
+        table: &str,
+        id: u64,
+        stats: TableStats,
+        ticket: u64,
+    ) -> Result<bool> {
         let _ddl = lock(&self.ddl);
         let current = self.handle(table)?;
         if current.def.id != id {
             return Err(Error::NotFound(format!(
                 "table {table:?} (dropped while analysed)"
             )));
+        }
+        if current.analyses.superseded(ticket) {
+            return Ok(false);
         }
         self.write_catalog(
             &[(
@@ -117,6 +130,7 @@ impl Shared {
         let mut table = current.with(current.def.clone(), None);
         table.stats = Some(stats);
         self.publish(table);
-        Ok(())
+        current.analyses.stored(ticket);
+        Ok(true)
     }
 }

@@ -43,6 +43,7 @@ use crate::table::db::options::Options;
 use crate::table::db::reader_pool::ReaderPool;
 
 use crate::table::stats::advice::Usage;
+use crate::table::stats::order::AnalysisOrder;
 use crate::table::stats::planning::{Planning, for_planning};
 use crate::table::stats::sketch::{LiveStats, SketchFactory};
 
@@ -152,6 +153,9 @@ pub(crate) struct Table {
     pub(crate) live: Arc<LiveStats>,
     /// What each index earned and cost (kept across republished definitions).
     pub(crate) usage: Arc<Usage>,
+    /// Which of its analyses' statistics may be stored (kept across republished
+    /// definitions).
+    pub(crate) analyses: Arc<AnalysisOrder>,
     /// What planning needs of this definition and these statistics, built on first use.
     pub(crate) planning: OnceLock<Planning>,
     /// The field names of the first row a query read, shared: the next queries' readers
@@ -192,6 +196,7 @@ impl Table {
             changed: Arc::default(),
             live: Arc::default(),
             usage: Arc::default(),
+            analyses: Arc::default(),
             planning: OnceLock::new(),
             row_layout: OnceLock::new(),
             fast_rows: Arc::default(),
@@ -207,6 +212,7 @@ impl Table {
             changed: Arc::clone(&self.changed),
             live: Arc::clone(&self.live),
             usage: Arc::clone(&self.usage),
+            analyses: Arc::clone(&self.analyses),
             ..Table::new(
                 def,
                 shards.unwrap_or_else(|| self.shards.clone()),

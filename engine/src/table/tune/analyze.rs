@@ -20,10 +20,10 @@ use crossbeam_channel::{Receiver, TryRecvError, select};
 use strata_planner::{TableStats, TableStatsBuilder};
 
 use crate::error::{Error, Result};
-use crate::lsm::ReadOptions;
+use crate::lsm::{ReadOptions, Snapshot};
 use crate::table::catalog::entry::record_corrupt;
 use crate::table::codec::row_reader::RowReader;
-use crate::table::db::{Db, Shared};
+use crate::table::db::{Db, Shared, Table};
 use crate::table::stats::correlation::{ORDER_SAMPLE_ROWS, OrderSample, combined};
 use crate::table::stats::sketch::{MAX_ANALYZED_FIELDS, statistics_shape};
 
@@ -98,7 +98,9 @@ impl Shared {
     }
 
     /// Analyses `table`; with `stop`, gives up with [`Error::Closed`] once it is disconnected
-    /// (checked every [`STOP_CHECK_ROWS`] rows).
+    /// (checked every [`STOP_CHECK_ROWS`] rows). Returns the statistics stored: its own, or,
+    /// when an analysis that began after it (so read newer rows) stored its own first, those
+    /// (`AnalysisOrder`).
     pub(crate) fn analyze_table(
         &self,
         table: &str,
@@ -107,7 +109,24 @@ impl Shared {
         let t = self.handle(table)?;
         // Changes from here on count towards the next analysis.
         t.changed.store(0, Ordering::Relaxed);
-        let snapshots: Vec<_> = t.shards.iter().map(|s| s.store.store.snapshot()).collect();
+        let (ticket, snapshots): (u64, Vec<Snapshot>) = t
+            .analyses
+            .start(|| t.shards.iter().map(|s| s.store.store.snapshot()).collect());
+        let stats = self.collect_stats(&t, &snapshots, stop)?;
+        if self.put_stats(table, t.def.id, stats.clone(), ticket)? {
+            return Ok(stats);
+        }
+        Ok(self.handle(table)?.stats.clone().unwrap_or(stats))
+    }
+
+    /// The statistics of `t`'s rows at `snapshots` (one per shard); with `stop`, gives up with
+    /// [`Error::Closed`] once it is disconnected.
+    fn collect_stats(
+        &self,
+        t: &Table,
+        snapshots: &[Snapshot],
+        stop: Option<&Receiver<()>>,
+    ) -> Result<TableStats> {
         let (mut columns, prefixes) = statistics_shape(&t.def);
         let add = |f: &String, columns: &mut Vec<String>| {
             if !columns.contains(f) && columns.len() < MAX_ANALYZED_FIELDS {
@@ -176,7 +195,56 @@ impl Shared {
                 column.correlation = r;
             }
         }
-        self.put_stats(table, t.def.id, stats.clone())?;
         Ok(stats)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::record;
+    use crate::table::db::Db;
+
+    use super::*;
+
+    /// An analysis that read older rows and finishes after a newer one (the analyzer
+    /// thread's, queued mid-load, against a caller's `analyze` after the load) leaves the
+    /// newer statistics in place: before, the last to finish was stored, and a query planned
+    /// after `analyze` could be planned on the older rows' statistics.
+    #[test]
+    fn an_analysis_of_older_rows_finishing_last_does_not_replace_a_newer_ones() -> Result<()> {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let options = crate::Options {
+            auto_analyze: false,
+            ..crate::Options::default()
+        };
+        let db = Db::open(dir.path(), options)?;
+        db.create_table("t", ["id"], crate::TableOptions::default())?;
+        for id in 0..100i64 {
+            db.insert("t", record! { "id" => id })?;
+        }
+        // The older analysis takes its ticket and snapshots here, then is overtaken.
+        let t = db.shared.handle("t")?;
+        let (ticket, snapshots): (u64, Vec<Snapshot>) = t
+            .analyses
+            .start(|| t.shards.iter().map(|s| s.store.store.snapshot()).collect());
+        for id in 100..250i64 {
+            db.insert("t", record! { "id" => id })?;
+        }
+        assert_eq!(db.analyze("t")?.row_count, 250);
+        let older = db.shared.collect_stats(&t, &snapshots, None)?;
+        assert_eq!(older.row_count, 100);
+        let stored = db.shared.put_stats("t", t.def.id, older, ticket)?;
+        assert!(!stored, "the older rows' statistics are not stored");
+        let now = db.shared.handle("t")?;
+        assert_eq!(now.stats.as_ref().map(|s| s.row_count), Some(250));
+
+        // An analysis that began after the stored one is stored as usual.
+        for id in 250..300i64 {
+            db.insert("t", record! { "id" => id })?;
+        }
+        assert_eq!(db.analyze("t")?.row_count, 300);
+        let now = db.shared.handle("t")?;
+        assert_eq!(now.stats.as_ref().map(|s| s.row_count), Some(300));
+        Ok(())
     }
 }
