@@ -88,8 +88,9 @@ impl Shared {
     }
 
     /// Stores `stats`, of the analysis holding `ticket` (its [`AnalysisOrder`] ticket), as
-    /// `table`'s statistics and plans with them from now on; `false` (nothing stored) if an
-    /// analysis of a later ticket, which read newer rows, has stored its own.
+    /// `table`'s statistics and plans with them from now on, and returns them; if an analysis
+    /// of a later ticket, which read newer rows, has stored its own, stores nothing and
+    /// returns those.
     ///
     /// [`AnalysisOrder`]: crate::table::stats::order::AnalysisOrder
     pub(crate) fn put_stats(
@@ -98,7 +99,7 @@ impl Shared {
         id: u64,
         stats: TableStats,
         ticket: u64,
-    ) -> Result<bool> {
+    ) -> Result<TableStats> {
         let _ddl = lock(&self.ddl);
         let current = self.handle(table)?;
         if current.def.id != id {
@@ -106,8 +107,10 @@ impl Shared {
                 "table {table:?} (dropped while analysed)"
             )));
         }
-        if current.analyses.superseded(ticket) {
-            return Ok(false);
+        if current.analyses.superseded(ticket)
+            && let Some(newer) = &current.stats
+        {
+            return Ok(newer.clone());
         }
         self.write_catalog(
             &[(
@@ -128,9 +131,9 @@ impl Shared {
             &[],
         )?;
         let mut table = current.with(current.def.clone(), None);
-        table.stats = Some(stats);
+        table.stats = Some(stats.clone());
         self.publish(table);
         current.analyses.stored(ticket);
-        Ok(true)
+        Ok(stats)
     }
 }

@@ -15,8 +15,9 @@ pub(crate) struct AnalysisOrder {
     /// The last ticket taken; a ticket is taken together with its analysis's snapshots,
     /// under this lock, so a later ticket always reads rows at least as new.
     taken: Mutex<u64>,
-    /// The ticket of the statistics stored last (0: none since the database opened).
-    stored: AtomicU64,
+    /// The ticket of the statistics stored last (0: none since the database opened or the
+    /// table was created).
+    last_stored: AtomicU64,
 }
 
 impl AnalysisOrder {
@@ -32,12 +33,12 @@ impl AnalysisOrder {
     /// [`AnalysisOrder::stored`]) under the lock that orders the catalog's writes, so two
     /// analyses cannot both pass and then store in the other order.
     pub(crate) fn superseded(&self, ticket: u64) -> bool {
-        self.stored.load(Ordering::Acquire) > ticket
+        self.last_stored.load(Ordering::Acquire) > ticket
     }
 
     /// Notes that the statistics of `ticket` were stored.
     pub(crate) fn stored(&self, ticket: u64) {
-        self.stored.fetch_max(ticket, Ordering::AcqRel);
+        self.last_stored.fetch_max(ticket, Ordering::AcqRel);
     }
 }
 
