@@ -383,9 +383,9 @@ impl Batcher {
             self.learn(record);
         }
         // A record's values are read from it directly, without the engine's error (the lent
-        // row's `sound_value`): beside it, each value came back through memory in pieces that
-        // staging then waited on, 17 % of staging a row (`perf record -e cpu-clock`). A value
-        // that does not read is read again by `failure`, for its error.
+        // row's `checked_value`): beside it, each value came back through memory in pieces
+        // that staging then waited on, a stall on 17 % of `add_ref`'s samples (`perf record
+        // -e cpu-clock`). A value that does not read is read again by `failure`, for its error.
         let (layout, columns, row) = (&self.layouts[0], &self.columns, self.rows);
         let staged = &mut self.staged;
         let staging = match record.as_record() {
@@ -393,7 +393,7 @@ impl Batcher {
                 let values = built.values();
                 staged.stage_row(row, layout, columns, |j| values.get(j).map(ValueRef::from))
             }
-            None => staged.stage_row(row, layout, columns, |j| record.sound_value(j)),
+            None => staged.stage_row(row, layout, columns, |j| record.checked_value(j)),
         };
         match staging {
             Ok(()) => {

@@ -99,8 +99,9 @@ impl<'r> RowRef<'r> {
     /// The value of the `i`-th field (in name order), read where it lies: a damaged stored
     /// value is an error naming the family and key of its row; `i` past the last field is an
     /// error too.
-    // Always in line: a batch reads each value of each row through it, and its error (the
-    // engine's, several words) came back through memory (~40 instructions a value).
+    // Always in line: a reader of every value of every row may take it (a record batch's
+    // reader takes `checked_value`), and its error (the engine's, several words) came back
+    // through memory (~40 instructions a value).
     #[inline(always)]
     pub fn value(&self, i: usize) -> Result<ValueRef<'r>> {
         match self.row {
@@ -125,12 +126,13 @@ impl<'r> RowRef<'r> {
 
     /// [`RowRef::value`] without its error: the value of the `i`-th field, or `None` where
     /// `value` fails (a damaged stored value, `i` past the last field), for a reader that
-    /// asks `value` why only then. A reader copying every value of every row (a record
-    /// batch's) takes this one: through `value`, each value came back in a `Result` beside
-    /// the engine's error, written to memory in pieces that the reader's next load of it
-    /// waited on (17 % of a SQL batch's staging of a row, `perf record -e cpu-clock`).
+    /// asks `value` why only then.
+    // A record batch's reader takes this one: through `value`, each value came back in a
+    // `Result` beside the engine's error, written to the stack in pieces that the reader's
+    // next load of it waited on (a store-forwarding stall on 17 % of the SQL batcher's
+    // samples for a row, `perf record -e cpu-clock`).
     #[inline(always)]
-    pub fn sound_value(&self, i: usize) -> Option<ValueRef<'r>> {
+    pub fn checked_value(&self, i: usize) -> Option<ValueRef<'r>> {
         match self.row {
             Lent::Stored { at, view, .. } => view.value_ref(*at.get(i)?).ok(),
             Lent::Built(record) => record.values().get(i).map(ValueRef::from),
@@ -281,35 +283,39 @@ mod tests {
     }
 
     #[test]
-    fn a_sound_value_is_the_value_and_none_where_the_value_is_an_error() {
+    fn a_checked_value_is_the_value_and_none_where_the_value_is_an_error() {
         let record = record! { "a" => 1, "b" => "xyz" };
         let stored = record.encode();
-        let names = NameList::from(vec![
-            crate::table::codec::record::Name::from("a"),
-            crate::table::codec::record::Name::from("b"),
-        ]);
-        let at = [0, 1];
+        // One field kept of two: the lent row's field 0 is the record's value 1.
+        let names = NameList::from(vec![crate::table::codec::record::Name::from("b")]);
+        let at = [1];
         let view = View::parse(&stored).expect("a record it wrote");
-        for row in [
-            RowRef::stored(&names, &at, view, "t/fact", b"k7"),
-            RowRef::from(&record),
-        ] {
-            for i in 0..2 {
-                let value = row.value(i).expect("intact");
-                let sound = row.sound_value(i).map(|v| v.to_value());
-                assert_eq!(sound, Some(value.to_value()));
-            }
-            assert!(row.value(2).is_err());
-            assert!(row.sound_value(2).is_none(), "past the last field");
+        let row = RowRef::stored(&names, &at, view, "t/fact", b"k7");
+        let checked = row.checked_value(0).map(|v| v.to_value());
+        assert_eq!(checked, Some(Value::from("xyz")));
+        assert_eq!(checked, Some(row.value(0).expect("intact").to_value()));
+        assert!(row.value(1).is_err());
+        assert!(row.checked_value(1).is_none(), "past the last field");
+        let built = RowRef::from(&record);
+        for i in 0..2 {
+            let checked = built.checked_value(i).map(|v| v.to_value());
+            assert_eq!(checked, Some(built.value(i).expect("built").to_value()));
         }
+        assert!(built.value(2).is_err());
+        assert!(built.checked_value(2).is_none(), "past the last field");
+        // The text's last byte made one that is not UTF-8: the offsets still hold.
         let mut damaged = stored.clone();
         let last = damaged.len() - 1;
         damaged[last] = 0xff;
         let view = View::parse(&damaged).expect("its head is intact");
-        let row = RowRef::stored(&names, &at, view, "t/fact", b"k7");
+        let names = NameList::from(vec![
+            crate::table::codec::record::Name::from("a"),
+            crate::table::codec::record::Name::from("b"),
+        ]);
+        let row = RowRef::stored(&names, &[0, 1], view, "t/fact", b"k7");
         assert!(row.value(1).is_err());
-        assert!(row.sound_value(1).is_none(), "a damaged value");
-        let neighbour = row.sound_value(0).map(|v| v.to_value());
+        assert!(row.checked_value(1).is_none(), "a damaged value");
+        let neighbour = row.checked_value(0).map(|v| v.to_value());
         assert_eq!(neighbour, Some(Value::Int(1)), "its neighbour reads");
     }
 }
